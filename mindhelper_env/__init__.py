@@ -1,0 +1,16 @@
+"""MindHelper-Env: Gymnasium environments for closed-loop precision intervention.
+
+Importing the package registers the environments (``MindHelper-VirtualHome-v0`` ...).
+Heavy dependencies (torch, stable-baselines3, openai, matplotlib, imageio) are only imported
+by the modules that need them.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from mindhelper_env.envs.registration import register_envs as _register_envs
+
+_register_envs()
+
+__all__ = ["__version__"]

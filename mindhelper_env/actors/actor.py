@@ -1,0 +1,381 @@
+"""Simulated people: perception, belief tables, and a task policy that plans from beliefs.
+
+An :class:`Actor` is a policy, not a recording. Every tick the simulation asks it for one script
+line (:meth:`Actor.act`), executes it in the world, tells it the result
+(:meth:`Actor.feedback`) and lets it perceive what happened in its room
+(:meth:`Actor.perceive`). The actor's belief table maps objects to where it believes they are;
+it changes only through the actor's own perception, through what the robot tells it, and
+through what it is handed. Plans are made from beliefs, never from the true state, so an actor
+whose object was moved while it was away walks to the old place, fails, searches plausible
+places in a seeded order and gives up when its patience is spent.
+
+Activities (JSON dicts, in order):
+
+* ``{"type": "goto", "target": id, "stay": k, "use": "sit" | "switchon" | None}`` — walk to a
+  room or a piece of furniture, optionally sit on it or switch it on, stay ``k`` ticks.
+* ``{"type": "fetch", "object": id, "dest": id | None, "search": [ids]}`` — get the object
+  (from belief, else by searching ``search`` in order) and, if ``dest`` is set, put it there.
+* ``{"type": "deliver", "objects": [ids], "dest": id}`` — put the held objects in/on ``dest``
+  (opening it first if it is closed, which needs a free hand).
+* ``{"type": "idle", "ticks": k}``.
+
+Kinds: ``adult`` (reach 2.0 m), ``child`` (1.2 m), ``wheelchair`` (1.3 m).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mindhelper_env.world.script import ScriptLine
+
+if TYPE_CHECKING:
+    from mindhelper_env.world.world import ActionResult, Event, World
+
+__all__ = ["Actor", "ACTOR_KINDS", "Marker"]
+
+#: Reach height (metres) of each kind of person.
+ACTOR_KINDS: dict[str, float] = {"adult": 2.0, "child": 1.2, "wheelchair": 1.3}
+
+#: How many ticks a person waits for the robot that walked up to them.
+_WAIT_FOR_ROBOT = 2
+
+
+@dataclass(slots=True)
+class Marker:
+    """A milestone in an actor's task, used to measure onset and deadline."""
+
+    tick: int
+    kind: str  # activity_start | attempt_failed | gave_up | done
+    activity: int
+    detail: str = ""
+
+
+@dataclass
+class Actor:
+    """A simulated person. Build from a spec dict with :meth:`from_spec`."""
+
+    id: int
+    name: str
+    kind: str
+    activities: list[dict[str, Any]]
+    patience: int = 3
+    retry_wait: int = 1
+    beliefs: dict[int, int] = field(default_factory=dict)
+    status: str = "active"  # active | done | gave_up
+    markers: list[Marker] = field(default_factory=list)
+    # policy state
+    _idx: int = 0
+    _started: bool = False
+    _stay: int = 0
+    _wait: int = 0
+    _robot_wait: int = 0
+    _failures: int = 0
+    _checked: set[int] = field(default_factory=set)
+    _target: int | None = None
+    _used: bool = False
+    _last_room: int | None = None
+    _look: bool = True
+    _doing: str = ""
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> Actor:
+        kind = spec.get("kind", "adult")
+        if kind not in ACTOR_KINDS:
+            raise ValueError(f"unknown actor kind {kind!r}; expected one of {sorted(ACTOR_KINDS)}")
+        return cls(
+            id=int(spec["id"]),
+            name=str(spec["name"]),
+            kind=kind,
+            activities=[dict(a) for a in spec["activities"]],
+            patience=int(spec.get("patience", 3)),
+            retry_wait=int(spec.get("retry_wait", 1)),
+            beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
+        )
+
+    @property
+    def reach(self) -> float:
+        return ACTOR_KINDS[self.kind]
+
+    @property
+    def activity(self) -> dict[str, Any] | None:
+        if self._idx < len(self.activities):
+            return self.activities[self._idx]
+        return None
+
+    @property
+    def doing(self) -> str:
+        """A short description of the current activity (as seen from outside)."""
+        return self._doing
+
+    @property
+    def failures(self) -> int:
+        return self._failures
+
+    # ------------------------------------------------------------------ perception
+    def perceive(self, world: World, events: list[Event]) -> None:
+        """Update beliefs from what this actor can see this tick."""
+        room = world.chars[self.id].room
+        if room != self._last_room or self._look:
+            self._last_room = room
+            self._look = False
+            self._look_around(world, room)
+            return
+        for ev in events:
+            if ev.room != room or not ev.ok:
+                continue
+            self._see_event(world, ev)
+
+    def _look_around(self, world: World, room: int | None) -> None:
+        if room is None:
+            return
+        seen_places: set[int] = set()
+        for nid in world.room_nodes(room):
+            node = world.graph.nodes[nid]
+            if "GRABBABLE" in node.properties:
+                if world.is_hidden(nid):
+                    continue
+                loc = world.location(nid)
+                if loc is not None:
+                    self.beliefs[nid] = loc
+            elif "SURFACES" in node.properties or (
+                "CONTAINERS" in node.properties and "CLOSED" not in node.states
+            ):
+                if not world.is_hidden(nid):
+                    seen_places.add(nid)
+        # negative evidence: a believed place in view that does not hold the object
+        for obj, loc in list(self.beliefs.items()):
+            if loc in seen_places and world.location(obj) != loc:
+                del self.beliefs[obj]
+
+    def _see_event(self, world: World, ev: Event) -> None:
+        verb = ev.verb
+        if verb in ("grab", "putback", "putin", "drop", "give", "move"):
+            obj = ev.args[0]
+            loc = world.location(obj)
+            if loc is not None:
+                self.beliefs[obj] = loc
+        elif verb == "open":
+            self._look = False
+            for obj in world.contents(ev.args[0]):
+                if not world.is_hidden(obj):
+                    self.beliefs[obj] = ev.args[0]
+            for obj, loc in list(self.beliefs.items()):
+                if loc == ev.args[0] and world.location(obj) != loc:
+                    del self.beliefs[obj]
+        elif verb == "tell" and ev.args[0] == self.id:
+            _, obj, loc = ev.args
+            self.beliefs[obj] = loc
+            self._checked.discard(world.anchor(loc) if loc in world.graph.nodes else loc)
+            self._target = None
+
+    # ------------------------------------------------------------------ policy
+    def act(self, world: World, robot: int | None = None) -> ScriptLine | None:
+        """The next script line, or None to do nothing this tick."""
+        if self.status != "active":
+            return None
+        if robot is not None and self._robot_wait < _WAIT_FOR_ROBOT:
+            rc = world.chars.get(robot)
+            if rc is not None and rc.near == self.id and rc.room == world.chars[self.id].room:
+                self._robot_wait += 1
+                self._doing = "waiting for the robot"
+                return None
+        if self._wait > 0:
+            self._wait -= 1
+            return None
+        for _ in range(len(self.activities) + 1):
+            act = self.activity
+            if act is None:
+                self._finish(world)
+                return None
+            if self._activity_done:
+                self._next_activity()
+                continue
+            if not self._started:
+                self._started = True
+                self.markers.append(Marker(world.tick, "activity_start", self._idx, act["type"]))
+            line = getattr(self, "_act_" + act["type"])(world, act)
+            if line is not None or self.status != "active" or not self._activity_done:
+                return line
+        return None
+
+    _activity_done = False
+
+    def _next_activity(self) -> None:
+        self._idx += 1
+        self._started = False
+        self._stay = 0
+        self._used = False
+        self._failures = 0
+        self._checked = set()
+        self._target = None
+        self._activity_done = False
+
+    def _complete(self) -> None:
+        self._activity_done = True
+
+    def _finish(self, world: World) -> None:
+        if self.status == "active":
+            self.status = "done"
+            self._doing = "done"
+            self.markers.append(Marker(world.tick, "done", self._idx))
+
+    def _fail_attempt(self, world: World, detail: str) -> None:
+        self._failures += 1
+        self.markers.append(Marker(world.tick, "attempt_failed", self._idx, detail))
+        if self._failures >= self.patience:
+            self.status = "gave_up"
+            self._doing = "gave up"
+            self.markers.append(Marker(world.tick, "gave_up", self._idx, detail))
+        else:
+            self._wait = self.retry_wait
+
+    def _walk_to(self, world: World, target: int) -> ScriptLine:
+        return ScriptLine("walk", ((world.graph.nodes[target].class_name, target),))
+
+    def _line(self, world: World, verb: str, *ids: int) -> ScriptLine:
+        return ScriptLine(verb, tuple((world.graph.nodes[i].class_name, i) for i in ids))
+
+    def _stand_if_sitting(self, world: World) -> ScriptLine | None:
+        if world.chars[self.id].sitting_on is not None:
+            return ScriptLine("standup", ())
+        return None
+
+    # goto ---------------------------------------------------------------
+    def _act_goto(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        target = int(act["target"])
+        me = world.chars[self.id]
+        self._doing = f"going to the {world.graph.nodes[target].class_name}"
+        arrived = (me.room == target) if target in world.rooms else world.is_close(self.id, target)
+        if not arrived:
+            if me.sitting_on is not None:
+                return ScriptLine("standup", ())
+            return self._walk_to(world, target)
+        use = act.get("use")
+        if use and not self._used:
+            self._used = True
+            if use == "sit" and me.sitting_on is None:
+                return self._line(world, "sit", target)
+            if use == "switchon" and "ON" not in world.graph.nodes[target].states:
+                return self._line(world, "switchon", target)
+        if self._stay < int(act.get("stay", 0)):
+            self._stay += 1
+            self._doing = f"spending time at the {world.graph.nodes[target].class_name}"
+            return None
+        if me.sitting_on is not None:
+            self._complete()
+            return ScriptLine("standup", ())
+        self._complete()
+        return None
+
+    # idle ---------------------------------------------------------------
+    def _act_idle(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        if self._stay < int(act.get("ticks", 0)):
+            self._stay += 1
+            self._doing = "idle"
+            return None
+        self._complete()
+        return None
+
+    # fetch --------------------------------------------------------------
+    def _act_fetch(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        obj = int(act["object"])
+        cls = world.graph.nodes[obj].class_name
+        if world.holder(obj) == self.id:
+            dest = act.get("dest")
+            if dest is None:
+                self._complete()
+                return None
+            self._doing = f"carrying the {cls}"
+            return self._put(world, obj, int(dest))
+        stand = self._stand_if_sitting(world)
+        if stand is not None:
+            return stand
+        self._doing = "looking for something"
+        place = self._choose_place(world, act, obj)
+        if place is None:
+            self._fail_attempt(world, "nowhere left to look")
+            if self.status == "active":
+                # start the search over: maybe it came back
+                self._checked.clear()
+            return None
+        if not world.is_close(self.id, place):
+            return self._walk_to(world, place)
+        # at the place
+        if world.is_closed_container(place) and "CAN_OPEN" in world.graph.nodes[place].properties:
+            if world.free_hand(self.id) is None:
+                self._fail_attempt(world, f"hands full at {place}")
+                return None
+            return self._line(world, "open", place)
+        if world.location(obj) is not None and world.anchor(obj) == place and not world.is_hidden(obj):
+            return self._line(world, "grab", obj)
+        # not here: negative evidence
+        self._checked.add(place)
+        if self.beliefs.get(obj) is not None and world.anchor(self.beliefs[obj]) == place:
+            del self.beliefs[obj]
+        self._target = None
+        self._fail_attempt(world, f"not at {place}")
+        return None
+
+    def _choose_place(self, world: World, act: dict[str, Any], obj: int) -> int | None:
+        believed = self.beliefs.get(obj)
+        if believed is not None and believed in world.graph.nodes:
+            if believed in world.chars:
+                believed = None  # with someone else: look where it usually is
+            else:
+                anchor = world.anchor(believed)
+                if anchor not in self._checked:
+                    self._target = anchor
+                    return anchor
+        if self._target is not None and self._target not in self._checked:
+            return self._target
+        for p in act.get("search", []):
+            if p not in self._checked and p in world.graph.nodes:
+                self._target = int(p)
+                return self._target
+        return None
+
+    def _put(self, world: World, obj: int, dest: int) -> ScriptLine | None:
+        if not world.is_close(self.id, dest):
+            return self._walk_to(world, dest)
+        node = world.graph.nodes[dest]
+        if "CONTAINERS" in node.properties:
+            if "CLOSED" in node.states:
+                if world.free_hand(self.id) is None:
+                    self._doing = f"struggling to open the {node.class_name} with full hands"
+                    self._fail_attempt(world, f"hands full at {dest}")
+                    return None
+                return self._line(world, "open", dest)
+            return self._line(world, "putin", obj, dest)
+        return self._line(world, "putback", obj, dest)
+
+    # deliver ------------------------------------------------------------
+    def _act_deliver(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        dest = int(act["dest"])
+        held = [o for o in act["objects"] if world.holder(int(o)) == self.id]
+        if not held:
+            self._complete()
+            return None
+        self._doing = f"carrying things to the {world.graph.nodes[dest].class_name}"
+        return self._put(world, int(held[0]), dest)
+
+    # ------------------------------------------------------------------ feedback
+    def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
+        """React to the outcome of the line this actor just tried."""
+        self._robot_wait = 0 if line.verb != "walk" else self._robot_wait
+        if result.ok:
+            if line.verb in ("putin", "putback") and self.activity is not None:
+                act = self.activity
+                if act["type"] == "fetch":
+                    self._complete()
+            return
+        reason = result.reason or ""
+        if line.verb == "grab" and "out of reach" in reason:
+            self._doing = f"trying to reach the {world.graph.nodes[line.args[0][1]].class_name}"
+            self._fail_attempt(world, f"out of reach {line.args[0][1]}")
+        elif line.verb == "walk" and "closed container" in reason:
+            self._fail_attempt(world, reason)
+        elif line.verb in ("putin", "putback", "open", "grab"):
+            self._fail_attempt(world, reason)
+        elif line.verb == "walk":
+            self._fail_attempt(world, reason)

@@ -1,0 +1,234 @@
+"""The symbolic backend: runs an episode spec tick by tick with no display and no GPU.
+
+:class:`Simulation` owns the world, the actors, the scheduled background events and the
+robot's pending program. The Gymnasium env drives it window by window; the scenario generator
+drives it directly to validate episodes (no-help and reference rollouts).
+
+Order inside one tick: scheduled background events, then the robot's next pending line, then
+each actor (by id) acts; finally every actor perceives the tick's events in its room.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mindhelper_env.actors.actor import Actor
+from mindhelper_env.world.script import ScriptLine, is_silence, parse_program
+from mindhelper_env.world.world import Event, World
+
+__all__ = ["Simulation", "ROBOT_ID", "ExecutedLine"]
+
+#: Node id of the robot character in every episode.
+ROBOT_ID = 1
+
+_MOVING_VERBS = frozenset({"grab", "putin", "putback", "drop", "give"})
+
+
+@dataclass(slots=True)
+class ExecutedLine:
+    tick: int
+    line: str
+    ok: bool
+    reason: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tick": self.tick, "line": self.line, "ok": self.ok, "reason": self.reason}
+
+
+class Simulation:
+    """One episode on the symbolic world.
+
+    Parameters
+    ----------
+    spec:
+        an episode spec dict (see :mod:`mindhelper_env.scenarios.spec`).
+    """
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.world = World(spec["graph"], robot_ids=(ROBOT_ID,))
+        self.robot = ROBOT_ID
+        if ROBOT_ID not in self.world.chars:
+            raise ValueError("episode graph has no robot character (node 1)")
+        self.actors: list[Actor] = []
+        for a in sorted(spec["actors"], key=lambda a: a["id"]):
+            actor = Actor.from_spec(a)
+            if actor.id not in self.world.chars:
+                raise ValueError(f"actor {actor.name} ({actor.id}) is not a character in the graph")
+            self.world.set_reach(actor.id, actor.reach)
+            self.actors.append(actor)
+        self.actor_by_id = {a.id: a for a in self.actors}
+        ref = spec.get("reference") or {}
+        self.focus_id: int = int(ref.get("focus_actor", self.actors[0].id if self.actors else 0))
+        self.horizon: int = int(spec.get("horizon", 200))
+        self._events = sorted(spec.get("events", []), key=lambda e: (e["tick"], e.get("object", 0)))
+        self._next_event = 0
+        self.pending: list[ScriptLine] = []
+        self.log: list[Event] = []
+        self.robot_lines: list[ExecutedLine] = []
+        self.actions: list[dict[str, Any]] = []
+        self.created_false_belief = False
+        self._task_objects = self._focus_objects()
+        for actor in self.actors:
+            actor.perceive(self.world, [])
+
+    # ------------------------------------------------------------------ state
+    @property
+    def tick(self) -> int:
+        return self.world.tick
+
+    @property
+    def focus(self) -> Actor | None:
+        return self.actor_by_id.get(self.focus_id)
+
+    @property
+    def terminated(self) -> bool:
+        f = self.focus
+        if f is not None and f.status != "active":
+            return True
+        return all(a.status != "active" for a in self.actors)
+
+    @property
+    def truncated(self) -> bool:
+        return not self.terminated and self.world.tick >= self.horizon
+
+    def focus_succeeded(self) -> bool:
+        f = self.focus
+        return f is not None and f.status == "done"
+
+    def _focus_objects(self) -> set[int]:
+        f = self.focus
+        objs: set[int] = set()
+        if f is None:
+            return objs
+        for act in f.activities:
+            if "object" in act:
+                objs.add(int(act["object"]))
+            objs.update(int(o) for o in act.get("objects", []))
+        return objs
+
+    # ------------------------------------------------------------------ robot
+    def issue(self, action: str) -> list[tuple[str, str]]:
+        """Give the robot a new program (replacing what is left of the old one).
+
+        Returns the ``(line, reason)`` pairs that could not be parsed (they are skipped).
+        ``none`` keeps the current program running.
+        """
+        if is_silence(action):
+            return []
+        lines, errors = parse_program(action)
+        if not lines and not errors:
+            errors = [("", "empty program")]
+        self.actions.append({"tick": self.world.tick, "program": action[:2000]})
+        self.pending = lines
+        return errors
+
+    def _robot_step(self) -> Event | None:
+        if not self.pending:
+            return None
+        line = self.pending[0]
+        before = self._snapshot_for_harm(line)
+        res = self.world.execute(self.robot, line, max_hops=1)
+        if res.ok and not res.done:
+            return res.event
+        self.pending.pop(0)
+        self.robot_lines.append(ExecutedLine(self.world.tick, str(line), res.ok, res.reason))
+        if res.ok:
+            self._check_harm(line, before)
+        return res.event
+
+    def _snapshot_for_harm(self, line: ScriptLine) -> tuple[int, int | None] | None:
+        if line.verb in _MOVING_VERBS and line.args and line.args[0][1] in self._task_objects:
+            obj = line.args[0][1]
+            return obj, self.world.location(obj)
+        return None
+
+    def _check_harm(self, line: ScriptLine, before: tuple[int, int | None] | None) -> None:
+        """Flag a robot action that leaves the focus actor with a false belief."""
+        f = self.focus
+        if f is None:
+            return
+        if line.verb == "tell" and line.args[0][1] == f.id:
+            obj, loc = line.args[1][1], line.args[2][1]
+            truth = self.world.location(obj)
+            if obj in self._task_objects and truth is not None and (
+                self.world.anchor(truth) != self.world.anchor(loc)
+                if truth in self.world.graph.nodes and loc in self.world.graph.nodes
+                else True
+            ) and self.world.holder(obj) is None:
+                self.created_false_belief = True
+            return
+        if before is None:
+            return
+        obj, old = before
+        new = self.world.location(obj)
+        if new == f.id:
+            return
+        believed = f.beliefs.get(obj)
+        if believed is not None and believed == old and new != old:
+            if self.world.chars[f.id].room != self.world.chars[self.robot].room:
+                self.created_false_belief = True
+
+    # ------------------------------------------------------------------ ticking
+    def step_tick(self) -> list[Event]:
+        """Advance one tick; returns the events that happened in it."""
+        w = self.world
+        events: list[Event] = []
+        while self._next_event < len(self._events) and self._events[self._next_event]["tick"] <= w.tick:
+            ev = self._background(self._events[self._next_event])
+            self._next_event += 1
+            if ev is not None:
+                events.append(ev)
+        rev = self._robot_step()
+        if rev is not None:
+            events.append(rev)
+        for actor in self.actors:
+            line = actor.act(w, self.robot)
+            if line is None:
+                continue
+            res = w.execute(actor.id, line, max_hops=1)
+            actor.feedback(w, line, res)
+            if res.event is not None:
+                events.append(res.event)
+        for actor in self.actors:
+            actor.perceive(w, events)
+        self.log.extend(events)
+        w.tick += 1
+        return events
+
+    def _background(self, e: dict[str, Any]) -> Event | None:
+        if e.get("type") != "move":
+            return None
+        obj, dst, rel = int(e["object"]), int(e["to"]), str(e.get("relation", "ON"))
+        w = self.world
+        if w.holder(obj) is not None:
+            return None
+        src = w.placement(obj)
+        old_room = w.room_of(obj)
+        w.move_object(obj, rel, dst)
+        ev = Event(w.tick, 0, "move", (obj, dst), True, w.room_of(dst), None, src)
+        # people in the room the object left notice it is gone
+        if old_room is not None and old_room != ev.room:
+            for actor in self.actors:
+                if w.chars[actor.id].room == old_room and src is not None:
+                    if actor.beliefs.get(obj) == src[1]:
+                        del actor.beliefs[obj]
+        return ev
+
+    def run(self, max_ticks: int | None = None) -> None:
+        """Tick until the episode ends (or ``max_ticks`` more ticks)."""
+        limit = self.horizon if max_ticks is None else min(self.horizon, self.world.tick + max_ticks)
+        while not self.terminated and self.world.tick < limit:
+            self.step_tick()
+
+    # ------------------------------------------------------------------ records
+    def harm(self) -> bool:
+        """Did the robot make the focus actor fail or leave it with a false belief?"""
+        if self.created_false_belief:
+            return True
+        ref = self.spec.get("reference") or {}
+        if self.actions and not ref.get("needs_intervention", False):
+            f = self.focus
+            return f is not None and f.status == "gave_up"
+        return False

@@ -1,0 +1,726 @@
+"""Scoring: every metric of DESIGN.md §7, recomputed from result records and references.
+
+Inputs are plain JSON-style dicts.
+
+*Result record* (one per agent × episode)::
+
+    {"episode_id": str, "agent": str, "suite": str | None,
+     "actions": [{"tick": int, "program": str}, ...],
+     "executed": [{"tick": int, "line": str, "ok": bool, "reason": str | None}, ...],
+     "focus_success": bool, "harm": bool, "ticks": int, "steps": int,
+     "usage": {"model_calls": int, "prompt_tokens": int, "completion_tokens": int,
+               "seconds": float, "decisions": int},            # optional, missing -> zeros
+     "trigger_ops": [{"predicted": str, "label": str}, ...]}   # optional
+
+Only the keys scoring needs are required: ``episode_id``, ``actions``, ``executed``,
+``focus_success`` and ``harm`` (see :data:`REQUIRED_RECORD_KEYS`).
+
+*Reference record* (one per episode)::
+
+    {"episode_id": str, "family": str, "needs_intervention": bool,
+     "window": {"onset_tick": int, "deadline_tick": int} | None,
+     "reference_actions": [str, ...], ...}
+
+``window`` is required (and must satisfy ``onset_tick <= deadline_tick``) only when
+``needs_intervention`` is true.
+
+Notation: R is the set of episodes that need help, S the set that do not, and ``t_I`` the
+tick of the robot's first non-``none`` action (the smallest tick in ``actions``).
+
+All rates are fractions in ``[0, 1]``; a rate whose denominator set is empty is ``None``
+(never ``0``), so that "not measured" cannot be mistaken for "always wrong".
+:func:`as_percentages` converts for reporting.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mindhelper_env.world.script import is_silence, normalize_class, parse_program
+
+__all__ = [
+    "Atom",
+    "REQUIRED_RECORD_KEYS",
+    "REQUIRED_REFERENCE_KEYS",
+    "USAGE_FIELDS",
+    "RATE_KEYS",
+    "atoms_from_lines",
+    "atom_similarity",
+    "unigram_f1",
+    "bigram_f1",
+    "lcs_f1",
+    "sequence_similarity",
+    "action_correctness",
+    "episode_outcome",
+    "trigger_accuracy",
+    "compute_metrics",
+    "compute_table",
+    "as_percentages",
+]
+
+#: An action atom: ``(verb, (object_class, target_class, ...))`` with normalized class names.
+Atom = tuple[str, tuple[str, ...]]
+
+#: Keys a result record must have.
+REQUIRED_RECORD_KEYS: tuple[str, ...] = (
+    "episode_id",
+    "actions",
+    "executed",
+    "focus_success",
+    "harm",
+)
+
+#: Keys a reference record must have (plus ``window`` when ``needs_intervention`` is true).
+REQUIRED_REFERENCE_KEYS: tuple[str, ...] = (
+    "episode_id",
+    "family",
+    "needs_intervention",
+    "reference_actions",
+)
+
+#: Usage counters read from ``record["usage"]``; missing fields count as zero.
+USAGE_FIELDS: tuple[str, ...] = (
+    "model_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "seconds",
+    "decisions",
+)
+
+#: Keys of a metrics block that are fractions (converted by :func:`as_percentages`).
+RATE_KEYS: tuple[str, ...] = (
+    "PIR",
+    "PSR",
+    "PIA",
+    "TA",
+    "SR",
+    "AC",
+    "silent_all",
+    "premature_rate",
+    "late_rate",
+    "missed_rate",
+    "false_alarm_rate",
+    "harm_rate",
+)
+
+_TRIGGER_RATE_KEYS: tuple[str, ...] = ("op_accuracy", "op_accuracy_no_noop")
+
+# Weights of SR = (2*R1 + 3*R2 + 5*RL) / 10.
+_W_R1, _W_R2, _W_RL = 0.2, 0.3, 0.5
+
+
+# --------------------------------------------------------------------------------------
+# Action atoms and sequence similarity
+# --------------------------------------------------------------------------------------
+
+
+def atoms_from_lines(lines: Iterable[str]) -> list[Atom]:
+    """Action atoms ``verb(class[, class...])`` from script lines, in order.
+
+    Every verb is kept (including ``walk`` and ``find``); an atom is exactly the verb and
+    its argument class names, normalized with :func:`normalize_class` (node ids are
+    dropped). Each item may itself be a small program (lines separated by newlines or
+    ``;``). Lines that do not parse, ``none``, and non-string items are skipped.
+    """
+    atoms: list[Atom] = []
+    for item in lines:
+        if not isinstance(item, str) or is_silence(item):
+            continue
+        parsed, _errors = parse_program(item)
+        for line in parsed:
+            atoms.append((line.verb, tuple(normalize_class(c) for c in line.classes)))
+    return atoms
+
+
+def atom_similarity(a: Atom, b: Atom) -> float:
+    """Soft match score of two atoms, in ``[0, 1]``.
+
+    Different verbs score 0. Equal verbs score ``0.2 + 0.8 * k / max(len(a), len(b))``
+    where ``k`` is the number of positionally equal arguments; two argument-less atoms
+    with the same verb score 1.0.
+    """
+    verb_a, args_a = a
+    verb_b, args_b = b
+    if verb_a != verb_b:
+        return 0.0
+    longest = max(len(args_a), len(args_b))
+    if longest == 0:
+        return 1.0
+    equal = sum(1 for x, y in zip(args_a, args_b, strict=False) if x == y)
+    return 0.2 + 0.8 * equal / longest
+
+
+def _f1(matched: float, n_pred: int, n_ref: int) -> float:
+    """F1 of a soft match total: precision ``matched/n_pred``, recall ``matched/n_ref``."""
+    if n_pred == 0 or n_ref == 0 or matched <= 0.0:
+        return 0.0
+    precision = matched / n_pred
+    recall = matched / n_ref
+    return min(1.0, 2.0 * precision * recall / (precision + recall))
+
+
+def _greedy_match_total(scores: list[list[float]]) -> float:
+    """Sum of a greedy one-to-one matching on a score matrix (rows: pred, cols: ref).
+
+    Pairs are taken best score first (ties broken by row, then column index, so the
+    result is deterministic); each row and each column is used at most once.
+    """
+    pairs = sorted(
+        ((s, i, j) for i, row in enumerate(scores) for j, s in enumerate(row) if s > 0.0),
+        key=lambda p: (-p[0], p[1], p[2]),
+    )
+    used_rows: set[int] = set()
+    used_cols: set[int] = set()
+    total = 0.0
+    for s, i, j in pairs:
+        if i in used_rows or j in used_cols:
+            continue
+        used_rows.add(i)
+        used_cols.add(j)
+        total += s
+    return total
+
+
+def unigram_f1(pred: Sequence[Atom], ref: Sequence[Atom]) -> float:
+    """R1: soft unigram F1 with greedy one-to-one matching under :func:`atom_similarity`."""
+    if not pred or not ref:
+        return 0.0
+    scores = [[atom_similarity(p, r) for r in ref] for p in pred]
+    return _f1(_greedy_match_total(scores), len(pred), len(ref))
+
+
+def bigram_f1(pred: Sequence[Atom], ref: Sequence[Atom]) -> float:
+    """R2: soft bigram F1.
+
+    Bigrams are consecutive atom pairs; a bigram pair scores the mean of its two atom
+    similarities, and matching is greedy one-to-one as for :func:`unigram_f1`.
+
+    If either sequence has fewer than two atoms there are no bigrams to compare and
+    order carries no information, so R2 falls back to R1 (a one-atom reference answered
+    with the right atom is then not capped below 1.0). Empty sequences give 0.
+    """
+    if not pred or not ref:
+        return 0.0
+    if len(pred) < 2 or len(ref) < 2:
+        return unigram_f1(pred, ref)
+    sim = [[atom_similarity(p, r) for r in ref] for p in pred]
+    scores = [
+        [(sim[i][j] + sim[i + 1][j + 1]) / 2.0 for j in range(len(ref) - 1)]
+        for i in range(len(pred) - 1)
+    ]
+    return _f1(_greedy_match_total(scores), len(pred) - 1, len(ref) - 1)
+
+
+def lcs_f1(pred: Sequence[Atom], ref: Sequence[Atom]) -> float:
+    """RL: longest-common-subsequence F1 with soft atom matches.
+
+    The "LCS length" is the maximum total :func:`atom_similarity` over order-preserving
+    one-to-one alignments (dynamic programming); precision divides it by ``len(pred)``,
+    recall by ``len(ref)``. Empty sequences give 0.
+    """
+    if not pred or not ref:
+        return 0.0
+    n_ref = len(ref)
+    prev = [0.0] * (n_ref + 1)
+    for p in pred:
+        cur = [0.0] * (n_ref + 1)
+        for j, r in enumerate(ref, start=1):
+            cur[j] = max(prev[j], cur[j - 1], prev[j - 1] + atom_similarity(p, r))
+        prev = cur
+    return _f1(prev[n_ref], len(pred), n_ref)
+
+
+def sequence_similarity(pred_atoms: Sequence[Atom], ref_atoms: Sequence[Atom]) -> float:
+    """SR for one episode: ``(2*R1 + 3*R2 + 5*RL) / 10``, in ``[0, 1]``.
+
+    See :func:`unigram_f1`, :func:`bigram_f1` and :func:`lcs_f1` for the three terms.
+    An empty prediction scores 0. An empty reference also scores 0 here, but SR is only
+    aggregated over episodes whose reference is non-empty (see :func:`episode_outcome`).
+    Identical non-empty sequences score exactly 1.0.
+    """
+    if not pred_atoms or not ref_atoms:
+        return 0.0
+    r1 = unigram_f1(pred_atoms, ref_atoms)
+    r2 = bigram_f1(pred_atoms, ref_atoms)
+    rl = lcs_f1(pred_atoms, ref_atoms)
+    value = _W_R1 * r1 + _W_R2 * r2 + _W_RL * rl
+    if math.isclose(value, 1.0, rel_tol=0.0, abs_tol=1e-12):
+        return 1.0
+    return min(1.0, max(0.0, value))
+
+
+def action_correctness(pred_atoms: Sequence[Atom], ref_atoms: Sequence[Atom]) -> float:
+    """AC = |A* ∩ Â| / |A*|: share of reference atoms that were predicted.
+
+    The intersection is a multiset (``Counter``) intersection of exact atoms, so a
+    reference atom that occurs twice must be predicted twice to count twice. An empty
+    reference gives 0 (such episodes are excluded from the AC average).
+    """
+    if not ref_atoms:
+        return 0.0
+    common = Counter(pred_atoms) & Counter(ref_atoms)
+    return sum(common.values()) / len(ref_atoms)
+
+
+# --------------------------------------------------------------------------------------
+# Input validation helpers
+# --------------------------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _is_number(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float, np.integer, np.floating))
+        and not isinstance(value, (bool, np.bool_))
+        and math.isfinite(float(value))
+    )
+
+
+def _episode_label(record: Any) -> str:
+    if isinstance(record, Mapping):
+        eid = record.get("episode_id")
+        if isinstance(eid, str):
+            return eid
+    return "<unknown>"
+
+
+def _check_record(record: Any) -> str:
+    """Validate a result record's required keys and types; return its episode id."""
+    if not isinstance(record, Mapping):
+        raise ValueError(f"result record must be a dict, got {type(record).__name__}")
+    label = _episode_label(record)
+    for key in REQUIRED_RECORD_KEYS:
+        if key not in record:
+            raise ValueError(f"episode {label!r}: result record missing key {key!r}")
+    if not isinstance(record["episode_id"], str):
+        raise ValueError(f"episode {label!r}: 'episode_id' must be a string")
+    for key in ("focus_success", "harm"):
+        if not _is_bool(record[key]):
+            raise ValueError(f"episode {label!r}: {key!r} must be a bool")
+    actions = record["actions"]
+    if not isinstance(actions, list):
+        raise ValueError(f"episode {label!r}: 'actions' must be a list")
+    for k, action in enumerate(actions):
+        if not isinstance(action, Mapping):
+            raise ValueError(f"episode {label!r}: actions[{k}] must be a dict")
+        for key in ("tick", "program"):
+            if key not in action:
+                raise ValueError(f"episode {label!r}: actions[{k}] missing key {key!r}")
+        if not _is_int(action["tick"]):
+            raise ValueError(f"episode {label!r}: actions[{k}].tick must be an int")
+        if not isinstance(action["program"], str):
+            raise ValueError(f"episode {label!r}: actions[{k}].program must be a string")
+    executed = record["executed"]
+    if not isinstance(executed, list):
+        raise ValueError(f"episode {label!r}: 'executed' must be a list")
+    for k, entry in enumerate(executed):
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"episode {label!r}: executed[{k}] must be a dict")
+        for key in ("line", "ok"):
+            if key not in entry:
+                raise ValueError(f"episode {label!r}: executed[{k}] missing key {key!r}")
+        if not isinstance(entry["line"], str):
+            raise ValueError(f"episode {label!r}: executed[{k}].line must be a string")
+        if not _is_bool(entry["ok"]):
+            raise ValueError(f"episode {label!r}: executed[{k}].ok must be a bool")
+    usage = record.get("usage")
+    if usage is not None and not isinstance(usage, Mapping):
+        raise ValueError(f"episode {label!r}: 'usage' must be a dict")
+    return record["episode_id"]
+
+
+def _check_reference(reference: Any, episode_id: str) -> None:
+    """Validate a reference record (the one scored against ``episode_id``)."""
+    if not isinstance(reference, Mapping):
+        raise ValueError(
+            f"episode {episode_id!r}: reference must be a dict, got {type(reference).__name__}"
+        )
+    for key in REQUIRED_REFERENCE_KEYS:
+        if key not in reference:
+            raise ValueError(f"episode {episode_id!r}: reference missing key {key!r}")
+    if reference["episode_id"] != episode_id:
+        raise ValueError(
+            f"episode {episode_id!r}: reference has episode_id {reference['episode_id']!r}"
+        )
+    if not isinstance(reference["family"], str):
+        raise ValueError(f"episode {episode_id!r}: reference 'family' must be a string")
+    if not _is_bool(reference["needs_intervention"]):
+        raise ValueError(f"episode {episode_id!r}: reference 'needs_intervention' must be a bool")
+    if not isinstance(reference["reference_actions"], list):
+        raise ValueError(f"episode {episode_id!r}: reference 'reference_actions' must be a list")
+    if reference["needs_intervention"]:
+        window = reference.get("window")
+        if not isinstance(window, Mapping):
+            raise ValueError(
+                f"episode {episode_id!r}: reference needs intervention but has no 'window'"
+            )
+        for key in ("onset_tick", "deadline_tick"):
+            if key not in window:
+                raise ValueError(f"episode {episode_id!r}: reference window missing key {key!r}")
+            if not _is_int(window[key]):
+                raise ValueError(f"episode {episode_id!r}: reference window {key!r} must be an int")
+        if window["onset_tick"] > window["deadline_tick"]:
+            raise ValueError(f"episode {episode_id!r}: reference window has onset after deadline")
+
+
+def _usage(record: Mapping[str, Any]) -> dict[str, float]:
+    """Usage counters of a record; a missing ``usage`` dict or field (or ``None``) is 0."""
+    label = _episode_label(record)
+    usage = record.get("usage") or {}
+    out: dict[str, float] = {}
+    for key in USAGE_FIELDS:
+        value = usage.get(key, 0)
+        if value is None:
+            value = 0
+        if not _is_number(value) or value < 0:
+            raise ValueError(f"episode {label!r}: usage.{key} must be a non-negative number")
+        out[key] = float(value) if key == "seconds" else int(value)
+    return out
+
+
+def _normalize_references(references: Any) -> dict[str, Mapping[str, Any]]:
+    """Turn a mapping ``episode_id -> reference`` or an iterable of references into a dict.
+
+    A reference lacking ``episode_id`` inside a mapping takes its key; a mismatch between
+    key and ``episode_id`` is an error, as are duplicate ids in an iterable.
+    """
+    out: dict[str, Mapping[str, Any]] = {}
+    if isinstance(references, Mapping):
+        for key, ref in references.items():
+            if not isinstance(ref, Mapping):
+                raise ValueError(f"episode {key!r}: reference must be a dict")
+            if "episode_id" not in ref:
+                ref = {**ref, "episode_id": key}
+            elif ref["episode_id"] != key:
+                raise ValueError(
+                    f"episode {key!r}: reference keyed {key!r} has episode_id {ref['episode_id']!r}"
+                )
+            out[key] = ref
+        return out
+    if isinstance(references, (str, bytes)):
+        raise ValueError("references must be a mapping or an iterable of reference dicts")
+    for ref in references:
+        if not isinstance(ref, Mapping) or not isinstance(ref.get("episode_id"), str):
+            raise ValueError("every reference must be a dict with a string 'episode_id'")
+        eid = ref["episode_id"]
+        if eid in out:
+            raise ValueError(f"episode {eid!r}: duplicate reference")
+        out[eid] = ref
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Per-episode outcome
+# --------------------------------------------------------------------------------------
+
+
+def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-episode flags and scores.
+
+    Returns a dict with:
+
+    - ``episode_id``, ``family``, ``needs_help``;
+    - ``intervened``: the robot issued at least one non-``none`` action; ``silent`` is its
+      negation; ``n_actions`` counts those actions;
+    - ``t_I``: smallest tick among those actions, or ``None``;
+    - ``precise`` (needs help and ``onset <= t_I <= deadline``), ``premature``
+      (needs help and ``t_I < onset``), ``late`` (needs help and ``t_I > deadline``),
+      ``missed`` (needs help and never acted) — for an episode in R exactly one of these
+      four holds; all are ``False`` in S;
+    - ``false_alarm``: no help needed and the robot acted;
+    - ``success``: ``focus_success`` as recorded (only averaged over R for TA);
+    - ``harm``: as recorded;
+    - ``sr`` / ``ac``: :func:`sequence_similarity` / :func:`action_correctness` between
+      the atoms of the executed lines with ``ok=True`` and the atoms of
+      ``reference_actions``; only for episodes that need help and whose reference has at
+      least one atom, otherwise ``None``;
+    - the usage counters of :data:`USAGE_FIELDS`.
+
+    Raises ``ValueError`` naming the episode and key for malformed input.
+    """
+    episode_id = _check_record(record)
+    _check_reference(reference, episode_id)
+    needs_help = bool(reference["needs_intervention"])
+
+    ticks = [int(a["tick"]) for a in record["actions"] if not is_silence(a["program"])]
+    t_i = min(ticks) if ticks else None
+    intervened = t_i is not None
+
+    precise = premature = late = missed = False
+    if needs_help:
+        window = reference["window"]
+        onset, deadline = int(window["onset_tick"]), int(window["deadline_tick"])
+        if t_i is None:
+            missed = True
+        elif t_i < onset:
+            premature = True
+        elif t_i > deadline:
+            late = True
+        else:
+            precise = True
+
+    sr: float | None = None
+    ac: float | None = None
+    if needs_help:
+        ref_atoms = atoms_from_lines(reference["reference_actions"])
+        if ref_atoms:
+            pred_atoms = atoms_from_lines(e["line"] for e in record["executed"] if e["ok"])
+            sr = sequence_similarity(pred_atoms, ref_atoms)
+            ac = action_correctness(pred_atoms, ref_atoms)
+
+    outcome: dict[str, Any] = {
+        "episode_id": episode_id,
+        "family": reference["family"],
+        "needs_help": needs_help,
+        "intervened": intervened,
+        "silent": not intervened,
+        "n_actions": len(ticks),
+        "t_I": t_i,
+        "precise": precise,
+        "premature": premature,
+        "late": late,
+        "missed": missed,
+        "false_alarm": (not needs_help) and intervened,
+        "success": bool(record["focus_success"]),
+        "harm": bool(record["harm"]),
+        "sr": sr,
+        "ac": ac,
+    }
+    outcome.update(_usage(record))
+    return outcome
+
+
+# --------------------------------------------------------------------------------------
+# Aggregation
+# --------------------------------------------------------------------------------------
+
+
+def _rate(flags: Sequence[bool]) -> float | None:
+    return sum(1 for f in flags if f) / len(flags) if flags else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(sum(values) / len(values)) if values else None
+
+
+def _aggregate(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Headline metrics over a set of episode outcomes (see :func:`compute_metrics`)."""
+    help_eps = [o for o in outcomes if o["needs_help"]]
+    silent_eps = [o for o in outcomes if not o["needs_help"]]
+    pir = _rate([o["precise"] for o in help_eps])
+    psr = _rate([o["silent"] for o in silent_eps])
+    parts = [x for x in (pir, psr) if x is not None]
+    pia = sum(parts) / len(parts) if parts else None
+    sr_values = [o["sr"] for o in help_eps if o["sr"] is not None]
+    ac_values = [o["ac"] for o in help_eps if o["ac"] is not None]
+    return {
+        "episodes": len(outcomes),
+        "n_help": len(help_eps),
+        "n_silent": len(silent_eps),
+        "n_sequence": len(sr_values),
+        "PIR": pir,
+        "PSR": psr,
+        "PIA": pia,
+        "TA": _rate([o["success"] for o in help_eps]),
+        "SR": _mean(sr_values),
+        "AC": _mean(ac_values),
+        "silent_all": _rate([o["silent"] for o in outcomes]),
+        "premature_rate": _rate([o["premature"] for o in help_eps]),
+        "late_rate": _rate([o["late"] for o in help_eps]),
+        "missed_rate": _rate([o["missed"] for o in help_eps]),
+        "false_alarm_rate": _rate([o["false_alarm"] for o in silent_eps]),
+        "harm_rate": _rate([o["harm"] for o in outcomes]),
+    }
+
+
+def _efficiency(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Per-episode and per-call usage; ``None`` where the denominator is zero."""
+    n = len(outcomes)
+    calls = sum(o["model_calls"] for o in outcomes)
+    prompt = sum(o["prompt_tokens"] for o in outcomes)
+    completion = sum(o["completion_tokens"] for o in outcomes)
+    seconds = sum(o["seconds"] for o in outcomes)
+    decisions = sum(o["decisions"] for o in outcomes)
+    return {
+        "model_calls_per_episode": calls / n if n else None,
+        "tokens_per_episode": (prompt + completion) / n if n else None,
+        "prompt_tokens_per_episode": prompt / n if n else None,
+        "completion_tokens_per_episode": completion / n if n else None,
+        "tokens_per_call": (prompt + completion) / calls if calls else None,
+        "seconds_per_decision": seconds / decisions if decisions else None,
+    }
+
+
+def trigger_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """Trigger operation accuracy against oracle labels, pooled over all operations.
+
+    ``op_accuracy`` is the share of operations with ``predicted == label``;
+    ``op_accuracy_no_noop`` the same over operations whose *oracle label* is not
+    ``noop``. Returns ``None`` when no record carries a ``trigger_ops`` list (the agent
+    is not Trigger-based); an accuracy with no operations to count is ``None``.
+    """
+    present = False
+    total = correct = total_nn = correct_nn = 0
+    for record in records:
+        ops = record.get("trigger_ops")
+        if ops is None:
+            continue
+        label = _episode_label(record)
+        if not isinstance(ops, list):
+            raise ValueError(f"episode {label!r}: 'trigger_ops' must be a list")
+        present = True
+        for k, op in enumerate(ops):
+            if not isinstance(op, Mapping):
+                raise ValueError(f"episode {label!r}: trigger_ops[{k}] must be a dict")
+            for key in ("predicted", "label"):
+                if not isinstance(op.get(key), str):
+                    raise ValueError(
+                        f"episode {label!r}: trigger_ops[{k}] missing string key {key!r}"
+                    )
+            hit = op["predicted"] == op["label"]
+            total += 1
+            correct += hit
+            if op["label"] != "noop":
+                total_nn += 1
+                correct_nn += hit
+    if not present:
+        return None
+    return {
+        "ops": total,
+        "ops_no_noop": total_nn,
+        "op_accuracy": correct / total if total else None,
+        "op_accuracy_no_noop": correct_nn / total_nn if total_nn else None,
+    }
+
+
+def compute_metrics(
+    records: Iterable[Mapping[str, Any]],
+    references: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+    *,
+    by_family: bool = True,
+) -> dict[str, Any]:
+    """All §7 metrics for ONE agent's result records. Pure: inputs are not modified.
+
+    ``references`` is a mapping ``episode_id -> reference`` or an iterable of references.
+    References without a record are ignored (a run may cover part of a suite); records
+    whose episode is not in ``references``, duplicate episode ids among ``records``,
+    records of more than one ``agent``, and malformed records raise ``ValueError`` naming
+    the episode.
+
+    Returned keys (fractions in ``[0, 1]``, ``None`` when the denominator set is empty):
+
+    - ``episodes``, ``n_help`` (= |R|), ``n_silent`` (= |S|), ``n_sequence`` (episodes
+      of R with a non-empty reference program, the denominator of SR and AC);
+    - ``PIR``, ``TA``, ``premature_rate``, ``late_rate``, ``missed_rate`` over R;
+      ``PSR``, ``false_alarm_rate`` over S; ``SR``, ``AC`` are means over the
+      ``n_sequence`` episodes; ``silent_all`` and ``harm_rate`` over all episodes;
+    - ``PIA`` = (PIR + PSR) / 2; if only one of them exists (R or S empty) PIA equals
+      that one, and it is ``None`` when neither does;
+    - ``efficiency``: ``model_calls_per_episode``, ``tokens_per_episode``
+      (prompt + completion), ``prompt_tokens_per_episode``,
+      ``completion_tokens_per_episode``, ``tokens_per_call`` (``None`` with no calls),
+      ``seconds_per_decision`` (``None`` with no decisions);
+    - ``trigger``: see :func:`trigger_accuracy` (``None`` for non-Trigger agents);
+    - ``per_family``: ``{family: headline block}`` sorted by family (the same keys as
+      the top level minus ``efficiency``, ``trigger`` and ``per_family``), or ``None``
+      when ``by_family`` is false.
+    """
+    refs = _normalize_references(references)
+    records = list(records)
+    seen: set[str] = set()
+    agents: set[str] = set()
+    outcomes: list[dict[str, Any]] = []
+    for record in records:
+        episode_id = _check_record(record)
+        if episode_id in seen:
+            raise ValueError(f"episode {episode_id!r}: duplicate result record")
+        seen.add(episode_id)
+        if episode_id not in refs:
+            raise ValueError(f"episode {episode_id!r}: not in the references (foreign episode)")
+        agent = record.get("agent")
+        if isinstance(agent, str):
+            agents.add(agent)
+            if len(agents) > 1:
+                raise ValueError(
+                    f"episode {episode_id!r}: records of several agents {sorted(agents)}; "
+                    "score one agent at a time (see compute_table)"
+                )
+        outcomes.append(episode_outcome(record, refs[episode_id]))
+
+    result = _aggregate(outcomes)
+    result["efficiency"] = _efficiency(outcomes)
+    result["trigger"] = trigger_accuracy(records)
+    if by_family:
+        families: dict[str, list[dict[str, Any]]] = {}
+        for o in outcomes:
+            families.setdefault(o["family"], []).append(o)
+        result["per_family"] = {f: _aggregate(families[f]) for f in sorted(families)}
+    else:
+        result["per_family"] = None
+    return result
+
+
+def compute_table(
+    records_by_agent: Mapping[str, Iterable[Mapping[str, Any]]],
+    references: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
+    *,
+    by_family: bool = True,
+) -> dict[str, dict[str, Any]]:
+    """:func:`compute_metrics` for each agent: ``{agent: metrics}``.
+
+    ``references`` is read once (an iterator is fine). A record whose ``agent`` field
+    differs from the key it is listed under raises ``ValueError``.
+    """
+    refs = _normalize_references(references)
+    table: dict[str, dict[str, Any]] = {}
+    for agent, records in records_by_agent.items():
+        records = list(records)
+        for record in records:
+            if isinstance(record, Mapping):
+                rec_agent = record.get("agent")
+                if isinstance(rec_agent, str) and rec_agent != agent:
+                    raise ValueError(
+                        f"episode {_episode_label(record)!r}: record of agent {rec_agent!r} "
+                        f"listed under agent {agent!r}"
+                    )
+        table[agent] = compute_metrics(records, refs, by_family=by_family)
+    return table
+
+
+def _percent(value: Any) -> Any:
+    return None if value is None else round(float(value) * 100.0, 2)
+
+
+def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a :func:`compute_metrics` result with rates as percentages.
+
+    The keys of :data:`RATE_KEYS` (at the top level and in every ``per_family`` block)
+    and the trigger accuracies become ``round(100 * x, 2)``; ``None`` stays ``None``.
+    Counts and efficiency figures are unchanged. The input is not modified.
+    """
+    out = copy.deepcopy(dict(metrics))
+    for key in RATE_KEYS:
+        if key in out:
+            out[key] = _percent(out[key])
+    trigger = out.get("trigger")
+    if isinstance(trigger, dict):
+        for key in _TRIGGER_RATE_KEYS:
+            if key in trigger:
+                trigger[key] = _percent(trigger[key])
+    per_family = out.get("per_family")
+    if isinstance(per_family, dict):
+        out["per_family"] = {f: as_percentages(block) for f, block in per_family.items()}
+    return out

@@ -1,0 +1,93 @@
+"""Episode specs and their ground truth (the *reference*).
+
+An episode spec is a JSON-serializable dict; replaying it reproduces the episode exactly:
+
+``episode_id``, ``generator`` (version string), ``seed``, ``family``, ``graph`` (VirtualHome
+environment graph including the robot, node 1, and the people), ``actors`` (name, kind,
+patience, initial beliefs and activities of each person; see :mod:`mindhelper_env.actors`),
+``events`` (scheduled background events), ``horizon`` (ticks) and ``reference``.
+
+The reference (:class:`Reference`) is what scoring needs and agents must not see:
+``family``, ``needs_intervention``, ``focus_actor``, ``target_object``, ``mental_state``,
+``window`` (``onset_tick``/``deadline_tick``, None when no help is needed),
+``reference_actions`` (the minimal helpful robot program) and ``success`` (the predicate the
+simulator checks at the end).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION"]
+
+#: Bumped whenever episode generation changes in a way that changes episodes.
+GENERATOR_VERSION = "mh-gen-0.1"
+
+HELP_FAMILIES = (
+    "false_belief_relocation",
+    "implicit_goal_search",
+    "implicit_goal_reach",
+    "implicit_goal_blocked",
+)
+SILENT_FAMILIES = (
+    "false_belief_irrelevant",
+    "false_belief_witnessed",
+    "false_belief_self_corrected",
+    "routine",
+)
+FAMILIES = (
+    "false_belief_relocation",
+    "false_belief_irrelevant",
+    "false_belief_witnessed",
+    "false_belief_self_corrected",
+    "implicit_goal_search",
+    "implicit_goal_reach",
+    "implicit_goal_blocked",
+    "routine",
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Ground truth of one episode (attribute access; :meth:`to_dict` for JSON)."""
+
+    episode_id: str
+    family: str
+    needs_intervention: bool
+    focus_actor: int
+    focus_name: str
+    target_object: int | None
+    mental_state: dict[str, Any]
+    window: dict[str, int] | None
+    reference_actions: list[str] = field(default_factory=list)
+    success: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def onset_tick(self) -> int | None:
+        return None if self.window is None else self.window["onset_tick"]
+
+    @property
+    def deadline_tick(self) -> int | None:
+        return None if self.window is None else self.window["deadline_tick"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Reference:
+        return cls(
+            episode_id=str(d["episode_id"]),
+            family=str(d["family"]),
+            needs_intervention=bool(d["needs_intervention"]),
+            focus_actor=int(d["focus_actor"]),
+            focus_name=str(d.get("focus_name", "")),
+            target_object=None if d.get("target_object") is None else int(d["target_object"]),
+            mental_state=dict(d.get("mental_state") or {"type": "none"}),
+            window=None if d.get("window") is None else {
+                "onset_tick": int(d["window"]["onset_tick"]),
+                "deadline_tick": int(d["window"]["deadline_tick"]),
+            },
+            reference_actions=[str(x) for x in d.get("reference_actions", [])],
+            success=dict(d.get("success") or {}),
+        )

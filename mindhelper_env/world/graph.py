@@ -1,0 +1,242 @@
+"""Scene graphs in VirtualHome's environment-graph format.
+
+A graph is ``{"nodes": [...], "edges": [...]}``. A node is
+``{"id", "class_name", "category", "properties", "states", "bounding_box"?, "prefab_name"?}``;
+an edge is ``{"from_id", "relation_type", "to_id"}``. :class:`SceneGraph` reads such a dict,
+keeps every key it does not know (so an exported graph means what the imported one meant) and
+stores edges as adjacency sets so that relations can be changed in constant time.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mindhelper_env.world.script import normalize_class
+
+__all__ = ["Node", "SceneGraph", "RELATIONS"]
+
+#: Relation types VirtualHome uses. Others load too and are kept as they are.
+RELATIONS = (
+    "INSIDE",
+    "ON",
+    "CLOSE",
+    "FACING",
+    "BETWEEN",
+    "HOLDS_RH",
+    "HOLDS_LH",
+    "SITTING",
+)
+
+_NODE_KEYS = ("id", "class_name", "category", "properties", "states", "bounding_box", "prefab_name")
+
+
+@dataclass(slots=True)
+class Node:
+    """A scene-graph node. ``key`` is the normalized class name used for matching."""
+
+    id: int
+    class_name: str
+    category: str = ""
+    properties: frozenset[str] = frozenset()
+    states: set[str] = field(default_factory=set)
+    bounding_box: dict[str, Any] | None = None
+    prefab_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    key: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            self.key = normalize_class(self.class_name)
+
+    @property
+    def height(self) -> float | None:
+        """Height of the node's centre above the floor (metres), from its bounding box."""
+        bb = self.bounding_box
+        if not bb:
+            return None
+        try:
+            return float(bb["center"][1])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+
+    def to_virtualhome(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "class_name": self.class_name,
+            "category": self.category,
+            "properties": sorted(self.properties),
+            "states": sorted(self.states),
+        }
+        if self.bounding_box is not None:
+            d["bounding_box"] = copy.deepcopy(self.bounding_box)
+        if self.prefab_name is not None:
+            d["prefab_name"] = self.prefab_name
+        d.update(copy.deepcopy(self.extra))
+        return d
+
+
+class SceneGraph:
+    """Nodes and typed edges with constant-time edge updates.
+
+    Use :meth:`from_virtualhome` / :meth:`to_virtualhome` to convert from and to the JSON
+    dict VirtualHome's ``environment_graph()`` returns.
+    """
+
+    __slots__ = ("nodes", "_out", "_in", "_n_edges")
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, Node] = {}
+        self._out: dict[int, dict[str, set[int]]] = {}
+        self._in: dict[int, dict[str, set[int]]] = {}
+        self._n_edges = 0
+
+    # -- construction -------------------------------------------------------------------
+    def add_node(self, node: Node) -> Node:
+        if node.id in self.nodes:
+            raise ValueError(f"duplicate node id {node.id}")
+        self.nodes[node.id] = node
+        self._out[node.id] = {}
+        self._in[node.id] = {}
+        return node
+
+    def add_edge(self, from_id: int, relation: str, to_id: int) -> bool:
+        """Add an edge; returns False if it was already there."""
+        targets = self._out[from_id].setdefault(relation, set())
+        if to_id in targets:
+            return False
+        targets.add(to_id)
+        self._in[to_id].setdefault(relation, set()).add(from_id)
+        self._n_edges += 1
+        return True
+
+    def remove_edge(self, from_id: int, relation: str, to_id: int) -> bool:
+        """Remove an edge; returns False if it was not there."""
+        targets = self._out[from_id].get(relation)
+        if not targets or to_id not in targets:
+            return False
+        targets.discard(to_id)
+        self._in[to_id][relation].discard(from_id)
+        self._n_edges -= 1
+        return True
+
+    def remove_edges_from(self, from_id: int, relation: str) -> list[int]:
+        """Remove every ``from_id -relation-> *`` edge; returns the former targets."""
+        targets = self._out[from_id].get(relation)
+        if not targets:
+            return []
+        old = list(targets)
+        for t in old:
+            self._in[t][relation].discard(from_id)
+        targets.clear()
+        self._n_edges -= len(old)
+        return old
+
+    # -- queries ------------------------------------------------------------------------
+    def targets(self, from_id: int, relation: str) -> set[int] | frozenset[int]:
+        return self._out[from_id].get(relation, _EMPTY)
+
+    def sources(self, to_id: int, relation: str) -> set[int] | frozenset[int]:
+        return self._in[to_id].get(relation, _EMPTY)
+
+    def has_edge(self, from_id: int, relation: str, to_id: int) -> bool:
+        return to_id in self._out[from_id].get(relation, _EMPTY)
+
+    def edges(self) -> Iterator[tuple[int, str, int]]:
+        for f, rels in self._out.items():
+            for r, ts in rels.items():
+                for t in ts:
+                    yield (f, r, t)
+
+    @property
+    def n_edges(self) -> int:
+        return self._n_edges
+
+    def by_class(self, class_name: str) -> list[Node]:
+        k = normalize_class(class_name)
+        return [n for n in self.nodes.values() if n.key == k]
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.nodes
+
+    def copy(self) -> SceneGraph:
+        return SceneGraph.from_virtualhome(self.to_virtualhome())
+
+    # -- VirtualHome JSON ---------------------------------------------------------------
+    @classmethod
+    def from_virtualhome(cls, data: dict[str, Any]) -> SceneGraph:
+        """Build a graph from VirtualHome environment-graph JSON.
+
+        Raises ``ValueError`` naming the problem for malformed graphs (not a dict, missing
+        node ids or class names, duplicate ids, edges to nodes that do not exist). Unknown
+        classes, categories, states, properties, relation types and extra keys are kept.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a scene graph must be a dict, got {type(data).__name__}")
+        nodes = data.get("nodes")
+        edges = data.get("edges", [])
+        if not isinstance(nodes, list):
+            raise ValueError("scene graph has no 'nodes' list")
+        if not isinstance(edges, list):
+            raise ValueError("scene graph 'edges' must be a list")
+        g = cls()
+        for i, raw in enumerate(nodes):
+            if not isinstance(raw, dict):
+                raise ValueError(f"node #{i} is not an object")
+            nid = raw.get("id")
+            if isinstance(nid, bool) or not isinstance(nid, int):
+                raise ValueError(f"node #{i} has no integer 'id' (got {nid!r})")
+            cname = raw.get("class_name")
+            if not isinstance(cname, str) or not cname.strip():
+                raise ValueError(f"node {nid} has no 'class_name'")
+            props = raw.get("properties") or []
+            states = raw.get("states") or []
+            if not isinstance(props, list) or not isinstance(states, list):
+                raise ValueError(f"node {nid}: 'properties' and 'states' must be lists")
+            if nid in g.nodes:
+                raise ValueError(f"duplicate node id {nid}")
+            g.add_node(
+                Node(
+                    id=nid,
+                    class_name=cname,
+                    category=str(raw.get("category") or ""),
+                    properties=frozenset(str(p).upper() for p in props),
+                    states={str(s).upper() for s in states},
+                    bounding_box=copy.deepcopy(raw.get("bounding_box")),
+                    prefab_name=raw.get("prefab_name"),
+                    extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _NODE_KEYS},
+                )
+            )
+        for i, e in enumerate(edges):
+            if not isinstance(e, dict):
+                raise ValueError(f"edge #{i} is not an object")
+            f, r, t = e.get("from_id"), e.get("relation_type"), e.get("to_id")
+            if not isinstance(r, str) or not r:
+                raise ValueError(f"edge #{i} ({f} -> {t}) has no 'relation_type'")
+            for end, val in (("from_id", f), ("to_id", t)):
+                if isinstance(val, bool) or not isinstance(val, int):
+                    raise ValueError(f"edge #{i} has no integer '{end}' (got {val!r})")
+                if val not in g.nodes:
+                    raise ValueError(
+                        f"edge #{i} {f} -{r}-> {t} is dangling: node {val} does not exist"
+                    )
+            g.add_edge(f, r.upper(), t)
+        return g
+
+    def to_virtualhome(self) -> dict[str, Any]:
+        """Export as VirtualHome environment-graph JSON (nodes sorted by id)."""
+        return {
+            "nodes": [self.nodes[i].to_virtualhome() for i in sorted(self.nodes)],
+            "edges": [
+                {"from_id": f, "relation_type": r, "to_id": t}
+                for f, r, t in sorted(self.edges())
+            ],
+        }
+
+
+_EMPTY: frozenset[int] = frozenset()

@@ -1,0 +1,739 @@
+"""The symbolic household world: executes VirtualHome script lines on a scene graph.
+
+:class:`World` wraps a :class:`~mindhelper_env.world.graph.SceneGraph` and keeps indices that
+are updated incrementally (placement of each object, contents of each container, room of each
+node, holder of each object, what each character is close to), so executing a line costs
+microseconds and no step copies the graph.
+
+Semantics follow VirtualHome's evolving-graph executor closely. Deliberate differences:
+
+* **Closeness.** A character is *close* to a node when both are in the same room and they share
+  the same *anchor* (the piece of furniture or room-level object the node is in or on). Walking
+  to a fridge makes the character close to the fridge and to everything in or on it.
+  VirtualHome instead derives closeness from distances between bounding boxes.
+* **Walking takes time.** ``execute(..., max_hops=1)`` moves a character at most one door per
+  call and reports ``done=False`` until the target room is reached; the environment uses this
+  so that crossing rooms costs one tick per door. Without ``max_hops`` a walk completes at once.
+* **Reach.** Each character has a reach height (default 2.1 m). Grabbing an object, opening a
+  container or putting something on/in a target fails when its height (bounding-box centre;
+  the top of a surface for ``putback``) is above the character's reach. VirtualHome has no
+  reach limit.
+* **Hands.** ``open``/``close`` need a free hand, as in VirtualHome; ``grab`` needs a free hand
+  and puts the object in the right hand if it is free, else the left.
+* **Hidden objects.** Objects inside a closed container cannot be walked to or grabbed.
+* **Moved objects** take the position of what they are put on or in (their bounding-box centre
+  is updated), so reach checks stay meaningful after the object moves. VirtualHome leaves
+  bounding boxes unchanged.
+* **``drop``** puts the held object on the floor of the character's room (INSIDE the room).
+* **Robot-only verbs.** ``give <obj> <character>`` hands a held object to a person in the same
+  room who has a free hand; ``tell <character> <obj> <location>`` tells a person in the same
+  room where an object is (the world records the event; actors decide what to believe).
+* VirtualHome's ``PUTOFF`` crash and similar executor bugs are not reproduced; unknown verbs
+  are rejected by the parser with a reason.
+
+A failed precondition never raises: :meth:`World.execute` returns an :class:`ActionResult`
+with ``ok=False`` and a ``reason``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mindhelper_env.world.graph import Node, SceneGraph
+from mindhelper_env.world.script import (
+    ROBOT_ONLY_VERBS,
+    ScriptLine,
+    ScriptParseError,
+    parse_line,
+)
+
+__all__ = ["World", "ActionResult", "Event", "DEFAULT_REACH"]
+
+#: Reach height of a character whose reach was never set (metres).
+DEFAULT_REACH = 2.1
+
+_ROOM_CLASSES = frozenset(
+    {
+        "kitchen",
+        "livingroom",
+        "bedroom",
+        "bathroom",
+        "diningroom",
+        "homeoffice",
+        "office",
+        "hallway",
+        "entrance",
+    }
+)
+_PLACEMENT = ("INSIDE", "ON")
+
+
+@dataclass(slots=True)
+class Event:
+    """Something a character did (or failed to do) at a tick."""
+
+    tick: int
+    actor: int
+    verb: str
+    args: tuple[int, ...]
+    ok: bool
+    room: int | None
+    reason: str | None = None
+    #: for grab/give: where the object was before (``(relation, parent_id)``)
+    source: tuple[str, int] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tick": self.tick,
+            "actor": self.actor,
+            "verb": self.verb,
+            "args": list(self.args),
+            "ok": self.ok,
+            "room": self.room,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class ActionResult:
+    """Outcome of one script line. ``done`` is False while a walk is still under way."""
+
+    ok: bool
+    reason: str | None = None
+    line: ScriptLine | None = None
+    done: bool = True
+    event: Event | None = None
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass(slots=True)
+class _Char:
+    room: int | None
+    near: int | None = None
+    sitting_on: int | None = None
+    reach: float = DEFAULT_REACH
+    robot: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class World:
+    """A household you can run VirtualHome script lines in.
+
+    Parameters
+    ----------
+    graph:
+        a :class:`SceneGraph` or a VirtualHome environment-graph dict (copied).
+    robot_ids:
+        ids of characters allowed to use ``give`` and ``tell``.
+    """
+
+    def __init__(self, graph: SceneGraph | dict[str, Any], robot_ids: Iterable[int] = ()) -> None:
+        if isinstance(graph, dict):
+            graph = SceneGraph.from_virtualhome(graph)
+        elif not isinstance(graph, SceneGraph):
+            raise TypeError(f"graph must be a SceneGraph or dict, got {type(graph).__name__}")
+        self.graph = graph
+        self.tick = 0
+        self.rooms: list[int] = []
+        self._room_of: dict[int, int | None] = {}
+        self._parent: dict[int, tuple[str, int]] = {}
+        self._contents: dict[int, set[int]] = {}
+        self._holder: dict[int, int] = {}
+        self._room_members: dict[int, set[int]] = {}
+        self.chars: dict[int, _Char] = {}
+        self._hop: dict[tuple[int, int], int] = {}
+        self._dist: dict[tuple[int, int], int] = {}
+        self._build_indices()
+        for rid in robot_ids:
+            self.set_robot(rid)
+
+    # ------------------------------------------------------------------ index building
+    def _is_room(self, n: Node) -> bool:
+        return n.category.lower() == "rooms" or n.key in _ROOM_CLASSES
+
+    def _build_indices(self) -> None:
+        g = self.graph
+        self.rooms = sorted(n.id for n in g.nodes.values() if self._is_room(n))
+        room_set = set(self.rooms)
+        for r in self.rooms:
+            self._room_members[r] = set()
+            self._contents[r] = set()
+        for n in g.nodes.values():
+            if n.id in room_set:
+                continue
+            if n.key == "character":
+                rooms = [t for t in g.targets(n.id, "INSIDE") if t in room_set]
+                self.chars[n.id] = _Char(room=min(rooms) if rooms else None)
+                for rel in ("HOLDS_RH", "HOLDS_LH"):
+                    for obj in g.targets(n.id, rel):
+                        self._holder[obj] = n.id
+                for seat in g.targets(n.id, "SITTING"):
+                    self.chars[n.id].sitting_on = seat
+                continue
+        for n in g.nodes.values():
+            if n.id in room_set or n.id in self.chars or n.id in self._holder:
+                continue
+            inside = g.targets(n.id, "INSIDE")
+            non_room_in = sorted(t for t in inside if t not in room_set and t not in self.chars)
+            on = sorted(t for t in g.targets(n.id, "ON") if t not in room_set and t not in self.chars)
+            rooms = sorted(t for t in inside if t in room_set)
+            if non_room_in:
+                self._parent[n.id] = ("INSIDE", non_room_in[0])
+            elif on:
+                self._parent[n.id] = ("ON", on[0])
+            elif rooms:
+                self._parent[n.id] = ("INSIDE", rooms[0])
+        for obj, (_, p) in self._parent.items():
+            self._contents.setdefault(p, set()).add(obj)
+        # room of every non-room node
+        for nid in g.nodes:
+            if nid in room_set:
+                continue
+            self._room_of[nid] = self._resolve_room(nid, room_set)
+        for nid, r in self._room_of.items():
+            if r is not None:
+                self._room_members[r].add(nid)
+        self._build_doors(room_set)
+
+    def _resolve_room(self, nid: int, room_set: set[int]) -> int | None:
+        seen: set[int] = set()
+        cur: int | None = nid
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            if cur in self.chars:
+                return self.chars[cur].room
+            direct = [t for t in self.graph.targets(cur, "INSIDE") if t in room_set]
+            if direct:
+                return min(direct)
+            if cur in self._holder:
+                cur = self._holder[cur]
+                continue
+            par = self._parent.get(cur)
+            cur = par[1] if par else None
+            if cur in room_set:
+                return cur
+        return None
+
+    def _build_doors(self, room_set: set[int]) -> None:
+        g = self.graph
+        adj: dict[int, set[int]] = {r: set() for r in self.rooms}
+        self.doors: dict[int, tuple[int, int]] = {}
+        for n in g.nodes.values():
+            if "door" not in n.key:
+                continue
+            linked = sorted(
+                {t for t in g.targets(n.id, "BETWEEN") if t in room_set}
+                | {t for t in g.targets(n.id, "INSIDE") if t in room_set}
+            )
+            if len(linked) >= 2:
+                a, b = linked[0], linked[1]
+                adj[a].add(b)
+                adj[b].add(a)
+                self.doors[n.id] = (a, b)
+        # a room no door reaches is treated as adjacent to every room (documented fallback)
+        for r in self.rooms:
+            if not adj[r]:
+                for o in self.rooms:
+                    if o != r:
+                        adj[r].add(o)
+                        adj[o].add(r)
+        self.adjacency = {r: sorted(v) for r, v in adj.items()}
+        for src in self.rooms:
+            dist = {src: 0}
+            first: dict[int, int] = {}
+            q = deque([src])
+            while q:
+                u = q.popleft()
+                for v in self.adjacency[u]:
+                    if v not in dist:
+                        dist[v] = dist[u] + 1
+                        first[v] = v if u == src else first[u]
+                        q.append(v)
+            for dst, d in dist.items():
+                self._dist[(src, dst)] = d
+                if dst != src:
+                    self._hop[(src, dst)] = first[dst]
+
+    # ------------------------------------------------------------------ characters
+    def set_robot(self, char_id: int, robot: bool = True) -> None:
+        self._char(char_id).robot = robot
+
+    def set_reach(self, char_id: int, reach: float) -> None:
+        self._char(char_id).reach = float(reach)
+
+    def _char(self, char_id: int) -> _Char:
+        try:
+            return self.chars[char_id]
+        except KeyError:
+            raise ValueError(f"node {char_id} is not a character") from None
+
+    def add_character(
+        self, char_id: int, room: int, *, name: str | None = None, reach: float = DEFAULT_REACH,
+        robot: bool = False,
+    ) -> int:
+        """Add a character node in ``room`` (VirtualHome class ``character``)."""
+        if room not in self._room_members:
+            raise ValueError(f"node {room} is not a room")
+        extra = {"name": name} if name else {}
+        self.graph.add_node(Node(char_id, "character", "Characters", frozenset(), set(), extra=extra))
+        self.graph.add_edge(char_id, "INSIDE", room)
+        self.chars[char_id] = _Char(room=room, reach=reach, robot=robot)
+        self._room_of[char_id] = room
+        self._room_members[room].add(char_id)
+        return char_id
+
+    # ------------------------------------------------------------------ queries
+    def node(self, nid: int) -> Node:
+        return self.graph.nodes[nid]
+
+    def name(self, nid: int) -> str:
+        n = self.graph.nodes.get(nid)
+        if n is None:
+            return f"? ({nid})"
+        return f"{n.class_name} ({nid})"
+
+    def room_of(self, nid: int) -> int | None:
+        if nid in self.chars:
+            return self.chars[nid].room
+        if nid in self._room_members:
+            return nid
+        return self._room_of.get(nid)
+
+    def placement(self, obj: int) -> tuple[str, int] | None:
+        """``(relation, parent)`` of an object that is not held, else None."""
+        return self._parent.get(obj)
+
+    def location(self, obj: int) -> int | None:
+        """Id of what the object is in or on (a room if it stands free), or its holder."""
+        h = self._holder.get(obj)
+        if h is not None:
+            return h
+        p = self._parent.get(obj)
+        return p[1] if p else None
+
+    def holder(self, obj: int) -> int | None:
+        return self._holder.get(obj)
+
+    def contents(self, parent: int) -> set[int]:
+        return self._contents.get(parent, set())
+
+    def held_by(self, char_id: int) -> list[int]:
+        g = self.graph
+        return sorted(g.targets(char_id, "HOLDS_RH")) + sorted(g.targets(char_id, "HOLDS_LH"))
+
+    def free_hand(self, char_id: int) -> str | None:
+        g = self.graph
+        if not g.targets(char_id, "HOLDS_RH"):
+            return "HOLDS_RH"
+        if not g.targets(char_id, "HOLDS_LH"):
+            return "HOLDS_LH"
+        return None
+
+    def is_open(self, nid: int) -> bool:
+        return "OPEN" in self.graph.nodes[nid].states
+
+    def is_closed_container(self, nid: int) -> bool:
+        n = self.graph.nodes[nid]
+        return "CLOSED" in n.states
+
+    def is_hidden(self, nid: int) -> bool:
+        """True if the node is inside a closed container (at any depth)."""
+        seen = 0
+        cur = nid
+        while seen < 16:
+            if cur in self._holder:
+                return False
+            p = self._parent.get(cur)
+            if p is None:
+                return False
+            rel, par = p
+            if par in self._room_members:
+                return False
+            if rel == "INSIDE" and "CLOSED" in self.graph.nodes[par].states:
+                return True
+            cur = par
+            seen += 1
+        return False
+
+    def anchor(self, nid: int) -> int:
+        """The room-level object a node is in or on (itself if it stands in a room)."""
+        cur = nid
+        for _ in range(16):
+            h = self._holder.get(cur)
+            if h is not None:
+                return h
+            p = self._parent.get(cur)
+            if p is None or p[1] in self._room_members:
+                return cur
+            cur = p[1]
+        return cur
+
+    def is_close(self, char_id: int, nid: int) -> bool:
+        c = self.chars[char_id]
+        if c.room is None or self.room_of(nid) != c.room:
+            return False
+        if nid in self.chars:
+            return c.near == nid or self.chars[nid].near == char_id or (
+                c.near is not None and c.near == self.chars[nid].near
+            )
+        if self._holder.get(nid) == char_id:
+            return True
+        return c.near is not None and self.anchor(c.near) == self.anchor(nid)
+
+    def height(self, nid: int, *, top: bool = False) -> float | None:
+        n = self.graph.nodes[nid]
+        bb = n.bounding_box
+        if not bb:
+            return None
+        try:
+            y = float(bb["center"][1])
+            if top:
+                y += float(bb["size"][1]) / 2.0
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+        return y
+
+    def reachable(self, char_id: int, nid: int, *, top: bool = False) -> bool:
+        h = self.height(nid, top=top)
+        return h is None or h <= self.chars[char_id].reach + 1e-9
+
+    def room_nodes(self, room: int) -> set[int]:
+        """Every non-room node currently in ``room`` (characters included)."""
+        return self._room_members.get(room, set())
+
+    def visible_nodes(self, char_id: int) -> list[int]:
+        """What a character perceives: its room's nodes not hidden in closed containers."""
+        room = self.chars[char_id].room
+        if room is None:
+            return []
+        return [n for n in self._room_members[room] if not self.is_hidden(n)]
+
+    def distance(self, room_a: int, room_b: int) -> int:
+        """Number of doors between two rooms."""
+        return self._dist.get((room_a, room_b), 0)
+
+    def next_room(self, room_a: int, room_b: int) -> int:
+        return self._hop.get((room_a, room_b), room_b)
+
+    # ------------------------------------------------------------------ mutation helpers
+    def _set_room(self, nid: int, room: int | None) -> None:
+        old = self._room_of.get(nid)
+        if old == room:
+            return
+        if old is not None:
+            self._room_members[old].discard(nid)
+        self._room_of[nid] = room
+        if room is not None:
+            self._room_members[room].add(nid)
+            for r in list(self.graph.targets(nid, "INSIDE")):
+                if r in self._room_members and r != room:
+                    self.graph.remove_edge(nid, "INSIDE", r)
+            self.graph.add_edge(nid, "INSIDE", room)
+        # contents travel with their container
+        for child in list(self._contents.get(nid, ())):
+            self._set_room(child, room)
+
+    def _unplace(self, obj: int) -> tuple[str, int] | None:
+        old = self._parent.pop(obj, None)
+        if old is not None:
+            rel, par = old
+            self._contents.get(par, set()).discard(obj)
+            self.graph.remove_edge(obj, rel, par)
+        return old
+
+    def _place(self, obj: int, rel: str, parent: int) -> None:
+        self._parent[obj] = (rel, parent)
+        self._contents.setdefault(parent, set()).add(obj)
+        self.graph.add_edge(obj, rel, parent)
+        room = parent if parent in self._room_members else self.room_of(parent)
+        self._set_room(obj, room)
+        pb = self.graph.nodes[parent].bounding_box
+        ob = self.graph.nodes[obj].bounding_box
+        if pb and ob and "center" in pb and "center" in ob:
+            try:
+                cx, cy, cz = (float(v) for v in pb["center"])
+                if rel == "ON":
+                    cy += float(pb["size"][1]) / 2.0
+                ob["center"] = [cx, round(cy, 4), cz]
+            except (KeyError, TypeError, ValueError, IndexError):
+                pass
+
+    def _release(self, char_id: int, obj: int) -> None:
+        self.graph.remove_edge(char_id, "HOLDS_RH", obj)
+        self.graph.remove_edge(char_id, "HOLDS_LH", obj)
+        self._holder.pop(obj, None)
+
+    def _set_near(self, char_id: int, target: int | None) -> None:
+        c = self.chars[char_id]
+        if c.near is not None and c.near in self.graph.nodes:
+            self.graph.remove_edge(char_id, "CLOSE", c.near)
+            self.graph.remove_edge(c.near, "CLOSE", char_id)
+        c.near = target
+        if target is not None:
+            self.graph.add_edge(char_id, "CLOSE", target)
+            self.graph.add_edge(target, "CLOSE", char_id)
+
+    def move_object(self, obj: int, relation: str, parent: int) -> None:
+        """Scenario-level relocation (no character involved): put ``obj`` in/on ``parent``."""
+        if relation not in _PLACEMENT:
+            raise ValueError(f"relation must be INSIDE or ON, got {relation!r}")
+        for nid in (obj, parent):
+            if nid not in self.graph.nodes:
+                raise ValueError(f"unknown node id {nid}")
+        h = self._holder.get(obj)
+        if h is not None:
+            self._release(h, obj)
+        self._unplace(obj)
+        self._place(obj, relation, parent)
+
+    def set_state(self, nid: int, state: str, on: bool = True) -> None:
+        states = self.graph.nodes[nid].states
+        pairs = {"OPEN": "CLOSED", "CLOSED": "OPEN", "ON": "OFF", "OFF": "ON"}
+        if on:
+            states.add(state)
+            if state in pairs:
+                states.discard(pairs[state])
+        else:
+            states.discard(state)
+
+    # ------------------------------------------------------------------ execution
+    def execute(
+        self, char_id: int, line: str | ScriptLine, *, max_hops: int | None = None
+    ) -> ActionResult:
+        """Execute one script line for a character. Never raises on a bad line."""
+        if char_id not in self.chars:
+            return ActionResult(False, f"node {char_id} is not a character")
+        if isinstance(line, str):
+            try:
+                line = parse_line(line)
+            except ScriptParseError as err:
+                return self._fail(char_id, None, str(err))
+        c = self.chars[char_id]
+        for cls, nid in line.args:
+            node = self.graph.nodes.get(nid)
+            if node is None:
+                return self._fail(char_id, line, f"unknown node id {nid}")
+            if node.key != cls.replace("_", "").replace(" ", "") and not (
+                cls == "character" and nid in self.chars
+            ):
+                return self._fail(
+                    char_id, line, f"node {nid} is a {node.class_name}, not a {cls}"
+                )
+        if line.verb in ROBOT_ONLY_VERBS and not c.robot:
+            return self._fail(char_id, line, f"only the robot can [{line.verb}]")
+        if c.room is None:
+            return self._fail(char_id, line, "character is not in any room")
+        handler = getattr(self, "_do_" + line.verb)
+        return handler(char_id, c, line, max_hops)
+
+    def _fail(self, char_id: int, line: ScriptLine | None, reason: str) -> ActionResult:
+        c = self.chars.get(char_id)
+        ev = Event(
+            self.tick, char_id, line.verb if line else "?", line.ids if line else (), False,
+            c.room if c else None, reason,
+        )
+        return ActionResult(False, reason, line, True, ev)
+
+    def _ok(self, char_id: int, line: ScriptLine, *, done: bool = True,
+            source: tuple[str, int] | None = None) -> ActionResult:
+        ev = Event(self.tick, char_id, line.verb, line.ids, True, self.chars[char_id].room,
+                   None, source)
+        return ActionResult(True, None, line, done, ev)
+
+    def _do_walk(self, cid: int, c: _Char, line: ScriptLine, max_hops: int | None) -> ActionResult:
+        target = line.args[0][1]
+        if target == cid:
+            return self._fail(cid, line, "cannot walk to itself")
+        if c.sitting_on is not None:
+            return self._fail(cid, line, "character is sitting; [standup] first")
+        if target not in self._room_members:
+            if self._holder.get(target) not in (None, cid):
+                return self._fail(cid, line, f"{self.name(target)} is held by someone")
+            if self.is_hidden(target):
+                return self._fail(cid, line, f"{self.name(target)} is inside a closed container")
+        dest = self.room_of(target)
+        if dest is None:
+            return self._fail(cid, line, f"{self.name(target)} is not in any room")
+        hops = self._dist.get((c.room, dest), 0) if c.room is not None else 0
+        if max_hops is not None and hops > max_hops:
+            room = c.room
+            for _ in range(max_hops):
+                room = self.next_room(room, dest)
+            self._move_char(cid, c, room)
+            self._set_near(cid, None)
+            return self._ok(cid, line, done=False)
+        self._move_char(cid, c, dest)
+        self._set_near(cid, None if target in self._room_members else target)
+        return self._ok(cid, line)
+
+    _do_find = _do_walk
+
+    def _move_char(self, cid: int, c: _Char, room: int) -> None:
+        if c.room == room:
+            return
+        c.room = room
+        self._set_room(cid, room)
+        for obj in self.held_by(cid):
+            self._set_room(obj, room)
+
+    def _do_open(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None,
+                 *, opening: bool = True) -> ActionResult:
+        t = line.args[0][1]
+        n = self.graph.nodes[t]
+        if "CAN_OPEN" not in n.properties:
+            return self._fail(cid, line, f"{self.name(t)} cannot be opened or closed")
+        if not self.is_close(cid, t):
+            return self._fail(cid, line, f"not close to {self.name(t)}; [walk] to it first")
+        if opening and "OPEN" in n.states:
+            return self._fail(cid, line, f"{self.name(t)} is already open")
+        if not opening and "CLOSED" in n.states:
+            return self._fail(cid, line, f"{self.name(t)} is already closed")
+        if self.free_hand(cid) is None:
+            return self._fail(cid, line, "both hands are full")
+        if not self.reachable(cid, t):
+            return self._fail(cid, line, f"{self.name(t)} is out of reach")
+        self.set_state(t, "OPEN" if opening else "CLOSED")
+        return self._ok(cid, line)
+
+    def _do_close(self, cid: int, c: _Char, line: ScriptLine, mh: int | None) -> ActionResult:
+        return self._do_open(cid, c, line, mh, opening=False)
+
+    def _do_grab(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        t = line.args[0][1]
+        n = self.graph.nodes[t]
+        if "GRABBABLE" not in n.properties:
+            return self._fail(cid, line, f"{self.name(t)} cannot be grabbed")
+        holder = self._holder.get(t)
+        if holder == cid:
+            return self._fail(cid, line, f"already holding {self.name(t)}")
+        if holder is not None:
+            return self._fail(cid, line, f"{self.name(t)} is held by someone else")
+        if self.is_hidden(t):
+            return self._fail(cid, line, f"{self.name(t)} is inside a closed container")
+        if not self.is_close(cid, t):
+            return self._fail(cid, line, f"not close to {self.name(t)}; [walk] to it first")
+        hand = self.free_hand(cid)
+        if hand is None:
+            return self._fail(cid, line, "both hands are full")
+        if not self.reachable(cid, t):
+            return self._fail(cid, line, f"{self.name(t)} is out of reach")
+        src = self._unplace(t)
+        self.graph.add_edge(cid, hand, t)
+        self._holder[t] = cid
+        self._set_room(t, c.room)
+        return self._ok(cid, line, source=src)
+
+    def _put(self, cid: int, c: _Char, line: ScriptLine, rel: str) -> ActionResult:
+        obj, dst = line.args[0][1], line.args[1][1]
+        if self._holder.get(obj) != cid:
+            return self._fail(cid, line, f"not holding {self.name(obj)}")
+        if obj == dst:
+            return self._fail(cid, line, "cannot put an object on or in itself")
+        d = self.graph.nodes[dst]
+        if dst in self.chars:
+            return self._fail(cid, line, f"{self.name(dst)} is a character; use [give]")
+        if rel == "INSIDE":
+            if "CONTAINERS" not in d.properties:
+                return self._fail(cid, line, f"{self.name(dst)} is not a container")
+            if "CLOSED" in d.states:
+                return self._fail(cid, line, f"{self.name(dst)} is closed; [open] it first")
+        elif "SURFACES" not in d.properties:
+            return self._fail(cid, line, f"{self.name(dst)} is not a surface")
+        if self._holder.get(dst) is not None:
+            return self._fail(cid, line, f"{self.name(dst)} is being held")
+        if self.is_hidden(dst):
+            return self._fail(cid, line, f"{self.name(dst)} is inside a closed container")
+        if not self.is_close(cid, dst):
+            return self._fail(cid, line, f"not close to {self.name(dst)}; [walk] to it first")
+        if not self.reachable(cid, dst, top=rel == "ON"):
+            return self._fail(cid, line, f"{self.name(dst)} is out of reach")
+        self._release(cid, obj)
+        self._place(obj, rel, dst)
+        return self._ok(cid, line)
+
+    def _do_putback(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        return self._put(cid, c, line, "ON")
+
+    def _do_putin(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        return self._put(cid, c, line, "INSIDE")
+
+    def _do_drop(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        obj = line.args[0][1]
+        if self._holder.get(obj) != cid:
+            return self._fail(cid, line, f"not holding {self.name(obj)}")
+        self._release(cid, obj)
+        self._place(obj, "INSIDE", c.room)  # type: ignore[arg-type]  # execute() checked the room
+        return self._ok(cid, line)
+
+    def _switch(self, cid: int, line: ScriptLine, on: bool) -> ActionResult:
+        t = line.args[0][1]
+        n = self.graph.nodes[t]
+        if "HAS_SWITCH" not in n.properties:
+            return self._fail(cid, line, f"{self.name(t)} has no switch")
+        if not self.is_close(cid, t):
+            return self._fail(cid, line, f"not close to {self.name(t)}; [walk] to it first")
+        want = "ON" if on else "OFF"
+        if want in n.states:
+            return self._fail(cid, line, f"{self.name(t)} is already {want.lower()}")
+        self.set_state(t, want)
+        return self._ok(cid, line)
+
+    def _do_switchon(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        return self._switch(cid, line, True)
+
+    def _do_switchoff(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        return self._switch(cid, line, False)
+
+    def _do_sit(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        t = line.args[0][1]
+        if "SITTABLE" not in self.graph.nodes[t].properties:
+            return self._fail(cid, line, f"{self.name(t)} is not something to sit on")
+        if c.sitting_on is not None:
+            return self._fail(cid, line, "already sitting")
+        if not self.is_close(cid, t):
+            return self._fail(cid, line, f"not close to {self.name(t)}; [walk] to it first")
+        c.sitting_on = t
+        self.graph.add_edge(cid, "SITTING", t)
+        self.graph.nodes[cid].states.add("SITTING")
+        return self._ok(cid, line)
+
+    def _do_standup(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        if c.sitting_on is None:
+            return self._fail(cid, line, "not sitting")
+        self.graph.remove_edge(cid, "SITTING", c.sitting_on)
+        self.graph.nodes[cid].states.discard("SITTING")
+        c.sitting_on = None
+        return self._ok(cid, line)
+
+    def _do_give(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        obj, to = line.args[0][1], line.args[1][1]
+        if to not in self.chars or to == cid:
+            return self._fail(cid, line, f"{self.name(to)} is not another character")
+        if self._holder.get(obj) != cid:
+            return self._fail(cid, line, f"not holding {self.name(obj)}; [grab] it first")
+        if self.chars[to].room != c.room:
+            return self._fail(cid, line, f"{self.name(to)} is in another room; [walk] to them first")
+        hand = self.free_hand(to)
+        if hand is None:
+            return self._fail(cid, line, f"{self.name(to)} has no free hand")
+        self._release(cid, obj)
+        self.graph.add_edge(to, hand, obj)
+        self._holder[obj] = to
+        self._set_near(cid, to)
+        return self._ok(cid, line, source=("HOLDS_RH", cid))
+
+    def _do_tell(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
+        to, obj, loc = (a[1] for a in line.args)
+        if to not in self.chars or to == cid:
+            return self._fail(cid, line, f"{self.name(to)} is not another character")
+        if self.chars[to].room != c.room:
+            return self._fail(cid, line, f"{self.name(to)} is in another room; [walk] to them first")
+        if obj in self.chars or obj in self._room_members:
+            return self._fail(cid, line, f"{self.name(obj)} is not an object")
+        del loc
+        return self._ok(cid, line)
