@@ -64,6 +64,9 @@ class Actor:
     beliefs: dict[int, int] = field(default_factory=dict)
     status: str = "active"  # active | done | gave_up
     markers: list[Marker] = field(default_factory=list)
+    #: visible behaviour that is not a script line (searching, struggling, giving up):
+    #: ``(verb, node ids, reason)``; the simulation turns it into events each tick
+    outbox: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
     # policy state
     _idx: int = 0
     _started: bool = False
@@ -227,6 +230,7 @@ class Actor:
             self.status = "gave_up"
             self._doing = "gave up"
             self.markers.append(Marker(world.tick, "gave_up", self._idx, detail))
+            self.outbox.append(("giveup", (), "gave up"))
         else:
             self._wait = self.retry_wait
 
@@ -294,6 +298,7 @@ class Actor:
         self._doing = "looking for something"
         place = self._choose_place(world, act, obj)
         if place is None:
+            self.outbox.append(("search", (), "looked everywhere they could think of"))
             self._fail_attempt(world, "nowhere left to look")
             if self.status == "active":
                 # start the search over: maybe it came back
@@ -304,6 +309,7 @@ class Actor:
         # at the place
         if world.is_closed_container(place) and "CAN_OPEN" in world.graph.nodes[place].properties:
             if world.free_hand(self.id) is None:
+                self.outbox.append(("open", (place,), "their hands are full"))
                 self._fail_attempt(world, f"hands full at {place}")
                 return None
             return self._line(world, "open", place)
@@ -314,6 +320,7 @@ class Actor:
         if self.beliefs.get(obj) is not None and world.anchor(self.beliefs[obj]) == place:
             del self.beliefs[obj]
         self._target = None
+        self.outbox.append(("search", (place,), "did not find what they were looking for"))
         self._fail_attempt(world, f"not at {place}")
         return None
 
@@ -343,6 +350,7 @@ class Actor:
             if "CLOSED" in node.states:
                 if world.free_hand(self.id) is None:
                     self._doing = f"struggling to open the {node.class_name} with full hands"
+                    self.outbox.append(("open", (dest,), "their hands are full"))
                     self._fail_attempt(world, f"hands full at {dest}")
                     return None
                 return self._line(world, "open", dest)

@@ -185,12 +185,16 @@ class Simulation:
             events.append(rev)
         for actor in self.actors:
             line = actor.act(w, self.robot)
-            if line is None:
-                continue
-            res = w.execute(actor.id, line, max_hops=1)
-            actor.feedback(w, line, res)
-            if res.event is not None:
-                events.append(res.event)
+            if line is not None:
+                res = w.execute(actor.id, line, max_hops=1)
+                actor.feedback(w, line, res)
+                if res.event is not None:
+                    events.append(res.event)
+            if actor.outbox:
+                room = w.chars[actor.id].room
+                for verb, args, reason in actor.outbox:
+                    events.append(Event(w.tick, actor.id, verb, args, False, room, reason))
+                actor.outbox.clear()
         for actor in self.actors:
             actor.perceive(w, events)
         self.log.extend(events)

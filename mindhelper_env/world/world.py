@@ -84,6 +84,8 @@ class Event:
     reason: str | None = None
     #: for grab/give: where the object was before (``(relation, parent_id)``)
     source: tuple[str, int] | None = None
+    #: False while a walk is still under way (the character moved one door closer)
+    done: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -542,7 +544,7 @@ class World:
     def _ok(self, char_id: int, line: ScriptLine, *, done: bool = True,
             source: tuple[str, int] | None = None) -> ActionResult:
         ev = Event(self.tick, char_id, line.verb, line.ids, True, self.chars[char_id].room,
-                   None, source)
+                   None, source, done)
         return ActionResult(True, None, line, done, ev)
 
     def _do_walk(self, cid: int, c: _Char, line: ScriptLine, max_hops: int | None) -> ActionResult:

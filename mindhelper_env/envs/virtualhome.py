@@ -1,0 +1,437 @@
+"""``MindHelper-VirtualHome-v0``: the closed loop on the symbolic VirtualHome-style world."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
+from mindhelper_env.render.text import (
+    CHARSET,
+    clean_text,
+    describe_scene,
+    event_dict,
+    narrate_event,
+)
+from mindhelper_env.scenarios.generator import generate_episode, sample_episode
+from mindhelper_env.scenarios.spec import FAMILIES, Reference
+from mindhelper_env.world.script import is_silence
+
+__all__ = ["MindHelperEnv", "DEFAULT_REWARD"]
+
+#: Reward terms (see the class docstring); override any of them with ``reward={...}``.
+DEFAULT_REWARD: dict[str, float] = {
+    "success": 1.0,
+    "false_alarm": -1.0,
+    "premature": -0.5,
+    "late": -0.5,
+    "harm": -1.0,
+    "line_cost": -0.01,
+}
+
+NARRATION_MAX = 16384
+EVENTS_MAX = 32768
+ACTION_MAX = 4096
+MAX_PROGRAM_LINES = 64
+
+
+class MindHelperEnv(gym.Env):
+    """
+    ## Description
+
+    A household in which one to three simulated people go about their tasks while a robot
+    helper watches. Each ``step`` advances one observation window of ``window_ticks`` ticks and
+    returns what happened in it. The robot answers with an executable program of
+    VirtualHome-style script lines or ``"none"``. It should intervene only when a false
+    belief or an implicit goal blocks the focus person's task — and then quickly and
+    helpfully — and stay silent otherwise. Episodes come from eight scenario families
+    (:mod:`mindhelper_env.scenarios`), each validated by simulation.
+
+    ## Action Space
+
+    ``Text(max_length=4096, charset=string.printable)``: ``"none"`` (silence) or script lines
+    separated by newlines or ``;``, e.g. ``"[walk] <fridge> (132); [open] <fridge> (132)"``.
+    Verbs: walk, find, open, close, grab, putback, putin, drop, switchon, switchoff, sit,
+    standup, give (``[give] <apple> (31) <character> (2)``) and tell
+    (``[tell] <character> (2) <apple> (31) <fridge> (12)``). The robot executes one line per
+    tick; walking crosses one door per tick. A new program replaces what is left of the
+    previous one. A malformed or impossible line never raises: it is skipped and
+    ``info["action_error"]`` names it and says why. Any action other than ``none`` counts as
+    an intervention attempt.
+
+    ## Observation Space
+
+    ``Dict`` with ``"narration"`` (``Text``: natural-language account of the window, as the
+    robot perceives it), ``"events"`` (``Text``: the same events as a JSON list of
+    ``{tick, actor, actor_name, verb, args: [{id, class}], ok, room, reason}``) and ``"tick"``
+    (``Discrete``: the tick at the end of the window). With ``observability="home"`` the robot
+    sees every room (not inside closed containers); with ``"room"`` only its own room.
+
+    ## Rewards
+
+    Given when they happen: ``false_alarm`` for the first intervention in an episode that
+    needs none, ``premature``/``late`` for a first intervention before onset/after the
+    deadline, ``line_cost`` per robot script line attempted; at the end ``success`` if the
+    episode needed help and the focus person succeeded after the robot intervened, and
+    ``harm`` if the robot made the focus person fail or left them with a false belief.
+    Defaults in :data:`DEFAULT_REWARD`.
+
+    ## Episode End
+
+    Terminated when the focus person completes the task or gives up (or all people are done);
+    truncated when ``max_ticks`` (or the episode's horizon) is reached. The final ``info``
+    carries ``"episode_record"``: the robot's actions with ticks, executed lines, whether the
+    focus person succeeded, harm, and the reference (ground truth).
+
+    ## Arguments
+
+    * ``families``: family names (list) or ``{family: weight}`` to sample from (default: all
+      eight, equal weights).
+    * ``window_ticks`` (3): ticks per observation window. Episodes are validated so that help
+      issued up to 4 ticks after onset still works; windows longer than 5 ticks may make even
+      the oracle late.
+    * ``observability`` (``"home"``): ``"home"`` or ``"room"``.
+    * ``max_ticks`` (150): cap on episode length in ticks.
+    * ``reward``: overrides of :data:`DEFAULT_REWARD`.
+    * ``render_mode``: ``"ansi"`` or ``"rgb_array"``.
+
+    ``reset(options={"episode": spec})`` replays an episode spec exactly;
+    ``reset(options={"family": name})`` samples one family.
+    ``env.unwrapped.ground_truth`` is the episode's :class:`~mindhelper_env.scenarios.Reference`.
+
+    ## Version History
+
+    * v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        families: list[str] | tuple[str, ...] | dict[str, float] | None = None,
+        window_ticks: int = 3,
+        observability: str = "home",
+        max_ticks: int = 150,
+        reward: dict[str, float] | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
+        self.render_mode = render_mode
+        self.families = self._check_families(families)
+        if isinstance(window_ticks, bool) or not isinstance(window_ticks, (int, np.integer)) \
+                or window_ticks < 1:
+            raise ValueError(f"window_ticks must be a positive int, got {window_ticks!r}")
+        self.window_ticks = int(window_ticks)
+        if observability not in ("home", "room"):
+            raise ValueError(f"observability must be 'home' or 'room', got {observability!r}")
+        self.observability = observability
+        if isinstance(max_ticks, bool) or not isinstance(max_ticks, (int, np.integer)) \
+                or max_ticks < 1:
+            raise ValueError(f"max_ticks must be a positive int, got {max_ticks!r}")
+        self.max_ticks = int(max_ticks)
+        unknown = set(reward or {}) - set(DEFAULT_REWARD)
+        if unknown:
+            raise ValueError(f"unknown reward terms {sorted(unknown)}; known: {sorted(DEFAULT_REWARD)}")
+        self.reward_config = {**DEFAULT_REWARD, **(reward or {})}
+        charset = "".join(sorted(CHARSET))
+        self.action_space = spaces.Text(max_length=ACTION_MAX, min_length=0, charset=charset)
+        self.observation_space = spaces.Dict({
+            "narration": spaces.Text(max_length=NARRATION_MAX, min_length=0, charset=charset),
+            "events": spaces.Text(max_length=EVENTS_MAX, min_length=0, charset=charset),
+            "tick": spaces.Discrete(self.max_ticks + 1),
+        })
+        self._sim: Simulation | None = None
+        self._spec: dict[str, Any] | None = None
+        self._ref: Reference | None = None
+        self._done = True
+        self._window = 0
+        self._names: dict[int, str] = {}
+        self._last_text = ""
+        self._first_action_tick: int | None = None
+        self._renderer: Any = None
+
+    @staticmethod
+    def _check_families(families: Any) -> dict[str, float]:
+        if families is None:
+            return {f: 1.0 for f in FAMILIES}
+        if isinstance(families, str):
+            families = [families]
+        if not isinstance(families, dict):
+            families = {f: 1.0 for f in families}
+        for f, w in families.items():
+            if f not in FAMILIES:
+                raise ValueError(f"unknown family {f!r}; expected some of {list(FAMILIES)}")
+            if not (isinstance(w, (int, float)) and w >= 0):
+                raise ValueError(f"weight of {f!r} must be a non-negative number")
+        if not families or sum(families.values()) <= 0:
+            raise ValueError("families must contain at least one positive weight")
+        return dict(families)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def ground_truth(self) -> Reference:
+        """The current episode's reference (for the oracle and metric wrappers only)."""
+        if self._ref is None:
+            raise gym.error.ResetNeeded("call reset() before reading ground_truth")
+        return self._ref
+
+    @property
+    def episode_spec(self) -> dict[str, Any]:
+        """A deep copy of the current episode's spec (replay with options={'episode': spec})."""
+        if self._spec is None:
+            raise gym.error.ResetNeeded("call reset() first")
+        return copy.deepcopy(self._spec)
+
+    @property
+    def simulation(self) -> Simulation:
+        if self._sim is None:
+            raise gym.error.ResetNeeded("call reset() first")
+        return self._sim
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        options = dict(options or {})
+        spec = self._episode_from_options(options)
+        self._spec = spec
+        self._ref = Reference.from_dict(spec["reference"])
+        sim = Simulation(spec)
+        sim.horizon = min(sim.horizon, self.max_ticks)
+        self._sim = sim
+        self._names = {a.id: a.name for a in sim.actors}
+        self._names[ROBOT_ID] = "Robot"
+        self._done = False
+        self._window = 0
+        self._first_action_tick = None
+        rooms = self._visible_rooms()
+        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID), NARRATION_MAX)
+        self._last_text = text
+        self._last_events: list[Any] = []
+        obs = {"narration": text, "events": "[]", "tick": np.int64(sim.tick)}
+        info = self._info(action_error=None, events=[])
+        return obs, info
+
+    def _episode_from_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if "episode" in options:
+            ep = options["episode"]
+            if isinstance(ep, dict) and "graph" in ep:
+                return copy.deepcopy(ep)
+            if isinstance(ep, dict) and "suite" in ep:
+                return self._suite_episode(ep["suite"], ep.get("index"))
+            raise ValueError("options['episode'] must be an episode spec dict (with 'graph') "
+                             "or {'suite': name, 'index': i}")
+        if "suite" in options:
+            return self._suite_episode(options["suite"], options.get("index"))
+        if "family" in options:
+            fam = options["family"]
+            if fam not in FAMILIES:
+                raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
+            return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)))
+        return sample_episode(self.np_random, self.families)
+
+    def _suite_episode(self, suite: str, index: Any) -> dict[str, Any]:
+        from mindhelper_env.scenarios.suites import suite_episode
+
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise ValueError(f"suite episode index must be an int, got {index!r}")
+        return suite_episode(suite, int(index))
+
+    def step(self, action: Any):
+        if self._sim is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        if self._done:
+            raise gym.error.ResetNeeded("episode is over; call reset() before step()")
+        sim = self._sim
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", "replace")
+        if not isinstance(action, str):
+            raise TypeError(f"action must be a string ('none' or script lines), got {type(action).__name__}")
+        reward = 0.0
+        errors: list[str] = []
+        if not is_silence(action):
+            raw = action[:ACTION_MAX]
+            if len(action) > ACTION_MAX:
+                errors.append(f"action longer than {ACTION_MAX} characters; the rest was ignored")
+            bad = sim.issue(raw)
+            if len(sim.pending) > MAX_PROGRAM_LINES:
+                del sim.pending[MAX_PROGRAM_LINES:]
+                errors.append(f"program longer than {MAX_PROGRAM_LINES} lines; the rest was ignored")
+            errors.extend(f"line '{line}': {why}" for line, why in bad[:8])
+            if len(bad) > 8:
+                errors.append(f"... and {len(bad) - 8} more malformed lines")
+            if self._first_action_tick is None:
+                self._first_action_tick = sim.tick
+                reward += self._first_action_reward(sim.tick)
+        n_lines_before = len(sim.robot_lines)
+        events = []
+        for _ in range(self.window_ticks):
+            events.extend(sim.step_tick())
+            if sim.terminated or sim.truncated:
+                break
+        new_lines = sim.robot_lines[n_lines_before:]
+        reward += self.reward_config["line_cost"] * len(new_lines)
+        for ln in new_lines:
+            if not ln.ok:
+                errors.append(f"line '{ln.line}' at tick {ln.tick}: {ln.reason}")
+        self._window += 1
+        terminated = sim.terminated
+        truncated = sim.truncated
+        visible = self._visible_events(events)
+        text = "\n".join(f"[t={ev.tick}] " + narrate_event(sim.world, ev, self._names)
+                         for ev in visible)
+        if not text:
+            text = "Nothing happened that you could see."
+        text = clean_text(text, NARRATION_MAX)
+        ev_dicts = [event_dict(sim.world, ev, self._names) for ev in visible]
+        self._last_text = text
+        self._last_events = visible
+        obs = {
+            "narration": text,
+            "events": clean_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
+            "tick": np.int64(min(sim.tick, self.max_ticks)),
+        }
+        info = self._info(action_error="; ".join(errors) if errors else None, events=ev_dicts)
+        if terminated or truncated:
+            self._done = True
+            reward += self._final_reward()
+            info["episode_record"] = self.episode_record()
+        return obs, float(reward), bool(terminated), bool(truncated), info
+
+    # ------------------------------------------------------------------ helpers
+    def _visible_rooms(self) -> list[int]:
+        sim = self._sim
+        assert sim is not None
+        if self.observability == "home":
+            return list(sim.world.rooms)
+        r = sim.world.chars[ROBOT_ID].room
+        return [r] if r is not None else []
+
+    def _visible_events(self, events: list[Any]) -> list[Any]:
+        if self.observability == "home":
+            return events
+        sim = self._sim
+        assert sim is not None
+        room = sim.world.chars[ROBOT_ID].room
+        return [e for e in events if e.room == room or e.actor == ROBOT_ID]
+
+    def _first_action_reward(self, tick: int) -> float:
+        ref = self._ref
+        assert ref is not None
+        if not ref.needs_intervention:
+            return self.reward_config["false_alarm"]
+        if ref.window is not None:
+            if tick < ref.window["onset_tick"]:
+                return self.reward_config["premature"]
+            if tick > ref.window["deadline_tick"]:
+                return self.reward_config["late"]
+        return 0.0
+
+    def _final_reward(self) -> float:
+        sim, ref = self._sim, self._ref
+        assert sim is not None and ref is not None
+        r = 0.0
+        if ref.needs_intervention and sim.actions and sim.focus_succeeded():
+            r += self.reward_config["success"]
+        if sim.harm():
+            r += self.reward_config["harm"]
+        return r
+
+    def _info(self, *, action_error: str | None, events: list[dict[str, Any]]) -> dict[str, Any]:
+        sim = self._sim
+        assert sim is not None
+        w = sim.world
+        rooms = self._visible_rooms()
+        room_set = set(rooms)
+        actors = [
+            {"id": a.id, "name": a.name, "kind": a.kind, "room": w.chars[a.id].room,
+             "holding": w.held_by(a.id)}
+            for a in sim.actors if w.chars[a.id].room in room_set
+        ]
+        objects = []
+        locations = []
+        for r in rooms:
+            for nid in w.room_nodes(r):
+                node = w.graph.nodes[nid]
+                if "GRABBABLE" in node.properties:
+                    if not w.is_hidden(nid):
+                        objects.append({"id": nid, "class": node.class_name,
+                                        "location": w.location(nid), "room": r})
+                elif node.category == "Furniture":
+                    locations.append({"id": nid, "class": node.class_name, "room": r,
+                                      "open": "OPEN" in node.states if "CAN_OPEN" in node.properties else None})
+        objects.sort(key=lambda d: d["id"])
+        locations.sort(key=lambda d: d["id"])
+        return {
+            "tick": sim.tick,
+            "window": self._window,
+            "pending_program": [str(x) for x in sim.pending],
+            "action_error": action_error,
+            "events": events,
+            "candidates": {
+                "actors": actors,
+                "objects": objects,
+                "locations": locations,
+                "rooms": [{"id": r, "class": w.graph.nodes[r].class_name} for r in w.rooms],
+            },
+            "robot": {"id": ROBOT_ID, "room": w.chars[ROBOT_ID].room,
+                      "holding": w.held_by(ROBOT_ID)},
+        }
+
+    def episode_record(self) -> dict[str, Any]:
+        """The scoring record of the episode so far (see :mod:`mindhelper_env.metrics`)."""
+        sim, ref = self._sim, self._ref
+        if sim is None or ref is None:
+            raise gym.error.ResetNeeded("call reset() first")
+        return {
+            "episode_id": ref.episode_id,
+            "family": ref.family,
+            "actions": [dict(a) for a in sim.actions],
+            "executed": [ln.to_dict() for ln in sim.robot_lines],
+            "focus_success": sim.focus_succeeded(),
+            "harm": sim.harm(),
+            "ticks": sim.tick,
+            "steps": self._window,
+            "terminated": sim.terminated,
+            "truncated": sim.truncated,
+            "reference": ref.to_dict(),
+        }
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' "
+                            "or 'rgb_array' to the constructor")
+            return None
+        if self._sim is None:
+            raise gym.error.ResetNeeded("call reset() before render()")
+        if self.render_mode == "ansi":
+            sim = self._sim
+            status = " | ".join(f"{a.name}: {a.doing or a.status}" for a in sim.actors)
+            pend = "; ".join(str(x) for x in sim.pending) or "none"
+            return (f"tick {sim.tick}  window {self._window}\n{self._last_text}\n"
+                    f"people: {status}\nrobot program: {pend}\n")
+        return self._render_rgb()
+
+    def _render_rgb(self) -> np.ndarray:
+        from mindhelper_env.render.topdown import TopDownRenderer
+
+        sim = self._sim
+        assert sim is not None
+        if self._renderer is None:
+            self._renderer = TopDownRenderer(size=256)
+        captions = [narrate_event(sim.world, ev, self._names) for ev in self._last_events][-4:]
+        return self._renderer.render(
+            sim.world,
+            actors={a.id: (a.name, a.kind) for a in sim.actors},
+            captions=captions,
+            title=f"tick {sim.tick}",
+        )
+
+    def close(self) -> None:
+        self._renderer = None
+        super().close()
