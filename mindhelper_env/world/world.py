@@ -69,6 +69,9 @@ _ROOM_CLASSES = frozenset(
     }
 )
 _PLACEMENT = ("INSIDE", "ON")
+#: Categories of structural nodes that never count as an object's container or surface
+#: (VirtualHome puts furniture ON the floor; the furniture is the anchor, not the floor).
+_STRUCTURAL = frozenset({"floors", "walls", "ceiling", "ceilings", "doors", "windows"})
 
 
 @dataclass(slots=True)
@@ -181,8 +184,8 @@ class World:
             if n.id in room_set or n.id in self.chars or n.id in self._holder:
                 continue
             inside = g.targets(n.id, "INSIDE")
-            non_room_in = sorted(t for t in inside if t not in room_set and t not in self.chars)
-            on = sorted(t for t in g.targets(n.id, "ON") if t not in room_set and t not in self.chars)
+            non_room_in = sorted(t for t in inside if self._can_hold(t, room_set))
+            on = sorted(t for t in g.targets(n.id, "ON") if self._can_hold(t, room_set))
             rooms = sorted(t for t in inside if t in room_set)
             if non_room_in:
                 self._parent[n.id] = ("INSIDE", non_room_in[0])
@@ -201,6 +204,11 @@ class World:
             if r is not None:
                 self._room_members[r].add(nid)
         self._build_doors(room_set)
+
+    def _can_hold(self, nid: int, room_set: set[int]) -> bool:
+        if nid in room_set or nid in self.chars:
+            return False
+        return self.graph.nodes[nid].category.lower() not in _STRUCTURAL
 
     def _resolve_room(self, nid: int, room_set: set[int]) -> int | None:
         seen: set[int] = set()

@@ -1,0 +1,148 @@
+"""Speed of the simulation core: env steps/s, resets/s, world script lines/s.
+
+Run: ``python benchmarks/bench_core.py [--repeats 5]``. Reports medians over repeats.
+
+* env steps/s: default ``MindHelper-VirtualHome-v0`` (text observations), a policy that mixes
+  silence (80 %) with random-but-valid programs (20 %), resetting when episodes end;
+* resets/s: ``reset(seed=i)`` (each samples and validates a fresh episode) and replaying a
+  stored spec with ``reset(options={"episode": spec})``;
+* script lines/s: a VirtualHome-sized scene graph (~300 nodes, ~5,000 edges) and a loop of
+  realistic lines (walk, open, grab, putin, close, switchon/off, sit/standup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import gymnasium as gym
+import numpy as np
+
+import mindhelper_env  # noqa: F401  (registers the envs)
+from mindhelper_env.agents.simple import random_program
+from mindhelper_env.world import World
+from mindhelper_env.world.graph import Node
+from mindhelper_env.world.house import add_object, generate_house
+
+
+def bench_steps(n_steps: int = 4000) -> float:
+    env = gym.make("MindHelper-VirtualHome-v0")
+    rng = np.random.default_rng(0)
+    obs, info = env.reset(seed=0)
+    # pre-generate episodes so the timing is about stepping, not generation
+    specs = []
+    for s in range(20):
+        env.reset(seed=s)
+        specs.append(env.unwrapped.episode_spec)
+    obs, info = env.reset(options={"episode": specs[0]})
+    k = 1
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        action = random_program(rng, info) if rng.random() < 0.2 else "none"
+        obs, r, term, trunc, info = env.step(action)
+        if term or trunc:
+            obs, info = env.reset(options={"episode": specs[k % len(specs)]})
+            k += 1
+    return n_steps / (time.perf_counter() - t0)
+
+
+def bench_resets(n: int = 100) -> tuple[float, float]:
+    env = gym.make("MindHelper-VirtualHome-v0")
+    t0 = time.perf_counter()
+    for i in range(n):
+        env.reset(seed=1000 + i)
+    fresh = n / (time.perf_counter() - t0)
+    spec = env.unwrapped.episode_spec
+    t0 = time.perf_counter()
+    for _ in range(n):
+        env.reset(options={"episode": spec})
+    replay = n / (time.perf_counter() - t0)
+    return fresh, replay
+
+
+def vh_sized_graph() -> tuple[dict, int]:
+    """A 6-room house filled to ~300 nodes with CLOSE edges like VirtualHome's (~5k edges)."""
+    rng = np.random.default_rng(7)
+    g = generate_house(rng, n_rooms=6, n_objects_per_room=(6, 7))
+    nid = max(g.nodes) + 1
+    furn = [n.id for n in g.nodes.values() if n.category == "Furniture"
+            and {"SURFACES", "CONTAINERS"} & n.properties]
+    classes = ["apple", "mug", "book", "plate", "cellphone", "towel", "magazine", "wallet"]
+    while len(g.nodes) < 299:
+        add_object(g, nid, classes[nid % len(classes)], furn[nid % len(furn)])
+        nid += 1
+    g.add_node(Node(1, "character", "Characters", frozenset(), set()))
+    rooms = [n.id for n in g.nodes.values() if n.category == "Rooms"]
+    g.add_edge(1, "INSIDE", rooms[0])
+    by_room: dict[int, list[int]] = {}
+    for n in g.nodes.values():
+        for t in g.targets(n.id, "INSIDE"):
+            if t in rooms:
+                by_room.setdefault(t, []).append(n.id)
+    for members in by_room.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1: i + 9]:
+                g.add_edge(a, "CLOSE", b)
+                g.add_edge(b, "CLOSE", a)
+    return g.to_virtualhome(), 1
+
+
+def bench_lines(n_loops: int = 300) -> tuple[float, int, int]:
+    data, cid = vh_sized_graph()
+    w = World(data)
+    g = w.graph
+    containers = [n for n in g.nodes.values() if "CAN_OPEN" in n.properties
+                  and "CONTAINERS" in n.properties and (w.height(n.id) or 0) < 1.5]
+    objects = [n for n in g.nodes.values() if "GRABBABLE" in n.properties]
+    script = []
+    for k in range(20):
+        c = containers[k % len(containers)]
+        o = objects[(k * 7) % len(objects)]
+        anchor = w.node(w.anchor(o.id))
+        script += [
+            f"[walk] <{anchor.class_name}> ({anchor.id})",
+            f"[open] <{anchor.class_name}> ({anchor.id})",
+            f"[grab] <{o.class_name}> ({o.id})",
+            f"[walk] <{c.class_name}> ({c.id})",
+            f"[open] <{c.class_name}> ({c.id})",
+            f"[putin] <{o.class_name}> ({o.id}) <{c.class_name}> ({c.id})",
+            f"[close] <{c.class_name}> ({c.id})",
+        ]
+    t0 = time.perf_counter()
+    n = 0
+    for _ in range(n_loops):
+        for line in script:
+            w.execute(cid, line)
+            n += 1
+    return n / (time.perf_counter() - t0), len(g.nodes), g.n_edges
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    steps, fresh, replay, lines = [], [], [], []
+    size = (0, 0)
+    for _ in range(args.repeats):
+        steps.append(bench_steps())
+        f, r = bench_resets()
+        fresh.append(f)
+        replay.append(r)
+        lps, nn, ne = bench_lines()
+        lines.append(lps)
+        size = (nn, ne)
+    med = statistics.median
+    print(f"{'measure':40s} {'median':>12s}  runs")
+    print(f"{'env steps/s (text obs, default env)':40s} {med(steps):12,.0f}  "
+          + " ".join(f"{x:,.0f}" for x in steps))
+    print(f"{'resets/s (sample + validate episode)':40s} {med(fresh):12,.1f}  "
+          + " ".join(f"{x:,.1f}" for x in fresh))
+    print(f"{'resets/s (replay stored spec)':40s} {med(replay):12,.1f}  "
+          + " ".join(f"{x:,.1f}" for x in replay))
+    print(f"{'script lines/s (graph %d nodes, %d edges)' % size:40s} {med(lines):12,.0f}  "
+          + " ".join(f"{x:,.0f}" for x in lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Every registered env: API conformance, determinism, pickling, render modes, bad actions."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from mindhelper_env.agents import make_agent
+from tests.conftest import ENV_IDS, play
+
+
+def test_registered():
+    assert "MindHelper-VirtualHome-v0" in ENV_IDS
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_check_env_without_warnings(env_id):
+    env = gym.make(env_id, render_mode="ansi").unwrapped
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env, skip_render_check=False)
+    unexpected = [str(w.message) for w in caught if "render" not in str(w.message).lower()]
+    assert unexpected == []
+
+
+def _trajectory(env_id, seed, n_steps=40):
+    env = gym.make(env_id)
+    rng = np.random.default_rng(seed)
+    agent = make_agent("random", p=0.3, seed=seed)
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed=seed)
+    out = [obs["narration"]]
+    for _ in range(n_steps):
+        obs, r, term, trunc, info = env.step(agent.act(obs, info))
+        out.append((obs["narration"], obs["events"], r, term, trunc, info["action_error"]))
+        if term or trunc:
+            obs, info = env.reset(seed=int(rng.integers(1 << 30)))
+            out.append(obs["narration"])
+    return out
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_seed_determinism_of_whole_trajectories(env_id):
+    assert _trajectory(env_id, 11) == _trajectory(env_id, 11)
+    assert _trajectory(env_id, 11) != _trajectory(env_id, 12)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_pickling_mid_episode_continues_identically(env_id):
+    env = gym.make(env_id)
+    env.reset(seed=5)
+    env.step("none")
+    clone = pickle.loads(pickle.dumps(env))
+    for action in ["none", "[walk] <character> (2)", "none", "none"]:
+        a = env.step(action)
+        b = clone.step(action)
+        assert a[0] == b[0] and a[1:4] == b[1:4]
+        if a[2] or a[3]:
+            break
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_ansi_render(env_id):
+    env = gym.make(env_id, render_mode="ansi")
+    env.reset(seed=1)
+    env.step("none")
+    text = env.render()
+    assert isinstance(text, str) and "tick" in text and "robot program" in text
+
+
+def test_replay_spec_exactly(vh_env):
+    vh_env.reset(seed=9)
+    spec = vh_env.unwrapped.episode_spec
+    first = [vh_env.step("none")[0]["narration"] for _ in range(3)]
+    vh_env.reset(seed=123, options={"episode": spec})
+    again = [vh_env.step("none")[0]["narration"] for _ in range(3)]
+    assert first == again
+    assert vh_env.unwrapped.ground_truth.episode_id == spec["episode_id"]
+
+
+@pytest.mark.parametrize(
+    "action",
+    ["", "   ", "x" * 100_000, "\x00\xff\u2603", "[fly] <apple> (3)", "[grab] <apple> (999999)",
+     "[putin] <apple> (1)", "[grab] <apple>", "[walk] <fridge> (12) <x> (3)",
+     "[give] <apple> (1) <character> (2);;;;", b"\x89PNG\r\n".decode("latin-1")],
+)
+def test_bad_actions_never_raise_and_count_as_attempts(vh_env, action):
+    obs, info = vh_env.reset(seed=2)
+    obs, r, term, trunc, info = vh_env.step(action)
+    assert info["action_error"]
+    assert vh_env.unwrapped.simulation.actions, "a non-none action is an intervention attempt"
+    assert vh_env.observation_space.contains(obs)
+
+
+def test_unreachable_line_is_reported(vh_env):
+    obs, info = vh_env.reset(seed=2)
+    far = max(info["candidates"]["objects"], key=lambda o: o["id"])
+    obs, r, term, trunc, info = vh_env.step(f"[grab] <{far['class']}> ({far['id']})")
+    assert "not close" in info["action_error"] or "closed container" in info["action_error"]
+
+
+def test_stepping_before_reset_or_after_end_raises():
+    env = gym.make("MindHelper-VirtualHome-v0").unwrapped
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("none")
+    play(env, make_agent("silent"), seed=0)
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("none")
+
+
+def test_non_string_action_is_a_type_error(vh_env):
+    vh_env.reset(seed=0)
+    with pytest.raises(TypeError):
+        vh_env.unwrapped.step(3)
+
+
+@pytest.mark.parametrize("kwargs", [{"window_ticks": 0}, {"observability": "god"},
+                                    {"families": ["nope"]}, {"reward": {"bonus": 1.0}},
+                                    {"max_ticks": -1}])
+def test_bad_constructor_arguments(kwargs):
+    with pytest.raises(ValueError):
+        gym.make("MindHelper-VirtualHome-v0", **kwargs)
+
+
+def test_room_observability_sees_less():
+    home = gym.make("MindHelper-VirtualHome-v0", observability="home")
+    room = gym.make("MindHelper-VirtualHome-v0", observability="room")
+    _, ih = home.reset(seed=4)
+    _, ir = room.reset(seed=4)
+    assert len(ir["candidates"]["objects"]) < len(ih["candidates"]["objects"])
+
+
+def test_final_info_has_episode_record(vh_env):
+    info = play(vh_env, make_agent("silent"), seed=3)
+    rec = info["episode_record"]
+    assert set(rec) >= {"episode_id", "actions", "executed", "focus_success", "reference"}
+    assert rec["reference"]["episode_id"] == rec["episode_id"]
+
+
+def test_ground_truth_not_in_step_info(vh_env):
+    obs, info = vh_env.reset(seed=3)
+    obs, r, term, trunc, info = vh_env.step("none")
+    flat = repr(info) + repr(obs)
+    ref = vh_env.unwrapped.ground_truth
+    assert ref.family not in flat and "needs_intervention" not in flat
