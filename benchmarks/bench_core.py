@@ -18,9 +18,9 @@ import time
 
 import gymnasium as gym
 import numpy as np
+from mindhelper_env.agents.simple import random_program
 
 import mindhelper_env  # noqa: F401  (registers the envs)
-from mindhelper_env.agents.simple import random_program
 from mindhelper_env.world import World
 from mindhelper_env.world.graph import Node
 from mindhelper_env.world.house import add_object, generate_house
@@ -140,7 +140,8 @@ def main() -> None:
           + " ".join(f"{x:,.1f}" for x in fresh))
     print(f"{'resets/s (replay stored spec)':40s} {med(replay):12,.1f}  "
           + " ".join(f"{x:,.1f}" for x in replay))
-    print(f"{'script lines/s (graph %d nodes, %d edges)' % size:40s} {med(lines):12,.0f}  "
+    label = f"script lines/s (graph {size[0]} nodes, {size[1]} edges)"
+    print(f"{label:40s} {med(lines):12,.0f}  "
           + " ".join(f"{x:,.0f}" for x in lines))
 
 

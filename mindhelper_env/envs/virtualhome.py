@@ -221,7 +221,7 @@ class MindHelperEnv(gym.Env):
         if "episode" in options:
             ep = options["episode"]
             if isinstance(ep, dict) and "graph" in ep:
-                return copy.deepcopy(ep)
+                return ep  # never modified by the env; episode_spec hands out copies
             if isinstance(ep, dict) and "suite" in ep:
                 return self._suite_episode(ep["suite"], ep.get("index"))
             raise ValueError("options['episode'] must be an episode spec dict (with 'graph') "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
@@ -11,12 +12,12 @@ __all__ = ["CHARSET", "clean_text", "narrate_event", "describe_scene", "event_di
 
 #: Characters of every text observation (``spaces.Text`` charset).
 CHARSET = frozenset(string.printable)
+_NON_PRINTABLE = re.compile(r"[^\t\n\r\x0b\x0c\x20-\x7e]")
 
 
 def clean_text(text: str, max_length: int) -> str:
     """Map characters outside :data:`CHARSET` to ``?`` and cut to ``max_length``."""
-    if not text.isascii() or any(c not in CHARSET for c in text):
-        text = "".join(c if c in CHARSET else "?" for c in text)
+    text = _NON_PRINTABLE.sub("?", text)
     if len(text) > max_length:
         text = text[: max_length - 4] + " ..."
     return text

@@ -71,7 +71,7 @@ class Node:
             "states": sorted(self.states),
         }
         if self.bounding_box is not None:
-            d["bounding_box"] = copy.deepcopy(self.bounding_box)
+            d["bounding_box"] = _copy_box(self.bounding_box)
         if self.prefab_name is not None:
             d["prefab_name"] = self.prefab_name
         d.update(copy.deepcopy(self.extra))
@@ -207,7 +207,7 @@ class SceneGraph:
                     category=str(raw.get("category") or ""),
                     properties=frozenset(str(p).upper() for p in props),
                     states={str(s).upper() for s in states},
-                    bounding_box=copy.deepcopy(raw.get("bounding_box")),
+                    bounding_box=_copy_box(raw.get("bounding_box")),
                     prefab_name=raw.get("prefab_name"),
                     extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _NODE_KEYS},
                 )
@@ -240,3 +240,12 @@ class SceneGraph:
 
 
 _EMPTY: frozenset[int] = frozenset()
+
+
+def _copy_box(box: Any) -> Any:
+    """Copy a bounding box; the usual ``{"center": [..], "size": [..]}`` without deepcopy."""
+    if isinstance(box, dict) and box.keys() <= {"center", "size"} and all(
+        isinstance(v, list) for v in box.values()
+    ):
+        return {k: list(v) for k, v in box.items()}
+    return copy.deepcopy(box)
