@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-from mindhelper_env.agents import make_agent
 
+from mindhelper_env.agents import make_agent
 from mindhelper_env.backends.symbolic import Simulation
 from mindhelper_env.metrics import compute_metrics
 from mindhelper_env.scenarios import FAMILIES, HELP_FAMILIES, generate_episode

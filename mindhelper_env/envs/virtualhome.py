@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import deque
 from typing import Any
 
 import gymnasium as gym
@@ -98,7 +99,12 @@ class MindHelperEnv(gym.Env):
     * ``observability`` (``"home"``): ``"home"`` or ``"room"``.
     * ``max_ticks`` (150): cap on episode length in ticks.
     * ``reward``: overrides of :data:`DEFAULT_REWARD`.
-    * ``render_mode``: ``"ansi"`` or ``"rgb_array"``.
+    * ``render_mode``: ``"ansi"`` or ``"rgb_array"`` (a top-down floor plan, ``render_size``
+      pixels square, 256 by default).
+    * ``obs_mode`` (``"text"``): ``"text+rgb"`` adds ``"rgb"`` to the observation: the last
+      frame of the window (``uint8``, ``frame_size`` × ``frame_size`` × 3), or the last
+      ``frame_stack`` frames (``frame_stack`` × H × W × 3) when ``frame_stack > 1``.
+      Needs the ``video`` extra (Pillow).
 
     ``reset(options={"episode": spec})`` replays an episode spec exactly;
     ``reset(options={"family": name})`` samples one family.
@@ -119,6 +125,10 @@ class MindHelperEnv(gym.Env):
         observability: str = "home",
         max_ticks: int = 150,
         reward: dict[str, float] | None = None,
+        obs_mode: str = "text",
+        frame_size: int = 128,
+        frame_stack: int = 1,
+        render_size: int = 256,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
@@ -139,6 +149,18 @@ class MindHelperEnv(gym.Env):
         if unknown:
             raise ValueError(f"unknown reward terms {sorted(unknown)}; known: {sorted(DEFAULT_REWARD)}")
         self.reward_config = {**DEFAULT_REWARD, **(reward or {})}
+        if obs_mode not in ("text", "text+rgb"):
+            raise ValueError(f"obs_mode must be 'text' or 'text+rgb', got {obs_mode!r}")
+        self.obs_mode = obs_mode
+        for arg, val in (("frame_size", frame_size), ("render_size", render_size)):
+            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or not 64 <= val <= 2048:
+                raise ValueError(f"{arg} must be an int between 64 and 2048, got {val!r}")
+        if isinstance(frame_stack, bool) or not isinstance(frame_stack, (int, np.integer)) \
+                or not 1 <= frame_stack <= 16:
+            raise ValueError(f"frame_stack must be an int between 1 and 16, got {frame_stack!r}")
+        self.frame_size = int(frame_size)
+        self.frame_stack = int(frame_stack)
+        self.render_size = int(render_size)
         charset = "".join(sorted(CHARSET))
         self.action_space = spaces.Text(max_length=ACTION_MAX, min_length=0, charset=charset)
         self.observation_space = spaces.Dict({
@@ -146,6 +168,14 @@ class MindHelperEnv(gym.Env):
             "events": spaces.Text(max_length=EVENTS_MAX, min_length=0, charset=charset),
             "tick": spaces.Discrete(self.max_ticks + 1),
         })
+        if obs_mode == "text+rgb":
+            shape = (self.frame_size, self.frame_size, 3)
+            if self.frame_stack > 1:
+                shape = (self.frame_stack, *shape)
+            self.observation_space.spaces["rgb"] = spaces.Box(0, 255, shape, np.uint8)
+        self._frames: deque[np.ndarray] = deque(maxlen=self.frame_stack)
+        self._frame_renderer: Any = None
+        self._episode_counter = 0
         self._sim: Simulation | None = None
         self._spec: dict[str, Any] | None = None
         self._ref: Reference | None = None
@@ -213,7 +243,13 @@ class MindHelperEnv(gym.Env):
         text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID), NARRATION_MAX)
         self._last_text = text
         self._last_events: list[Any] = []
+        self._episode_counter += 1
         obs = {"narration": text, "events": "[]", "tick": np.int64(sim.tick)}
+        if self.obs_mode == "text+rgb":
+            first = self._frame([])
+            self._frames.clear()
+            self._frames.extend(first for _ in range(self.frame_stack))
+            obs["rgb"] = self._stacked()
         info = self._info(action_error=None, events=[])
         return obs, info
 
@@ -270,9 +306,14 @@ class MindHelperEnv(gym.Env):
                 reward += self._first_action_reward(sim.tick)
         n_lines_before = len(sim.robot_lines)
         events = []
-        for _ in range(self.window_ticks):
-            events.extend(sim.step_tick())
-            if sim.terminated or sim.truncated:
+        rgb = self.obs_mode == "text+rgb"
+        for k in range(self.window_ticks):
+            tick_events = sim.step_tick()
+            events.extend(tick_events)
+            ended = sim.terminated or sim.truncated
+            if rgb and (k >= self.window_ticks - self.frame_stack or ended):
+                self._frames.append(self._frame(self._visible_events(tick_events)))
+            if ended:
                 break
         new_lines = sim.robot_lines[n_lines_before:]
         reward += self.reward_config["line_cost"] * len(new_lines)
@@ -296,6 +337,8 @@ class MindHelperEnv(gym.Env):
             "events": clean_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
             "tick": np.int64(min(sim.tick, self.max_ticks)),
         }
+        if rgb:
+            obs["rgb"] = self._stacked()
         info = self._info(action_error="; ".join(errors) if errors else None, events=ev_dicts)
         if terminated or truncated:
             self._done = True
@@ -417,21 +460,44 @@ class MindHelperEnv(gym.Env):
                     f"people: {status}\nrobot program: {pend}\n")
         return self._render_rgb()
 
-    def _render_rgb(self) -> np.ndarray:
-        from mindhelper_env.render.topdown import TopDownRenderer
-
+    def _draw(self, renderer: Any, events: list[Any]) -> np.ndarray:
         sim = self._sim
         assert sim is not None
-        if self._renderer is None:
-            self._renderer = TopDownRenderer(size=256)
-        captions = [narrate_event(sim.world, ev, self._names) for ev in self._last_events][-4:]
-        return self._renderer.render(
+        captions = [narrate_event(sim.world, ev, self._names) for ev in events]
+        return renderer.render(
             sim.world,
             actors={a.id: (a.name, a.kind) for a in sim.actors},
             captions=captions,
-            title=f"tick {sim.tick}",
+            title=f"tick {sim.tick}  window {self._window}",
+            cache_key=self._episode_counter,
         )
+
+    def _render_rgb(self) -> np.ndarray:
+        if self._renderer is None:
+            self._renderer = _make_renderer(self.render_size)
+        return self._draw(self._renderer, self._last_events)
+
+    def _frame(self, events: list[Any]) -> np.ndarray:
+        if self._frame_renderer is None:
+            self._frame_renderer = _make_renderer(self.frame_size)
+        return self._draw(self._frame_renderer, events)
+
+    def _stacked(self) -> np.ndarray:
+        if self.frame_stack == 1:
+            return self._frames[-1].copy()
+        return np.stack(list(self._frames))
 
     def close(self) -> None:
         self._renderer = None
+        self._frame_renderer = None
         super().close()
+
+
+def _make_renderer(size: int) -> Any:
+    try:
+        from mindhelper_env.render.topdown import TopDownRenderer
+    except ImportError as err:  # pragma: no cover - depends on the installed extras
+        raise ImportError(
+            "RGB frames need Pillow: install the video extra: pip install 'mindhelper-env[video]'"
+        ) from err
+    return TopDownRenderer(size=size)
