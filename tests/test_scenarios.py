@@ -176,3 +176,30 @@ def test_help_program_for_blocked_opens_container():
     sim = Simulation(spec)
     prog = help_program(sim.world, 2, "implicit_goal_blocked", spec["reference"]["target_object"])
     assert [p.split("]")[0] for p in prog] == ["[walk", "[open"]
+
+
+def test_object_placed_in_view_is_picked_up():
+    """Reach family: the robot takes X off the high shelf and sets it on a low surface in the
+    person's room; the person sees it being put there and fetches it without a hand-over."""
+    for seed in range(10):
+        spec = generate_episode("implicit_goal_reach", seed)
+        ref = spec["reference"]
+        sim = Simulation(spec)
+        sim.run(max_ticks=ref["window"]["onset_tick"])
+        w = sim.world
+        f, x = ref["focus_actor"], ref["target_object"]
+        room = w.chars[f].room
+        shelf = w.anchor(x)
+        low = [n for n in w.room_nodes(room) if "SURFACES" in w.graph.nodes[n].properties
+               and (w.height(n, top=True) or 0) < 1.0 and w.graph.nodes[n].category == "Furniture"]
+        if not low or w.room_of(shelf) != room:
+            continue
+        cls, sh, lo = w.graph.nodes[x].class_name, w.graph.nodes[shelf].class_name, w.graph.nodes[low[0]].class_name
+        sim.issue(f"[walk] <{sh}> ({shelf}); [grab] <{cls}> ({x}); [walk] <{lo}> ({low[0]}); "
+                  f"[putback] <{cls}> ({x}) <{lo}> ({low[0]})")
+        sim.run()
+        assert all(ln.ok for ln in sim.robot_lines)
+        assert sim.focus_succeeded()
+        assert not any(ln.line.startswith("[give]") for ln in sim.robot_lines)
+        return
+    pytest.fail("no episode with a low surface next to the shelf")

@@ -177,12 +177,16 @@ class Actor:
         """The next script line, or None to do nothing this tick."""
         if self.status != "active":
             return None
-        if robot is not None and self._robot_wait < _WAIT_FOR_ROBOT:
+        if robot is not None:
             rc = world.chars.get(robot)
             if rc is not None and rc.near == self.id and rc.room == world.chars[self.id].room:
-                self._robot_wait += 1
-                self._doing = "waiting for the robot"
-                return None
+                # someone walked up to me: pause a moment to see what they want
+                if self._robot_wait < _WAIT_FOR_ROBOT:
+                    self._robot_wait += 1
+                    self._doing = "waiting for the robot"
+                    return None
+            else:
+                self._robot_wait = 0
         if self._wait > 0:
             self._wait -= 1
             return None
@@ -370,20 +374,11 @@ class Actor:
     # ------------------------------------------------------------------ feedback
     def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
         """React to the outcome of the line this actor just tried."""
-        self._robot_wait = 0 if line.verb != "walk" else self._robot_wait
         if result.ok:
             if line.verb in ("putin", "putback") and self.activity is not None:
-                act = self.activity
-                if act["type"] == "fetch":
+                if self.activity["type"] == "fetch":
                     self._complete()
             return
-        reason = result.reason or ""
-        if line.verb == "grab" and "out of reach" in reason:
+        if line.verb == "grab" and "out of reach" in (result.reason or ""):
             self._doing = f"trying to reach the {world.graph.nodes[line.args[0][1]].class_name}"
-            self._fail_attempt(world, f"out of reach {line.args[0][1]}")
-        elif line.verb == "walk" and "closed container" in reason:
-            self._fail_attempt(world, reason)
-        elif line.verb in ("putin", "putback", "open", "grab"):
-            self._fail_attempt(world, reason)
-        elif line.verb == "walk":
-            self._fail_attempt(world, reason)
+        self._fail_attempt(world, result.reason or line.verb)

@@ -152,11 +152,9 @@ class Simulation:
         if line.verb == "tell" and line.args[0][1] == f.id:
             obj, loc = line.args[1][1], line.args[2][1]
             truth = self.world.location(obj)
-            if obj in self._task_objects and truth is not None and (
-                self.world.anchor(truth) != self.world.anchor(loc)
-                if truth in self.world.graph.nodes and loc in self.world.graph.nodes
-                else True
-            ) and self.world.holder(obj) is None:
+            if (obj in self._task_objects and truth is not None
+                    and self.world.holder(obj) is None
+                    and self.world.anchor(truth) != self.world.anchor(loc)):
                 self.created_false_belief = True
             return
         if before is None:

@@ -26,7 +26,7 @@ import numpy as np
 from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import ROBOT_ID
 from mindhelper_env.world.graph import Node, SceneGraph
-from mindhelper_env.world.house import OBJECT_CATALOG, add_object, generate_house
+from mindhelper_env.world.house import OBJECT_CATALOG, generate_house
 from mindhelper_env.world.world import World
 
 __all__ = ["BUILDERS", "Draft", "NAMES"]
@@ -118,33 +118,24 @@ class Draft:
     def actor(self, cid: int) -> dict[str, Any]:
         return self.actors[cid - 2]
 
-    def obj(self, cls: str, parent: int) -> int:
-        nid = self.next_id
-        self.next_id += 1
-        add_object(self.g, nid, cls, parent)
-        # keep the query index in step with the graph
-        rel = "INSIDE" if "CONTAINERS" in self.g.nodes[parent].properties else "ON"
-        self.g.remove_edge(nid, rel, parent)
-        for r in list(self.g.targets(nid, "INSIDE")):
-            self.g.remove_edge(nid, "INSIDE", r)
-        self.world._room_of[nid] = None  # registered by move_object below
-        self.world.move_object(nid, rel, parent)
-        return nid
-
-    def hold(self, cid: int, cls: str) -> int:
+    def _new_object(self, cls: str) -> Node:
         nid = self.next_id
         self.next_id += 1
         size = OBJECT_CATALOG[cls][0]
-        self.g.add_node(Node(nid, cls, "Props", frozenset({"GRABBABLE", "MOVABLE"}), set(),
-                             bounding_box={"center": [0.0, 1.0, 0.0], "size": list(size)}))
+        return Node(nid, cls, "Props", frozenset({"GRABBABLE", "MOVABLE"}), set(),
+                    bounding_box={"center": [0.0, 1.0, 0.0], "size": list(size)})
+
+    def obj(self, cls: str, parent: int) -> int:
+        """Put a new object of class ``cls`` in (container) or on (surface) ``parent``."""
+        rel = "INSIDE" if "CONTAINERS" in self.g.nodes[parent].properties else "ON"
+        return self.world.add_object(self._new_object(cls), rel, parent)
+
+    def hold(self, cid: int, cls: str) -> int:
+        """Give person ``cid`` a new object of class ``cls`` in a free hand."""
         hand = self.world.free_hand(cid)
         if hand is None:
             raise _Reject("no free hand")
-        self.g.add_edge(cid, hand, nid)
-        self.world._holder[nid] = cid
-        self.world._room_of[nid] = None
-        self.world._set_room(nid, self.world.chars[cid].room)
-        return nid
+        return self.world.add_object(self._new_object(cls), hand, cid)
 
     def goto(self, cid: int, target: int, stay: int) -> None:
         node = self.g.nodes[target]

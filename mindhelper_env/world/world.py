@@ -488,6 +488,23 @@ class World:
             self.graph.add_edge(char_id, "CLOSE", target)
             self.graph.add_edge(target, "CLOSE", char_id)
 
+    def add_object(self, node: Node, relation: str, parent: int) -> int:
+        """Add a new object node in/on ``parent`` (``INSIDE``/``ON``), or held by a character
+        (``relation`` ``HOLDS_RH``/``HOLDS_LH``, ``parent`` the character)."""
+        self.graph.add_node(node)
+        self._room_of[node.id] = None
+        if relation in ("HOLDS_RH", "HOLDS_LH"):
+            if parent not in self.chars:
+                raise ValueError(f"node {parent} is not a character")
+            if self.graph.targets(parent, relation):
+                raise ValueError(f"{self.name(parent)} already holds something in that hand")
+            self.graph.add_edge(parent, relation, node.id)
+            self._holder[node.id] = parent
+            self._set_room(node.id, self.chars[parent].room)
+        else:
+            self.move_object(node.id, relation, parent)
+        return node.id
+
     def move_object(self, obj: int, relation: str, parent: int) -> None:
         """Scenario-level relocation (no character involved): put ``obj`` in/on ``parent``."""
         if relation not in _PLACEMENT:
