@@ -173,6 +173,9 @@ class MindHelperEnv(gym.Env):
             if self.frame_stack > 1:
                 shape = (self.frame_stack, *shape)
             self.observation_space.spaces["rgb"] = spaces.Box(0, 255, shape, np.uint8)
+        #: optional ``callback(simulation, events)`` run after every tick (used by recorders
+        #: such as ``mindhelper render``; not part of the observation)
+        self.on_tick: Any = None
         self._frames: deque[np.ndarray] = deque(maxlen=self.frame_stack)
         self._frame_renderer: Any = None
         self._episode_counter = 0
@@ -310,6 +313,8 @@ class MindHelperEnv(gym.Env):
         for k in range(self.window_ticks):
             tick_events = sim.step_tick()
             events.extend(tick_events)
+            if self.on_tick is not None:
+                self.on_tick(sim, self._visible_events(tick_events))
             ended = sim.terminated or sim.truncated
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
                 self._frames.append(self._frame(self._visible_events(tick_events)))
