@@ -18,9 +18,9 @@ import time
 
 import gymnasium as gym
 import numpy as np
-from mindhelper_env.agents.simple import random_program
 
 import mindhelper_env  # noqa: F401  (registers the envs)
+from mindhelper_env.agents.simple import random_program
 from mindhelper_env.world import World
 from mindhelper_env.world.graph import Node
 from mindhelper_env.world.house import add_object, generate_house

@@ -60,7 +60,7 @@ def narrate_event(world: World, ev: Event, names: dict[int, str]) -> str:
             return f"{who} went to {a[0]} in the {_room(world, ev.room)}."
         return f"{who} walked into the {_room(world, ev.room)}."
     if v == "open":
-        inside = sorted(world.contents(ev.args[0]))
+        inside = ev.revealed
         extra = ""
         if inside:
             extra = " Inside: " + ", ".join(_thing(world, x, names) for x in inside) + "."

@@ -89,6 +89,8 @@ class Event:
     source: tuple[str, int] | None = None
     #: False while a walk is still under way (the character moved one door closer)
     done: bool = True
+    #: for open: what the opened container held at that moment
+    revealed: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -625,7 +627,10 @@ class World:
         if not self.reachable(cid, t):
             return self._fail(cid, line, f"{self.name(t)} is out of reach")
         self.set_state(t, "OPEN" if opening else "CLOSED")
-        return self._ok(cid, line)
+        res = self._ok(cid, line)
+        if opening and res.event is not None:
+            res.event.revealed = tuple(sorted(self._contents.get(t, ())))
+        return res
 
     def _do_close(self, cid: int, c: _Char, line: ScriptLine, mh: int | None) -> ActionResult:
         return self._do_open(cid, c, line, mh, opening=False)

@@ -1,0 +1,452 @@
+"""The ``mindhelper`` command.
+
+::
+
+    mindhelper evaluate --suite vh-dev-v0 --agents silent,random,oracle --out runs/dev
+    mindhelper score runs/dev/*.jsonl --suite vh-dev-v0 [--json]
+    mindhelper suite export vh-dev-v0 data/vh-dev-v0
+    mindhelper suite validate data/vh-dev-v0
+    mindhelper list
+
+Bad input (a corrupt or truncated result file, records of another suite, unknown agents or
+suites, a tampered suite directory ...) ends with one line on stderr,
+``mindhelper: error: <file>:<line>: <reason>`` where a file is at fault, and exit code 2.
+Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
+130 an interrupt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = ["main", "build_parser", "CLIError"]
+
+logger = logging.getLogger(__name__)
+
+PROG = "mindhelper"
+EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class CLIError(Exception):
+    """Bad input: reported as one line on stderr with exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors become :class:`CLIError` (one line, code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CLIError(f"{self.prog}: {message}" if self.prog != PROG else message)
+
+
+# --------------------------------------------------------------------------------------
+# Parser
+# --------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _agent_list(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list of agent names")
+    return names
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``mindhelper`` command."""
+    parser = _Parser(prog=PROG, description="MindHelper-Env: evaluate robot helpers on "
+                     "closed-loop precision intervention, score results, manage suites.")
+    parser.add_argument("--log-level", choices=_LOG_LEVELS, default="warning",
+                        help="logging verbosity on stderr (default: warning)")
+    # Also accepted after the command (``mindhelper evaluate ... --log-level info``).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level", choices=_LOG_LEVELS, default=argparse.SUPPRESS,
+                        help="logging verbosity on stderr (default: warning)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    ev = sub.add_parser("evaluate", parents=[common],
+                        help="run agents on a suite and write result records")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v0")
+    ev.add_argument("--agents", required=True, type=_agent_list,
+                    help="comma-separated agent names, e.g. silent,random,oracle")
+    ev.add_argument("--out", required=True, type=Path, help="output directory")
+    ev.add_argument("--workers", type=_positive_int, default=1,
+                    help="worker processes (default 1; results do not depend on it)")
+    ev.add_argument("--resume", action="store_true",
+                    help="keep finished episodes in --out and run only the missing ones")
+    ev.add_argument("--limit", type=_positive_int, default=None,
+                    help="run only the first N episodes of the suite")
+    ev.add_argument("--window-ticks", type=_positive_int, default=None,
+                    help="ticks per observation window (env default: 3)")
+    ev.add_argument("--seed", type=int, default=0,
+                    help="base seed: episode i is played with seed + i (default 0)")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    ev.add_argument("--no-timing", action="store_true",
+                    help="record usage.seconds as 0 (byte-reproducible result files)")
+    ev.add_argument("--json", action="store_true",
+                    help="print {agent: {metric: percentage}} instead of the table")
+    ev.set_defaults(func=_cmd_evaluate)
+
+    sc = sub.add_parser("score", parents=[common],
+                        help="recompute every metric from result records")
+    sc.add_argument("files", nargs="+", type=Path, help="result JSONL files (<agent>.jsonl)")
+    sc.add_argument("--suite", required=True, help="the suite the records belong to")
+    sc.add_argument("--json", action="store_true", help="print {agent: {metric: percentage}}")
+    sc.set_defaults(func=_cmd_score)
+
+    su = sub.add_parser("suite", help="export or validate an episode suite")
+    su_sub = su.add_subparsers(dest="suite_command", metavar="SUITE_COMMAND",
+                               parser_class=_Parser)
+    ex = su_sub.add_parser("export", parents=[common],
+                           help="write public.jsonl, reference.jsonl and a manifest")
+    ex.add_argument("name", help="suite name, e.g. vh-dev-v0")
+    ex.add_argument("dir", type=Path, help="output directory")
+    ex.set_defaults(func=_cmd_suite_export)
+    va = su_sub.add_parser("validate", parents=[common], help="check an exported suite directory")
+    va.add_argument("dir", type=Path, help="suite directory")
+    va.set_defaults(func=_cmd_suite_validate)
+    su.set_defaults(func=None, _subparser=su)
+
+    ls = sub.add_parser("list", parents=[common],
+                        help="list environments, families, agents and suites")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=_cmd_list)
+    return parser
+
+
+# --------------------------------------------------------------------------------------
+# Output helpers
+# --------------------------------------------------------------------------------------
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    # Looked up at call time so that redirected/captured stdout is honoured.
+    return Console(file=sys.stdout, highlight=False, width=None if sys.stdout.isatty() else 120)
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.2f}"
+
+
+def _print_table(title: str, table: Mapping[str, Mapping[str, Any]],
+                 metrics: Mapping[str, Mapping[str, Any]]) -> None:
+    """A rich table shaped like the paper's Table II, plus silent-all and harm rate."""
+    from rich.table import Table
+
+    t = Table(title=title, caption="percentages; TA SR AC = action evaluation, PIR PSR PIA = "
+              "precision intervention; n/a: no episode to measure")
+    t.add_column("Agent", style="bold")
+    for col in ("TA ↑", "SR ↑", "AC ↑", "PIR ↑", "PSR ↑", "PIA ↑", "Silent-all", "Harm ↓",
+                "Episodes (help/silent)"):
+        t.add_column(col, justify="right")
+    for agent, row in table.items():
+        m = metrics.get(agent, {})
+        t.add_row(agent, *(_fmt(row.get(k)) for k in ("TA", "SR", "AC", "PIR", "PSR", "PIA",
+                                                        "silent_all", "harm_rate")),
+                  f"{m.get('episodes', 0)} ({m.get('n_help', 0)}/{m.get('n_silent', 0)})")
+    _console().print(t)
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------------------
+# Commands
+# --------------------------------------------------------------------------------------
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from mindhelper_env.evaluation import check_agents, check_suite, evaluate
+
+    check_suite(args.suite)
+    check_agents(args.agents)
+    env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
+    summary = evaluate(
+        args.suite,
+        args.agents,
+        args.out,
+        workers=args.workers,
+        resume=args.resume,
+        limit=args.limit,
+        env_kwargs=env_kwargs,
+        progress=not args.no_progress,
+        seed=args.seed,
+        timing=not args.no_timing,
+        plots=not args.no_plots,
+    )
+    if args.json:
+        _print_json(summary["table"])
+        return EXIT_OK
+    _print_table(f"{args.suite}: {args.out}", summary["table"], summary["metrics"])
+    extras = ", ".join(summary.get("plots") or [])
+    _console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
+                     + (f", {extras}" if extras else "")
+                     + f"  ({summary['played']} episodes played in "
+                       f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
+    return EXIT_OK
+
+
+def _load_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """``[(line, record)]`` of a result file; ``ValueError`` ``"<file>:<line>: <reason>"``."""
+    from mindhelper_env.evaluation import read_result_file
+
+    if not path.is_file():
+        raise CLIError(f"{path}: no such file")
+    return read_result_file(path)
+
+
+def _validate_record(rec: dict[str, Any]) -> str | None:
+    """The first problem the suites' record validator finds, or ``None``."""
+    from mindhelper_env.scenarios.suites import validate_result_record
+
+    try:
+        problems = validate_result_record(rec)
+    except ValueError as exc:
+        return str(exc)
+    if isinstance(problems, str):
+        return problems or None
+    if problems:
+        return str(list(problems)[0])
+    return None
+
+
+def _score(files: Sequence[Path], suite: str) -> dict[str, Any]:
+    """Read, check and score result files against a suite's references."""
+    from mindhelper_env.evaluation import check_suite, summarize
+    from mindhelper_env.scenarios.suites import suite_references
+
+    check_suite(suite)
+    refs = suite_references(suite)
+    by_agent: dict[str, list[dict[str, Any]]] = {}
+    seen: dict[tuple[str, str], str] = {}
+    foreign: list[tuple[str, str]] = []
+    duplicates: list[tuple[str, str, str]] = []
+    for path in files:
+        for lineno, rec in _load_records(path):
+            loc = f"{path}:{lineno}"
+            problem = _validate_record(rec)
+            if problem:
+                raise CLIError(f"{loc}: {problem}")
+            rec_suite = rec.get("suite")
+            if rec_suite is not None and rec_suite != suite:
+                raise CLIError(f"{loc}: record of suite {rec_suite!r}, not {suite!r}")
+            agent = rec.get("agent")
+            if not isinstance(agent, str) or not agent:
+                agent = path.stem
+            eid = str(rec.get("episode_id"))
+            if eid not in refs:
+                foreign.append((loc, eid))
+                continue
+            key = (agent, eid)
+            if key in seen:
+                duplicates.append((loc, eid, seen[key]))
+                continue
+            seen[key] = loc
+            by_agent.setdefault(agent, []).append(rec)
+    if foreign:
+        ids = ", ".join(repr(e) for _, e in foreign[:5])
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        raise CLIError(f"{foreign[0][0]}: episode ids not in suite {suite!r}: {ids}{more} "
+                       f"({len(foreign)} foreign records)")
+    if duplicates:
+        ids = ", ".join(f"{e!r} (first at {first})" for _, e, first in duplicates[:5])
+        more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
+        raise CLIError(f"{duplicates[0][0]}: duplicate episode ids: {ids}{more}")
+    if not by_agent:
+        raise CLIError(f"{files[0]}: no result records")
+    return summarize(by_agent, refs)
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    result = _score(args.files, args.suite)
+    if args.json:
+        _print_json(result["table"])
+    else:
+        _print_table(f"{args.suite}: scored from {len(args.files)} file(s)", result["table"],
+                     result["metrics"])
+    return EXIT_OK
+
+
+def _cmd_suite_export(args: argparse.Namespace) -> int:
+    from mindhelper_env.evaluation import check_suite
+    from mindhelper_env.scenarios.suites import export_suite
+
+    check_suite(args.name)
+    out = Path(export_suite(args.name, args.dir))
+    console = _console()
+    console.print(f"exported suite {args.name} to {out}")
+    for item in sorted(out.iterdir()):
+        if item.is_file():
+            console.print(f"  {item.name}  ({item.stat().st_size:,} bytes)")
+    return EXIT_OK
+
+
+def _cmd_suite_validate(args: argparse.Namespace) -> int:
+    from mindhelper_env.scenarios.suites import validate_suite_dir
+
+    if not args.dir.is_dir():
+        raise CLIError(f"{args.dir}: no such directory")
+    problems = [str(p) for p in validate_suite_dir(args.dir)]
+    if problems:
+        for extra in problems[1:]:
+            logger.info("also: %s", extra)
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise CLIError(problems[0] + more)
+    _console().print(f"{args.dir}: valid")
+    return EXIT_OK
+
+
+def _listing() -> dict[str, Any]:
+    from mindhelper_env.agents import AGENTS
+    from mindhelper_env.envs.registration import ENV_SPECS
+    from mindhelper_env.scenarios import FAMILIES, HELP_FAMILIES
+
+    suites: dict[str, Any] = {}
+    try:
+        from mindhelper_env.scenarios import suites as suites_mod
+
+        for name in suites_mod.SUITES:
+            info: Any
+            try:
+                info = suites_mod.suite_info(name)
+            except Exception as exc:  # listing must not fail because one suite is broken
+                info = {"error": f"{type(exc).__name__}: {exc}"}
+            suites[name] = info if isinstance(info, Mapping) else {"info": str(info)}
+    except ImportError as exc:
+        logger.warning("suites unavailable: %s", exc)
+    return {
+        "envs": list(ENV_SPECS),
+        "families": {f: {"needs_intervention": f in HELP_FAMILIES} for f in FAMILIES},
+        "agents": sorted(AGENTS),
+        "suites": suites,
+    }
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    listing = _listing()
+    if args.json:
+        _print_json(listing)
+        return EXIT_OK
+    from rich.table import Table
+
+    console = _console()
+    console.print("[bold]Environments[/bold]: " + ", ".join(listing["envs"]))
+    fam = Table(title="Scenario families")
+    fam.add_column("family")
+    fam.add_column("needs help")
+    for name, f in listing["families"].items():
+        fam.add_row(name, "yes" if f["needs_intervention"] else "no")
+    console.print(fam)
+    console.print("[bold]Agents[/bold]: " + ", ".join(listing["agents"]))
+    st = Table(title="Suites")
+    st.add_column("suite")
+    st.add_column("info")
+    for name, info in listing["suites"].items():
+        brief = ", ".join(f"{k}={v}" for k, v in info.items()
+                          if isinstance(v, (str, int, float, bool)))
+        st.add_row(name, brief)
+    console.print(st)
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at emit time (captured streams in tests)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def _setup_logging(level_name: str) -> None:
+    level = getattr(logging, level_name.upper())
+    pkg = logging.getLogger("mindhelper_env")
+    for h in list(pkg.handlers):
+        if isinstance(h, _StderrHandler):
+            pkg.removeHandler(h)
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
+    pkg.addHandler(handler)
+    pkg.setLevel(level)
+    pkg.propagate = False
+
+
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+def _error(message: str, code: int) -> int:
+    sys.stderr.write(f"{PROG}: error: {_one_line(message)}\n")
+    sys.stderr.flush()
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``mindhelper`` command with ``argv`` (default ``sys.argv[1:]``); return the
+    exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except CLIError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    _setup_logging(args.log_level)
+    func = getattr(args, "func", None)
+    if func is None:
+        sub = getattr(args, "_subparser", parser)
+        sub.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(func(args))
+    except CLIError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except ValueError as exc:
+        logger.debug("bad input", exc_info=True)
+        return _error(str(exc), EXIT_USAGE)
+    except OSError as exc:
+        logger.debug("I/O error", exc_info=True)
+        where = exc.filename if exc.filename is not None else ""
+        reason = exc.strerror or str(exc)
+        return _error(f"{where}: {reason}" if where else reason, EXIT_USAGE)
+    except KeyboardInterrupt:
+        return _error("interrupted (rerun evaluate with --resume to continue)", EXIT_INTERRUPT)
+    except Exception as exc:  # an internal bug: one line, traceback with --log-level debug
+        logger.debug("internal error", exc_info=True)
+        return _error(f"internal error: {type(exc).__name__}: {exc} "
+                      "(rerun with --log-level debug for the traceback)", EXIT_INTERNAL)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,716 @@
+"""The evaluation runner: every agent on every episode of a suite, one JSON line each.
+
+:func:`run_episode` plays one episode with the plain Gymnasium loop and returns its *result
+record*; :func:`evaluate` runs a list of agents over a suite (optionally in a local process
+pool), writes ``<out_dir>/<agent>.jsonl`` as episodes finish, and ends with
+``summary.json`` and PNG plots.
+
+A result record is the env's final ``info["episode_record"]`` without ``"reference"`` (the
+ground truth never goes into result files) plus ``agent``, ``suite``, ``index`` and
+``usage``::
+
+    {"agent": "oracle", "suite": "vh-dev-v0", "index": 7, "episode_id": "...",
+     "family": "...", "actions": [{"tick", "program"}], "executed": [{"tick", "line", "ok",
+     "reason"}], "focus_success": true, "harm": false, "ticks": 31, "steps": 11,
+     "terminated": true, "truncated": false,
+     "usage": {"model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
+               "fallbacks"}}
+
+``usage.seconds`` is the runner's wall-clock time spent inside ``agent.act`` (so
+``seconds / decisions`` is the wall time per decision); ``usage.decisions`` counts the
+``act`` calls and ``usage.fallbacks`` adds the runner's fallbacks (an exception in
+``act``/``reset`` or a non-string action, replaced by ``"none"``) to the agent's own. An
+agent with a ``trigger_ops`` list attribute (Trigger-based agents: ``[{"predicted",
+"label"}]`` for the episode) has it copied into the record.
+Everything else in a record is deterministic: running the same suite twice, with any
+number of workers, or resuming an interrupted run gives the same records up to
+``usage.seconds`` (and byte-identical files with ``timing=False``).
+
+Files are written crash-safely: each record is appended, flushed and ``fsync``-ed as its
+episode finishes, so an interrupted run loses at most the line being written;
+``resume=True`` drops such a truncated last line and redoes only the missing episodes.
+At the end each file is rewritten sorted by episode index (atomically), so the output does
+not depend on the number of workers or on completion order.
+
+Agents run in worker processes when ``workers > 1`` (``spawn`` start method): an agent must
+be registered in an importable module (or at the top level of the main script), not only
+inside ``if __name__ == "__main__":``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "DEFAULT_ENV_ID",
+    "HEADLINE_KEYS",
+    "run_episode",
+    "evaluate",
+    "read_result_file",
+    "check_suite",
+    "check_agents",
+    "suite_episode_ids",
+    "suite_reference",
+    "headline",
+    "summarize",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENV_ID = "MindHelper-VirtualHome-v0"
+
+#: Metrics of the paper's Table II (in its column order), then silent-all (Fig. 5) and harm.
+HEADLINE_KEYS: tuple[str, ...] = ("TA", "SR", "AC", "PIR", "PSR", "PIA", "silent_all", "harm_rate")
+
+_USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
+               "fallbacks")
+_RUN_FILE = "run.json"
+_SUMMARY_FILE = "summary.json"
+# A hard stop for a misbehaving env that never ends an episode (the real env's horizon is far
+# below this).
+_MAX_STEPS = 100_000
+
+
+# --------------------------------------------------------------------------------------
+# One episode
+# --------------------------------------------------------------------------------------
+
+
+def _base_usage(agent: Any) -> dict[str, Any]:
+    """The agent's own usage counters as a dict (missing counters are 0)."""
+    usage = getattr(agent, "usage", None)
+    raw: Mapping[str, Any] = {}
+    if usage is not None:
+        if hasattr(usage, "to_dict"):
+            raw = usage.to_dict()
+        elif isinstance(usage, Mapping):
+            raw = usage
+    out: dict[str, Any] = {}
+    for key in _USAGE_KEYS:
+        value = raw.get(key, 0)
+        out[key] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    return out
+
+
+_FALLBACK_WARNINGS = 5
+_fallback_warned: dict[str, int] = {}
+
+
+def _warn_fallback(agent: str, message: str, *args: Any) -> None:
+    """Log an agent fallback: the first few per agent as warnings, the rest at debug level
+    (a broken model server must not flood the log with one line per decision)."""
+    n = _fallback_warned.get(agent, 0) + 1
+    _fallback_warned[agent] = n
+    if n <= _FALLBACK_WARNINGS:
+        logger.warning(message, *args)
+        if n == _FALLBACK_WARNINGS:
+            logger.warning("agent %s: further fallbacks are logged at debug level", agent)
+    else:
+        logger.debug(message, *args)
+
+
+def run_episode(
+    env: Any,
+    agent: Any,
+    *,
+    seed: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    agent_name: str | None = None,
+    timing: bool = True,
+    max_steps: int = _MAX_STEPS,
+) -> dict[str, Any]:
+    """Play one episode and return its result record (see the module docstring).
+
+    The loop is the plain Gymnasium one: ``reset``, then ``agent.act(obs, info)`` and
+    ``env.step(action)`` until ``terminated or truncated``. An exception raised by the agent
+    (or a non-string action) never stops the episode: it is logged, replaced by ``"none"``
+    and counted in ``usage.fallbacks``. Errors of the env itself propagate.
+
+    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v0", "index": 3}``);
+    the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
+    defaults to ``agent.name``. With ``timing=False`` ``usage.seconds`` is 0.0, which makes
+    records fully reproducible.
+    """
+    record, _reference = _play(env, agent, seed=seed, options=options, agent_name=agent_name,
+                               timing=timing, max_steps=max_steps)
+    return record
+
+
+def _play(
+    env: Any,
+    agent: Any,
+    *,
+    seed: int | None,
+    options: Mapping[str, Any] | None,
+    agent_name: str | None,
+    timing: bool,
+    max_steps: int,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """:func:`run_episode`, also returning the episode's reference (``None`` if absent)."""
+    name = agent_name or str(getattr(agent, "name", type(agent).__name__))
+    options = dict(options or {})
+    obs, info = env.reset(seed=seed, options=options or None)
+    fallbacks = 0
+    try:
+        agent.reset(seed=seed)
+    except Exception as exc:  # an agent bug must not stop the evaluation
+        fallbacks += 1
+        _warn_fallback(name, "agent %s: reset raised %s: %s", name, type(exc).__name__, exc)
+    decisions = 0
+    seconds = 0.0
+    steps = 0
+    while True:
+        t0 = time.perf_counter()
+        try:
+            action = agent.act(obs, info)
+        except Exception as exc:  # counted fallback to silence
+            fallbacks += 1
+            _warn_fallback(name, "agent %s: act raised %s: %s (counted fallback to 'none')",
+                           name, type(exc).__name__, exc)
+            action = "none"
+        seconds += time.perf_counter() - t0
+        decisions += 1
+        if not isinstance(action, str):
+            fallbacks += 1
+            _warn_fallback(name, "agent %s: act returned %s, not a string (counted fallback "
+                           "to 'none')", name, type(action).__name__)
+            action = "none"
+        obs, _reward, terminated, truncated, info = env.step(action)
+        steps += 1
+        if terminated or truncated:
+            break
+        if steps >= max_steps:
+            raise RuntimeError(f"episode did not end within {max_steps} steps")
+
+    record = info.get("episode_record")
+    if record is None:
+        # E.g. an outer TimeLimit wrapper truncated the episode before the env ended it.
+        getter = getattr(env.unwrapped, "episode_record", None)
+        if not callable(getter):
+            raise ValueError("the env's final info has no 'episode_record' and the env has no "
+                             "episode_record() method")
+        record = getter()
+    usage = _base_usage(agent)
+    usage["decisions"] = decisions
+    usage["seconds"] = round(seconds, 6) if timing else 0.0
+    usage["fallbacks"] = int(usage["fallbacks"]) + fallbacks
+    out: dict[str, Any] = {
+        "agent": name,
+        "suite": options.get("suite"),
+        "index": options.get("index"),
+    }
+    out.update({k: v for k, v in record.items() if k != "reference"})
+    out["usage"] = usage
+    # Trigger-based agents expose the episode's operations with oracle labels for scoring.
+    ops = getattr(agent, "trigger_ops", None)
+    if isinstance(ops, list):
+        out["trigger_ops"] = [dict(op) for op in ops]
+    reference = record.get("reference")
+    if isinstance(reference, Mapping):
+        reference = {**reference, "episode_id": record.get("episode_id")}
+    else:
+        reference = None
+    return out, reference
+
+
+# --------------------------------------------------------------------------------------
+# Suites (imported lazily: the suites module is optional for run_episode)
+# --------------------------------------------------------------------------------------
+
+
+def _suites_module() -> Any:
+    from mindhelper_env.scenarios import suites
+
+    return suites
+
+
+def check_suite(name: str) -> None:
+    """Raise ``ValueError`` naming the known suites if ``name`` is not one of them."""
+    known = _suites_module().SUITES
+    if not isinstance(name, str) or name not in known:
+        raise ValueError(f"unknown suite {name!r}; known suites: {', '.join(sorted(known))}")
+
+
+def suite_episode_ids(name: str) -> list[str]:
+    """Episode ids of a suite, in index order (no episode is generated)."""
+    check_suite(name)
+    mod = _suites_module()
+    return [mod.suite_episode_id(name, i) for i in range(int(mod.SUITES[name]["n"]))]
+
+
+def suite_reference(name: str, index: int) -> dict[str, Any]:
+    """The reference record of episode ``index`` of suite ``name`` (as in
+    ``suite_references``)."""
+    mod = _suites_module()
+    return dict(mod.reference_record(mod.suite_episode(name, index)))
+
+
+def check_agents(names: Sequence[str]) -> None:
+    """Raise ``ValueError`` for an empty list, duplicates or unknown agent names."""
+    from mindhelper_env.agents import AGENTS
+
+    if not names:
+        raise ValueError("no agents given")
+    unknown = [n for n in names if n not in AGENTS]
+    if unknown:
+        raise ValueError(f"unknown agent {unknown[0]!r}; known agents: {', '.join(sorted(AGENTS))}")
+    dup = sorted({n for n in names if list(names).count(n) > 1})
+    if dup:
+        raise ValueError(f"agent {dup[0]!r} given twice")
+
+
+# --------------------------------------------------------------------------------------
+# Workers
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Job:
+    """Everything a worker needs to play (agent, index) pairs; picklable."""
+
+    suite: str
+    env_id: str
+    env_kwargs: tuple[tuple[str, Any], ...]
+    agent_kwargs: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
+    seed: int
+    timing: bool
+
+
+@dataclass
+class _Runner:
+    """One env and one instance of each agent, reused across episodes."""
+
+    job: _Job
+    env: Any = None
+    agents: dict[str, Any] = field(default_factory=dict)
+
+    def play(self, agent_name: str, index: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        import gymnasium as gym
+
+        import mindhelper_env  # noqa: F401  (registers the envs in spawned workers)
+        from mindhelper_env.agents import make_agent
+
+        if self.env is None:
+            self.env = gym.make(self.job.env_id, **dict(self.job.env_kwargs))
+        agent = self.agents.get(agent_name)
+        if agent is None:
+            kwargs = dict(dict(self.job.agent_kwargs).get(agent_name, ()))
+            kwargs.setdefault("env", self.env)
+            kwargs.setdefault("seed", self.job.seed)
+            agent = make_agent(agent_name, **kwargs)
+            self.agents[agent_name] = agent
+        record, reference = _play(
+            self.env,
+            agent,
+            seed=self.job.seed + index,
+            options={"suite": self.job.suite, "index": index},
+            agent_name=agent_name,
+            timing=self.job.timing,
+            max_steps=_MAX_STEPS,
+        )
+        if reference is None:
+            reference = suite_reference(self.job.suite, index)
+        return record, reference
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+
+
+_WORKER_RUNNER: _Runner | None = None
+
+
+def _worker_init(log_level: int) -> None:
+    logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def _worker_chunk(
+    job: _Job, chunk: list[tuple[str, int]]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Play a chunk of (agent, index) pairs in a worker process: ``[(record, reference)]``."""
+    global _WORKER_RUNNER
+    if _WORKER_RUNNER is None or _WORKER_RUNNER.job != job:
+        if _WORKER_RUNNER is not None:
+            _WORKER_RUNNER.close()
+        _WORKER_RUNNER = _Runner(job)
+    return [_WORKER_RUNNER.play(agent, index) for agent, index in chunk]
+
+
+# --------------------------------------------------------------------------------------
+# Result files
+# --------------------------------------------------------------------------------------
+
+
+def _loc(path: Path, line: int) -> str:
+    return f"{path}:{line}"
+
+
+def read_result_file(
+    path: str | os.PathLike[str],
+    *,
+    repair_tail: bool = False,
+) -> list[tuple[int, dict[str, Any]]]:
+    """Parse a result JSONL file into ``[(line_number, record), ...]``.
+
+    Blank lines are skipped. A line that is not a JSON object raises ``ValueError``
+    ``"<file>:<line>: <reason>"`` — except, with ``repair_tail=True``, the last line when it
+    is cut short (no JSON, or no final newline and no JSON): that line is removed from the
+    file (it is the line being written when a run was interrupted).
+    """
+    p = Path(path)
+    data = p.read_bytes()
+    lines = data.split(b"\n")
+    # ``lines[-1]`` is b"" when the file ends with a newline, else the unterminated tail.
+    out: list[tuple[int, dict[str, Any]]] = []
+    offset = 0
+    last_content = max((i for i, raw in enumerate(lines) if raw.strip()), default=-1)
+    for i, raw in enumerate(lines):
+        start = offset
+        offset += len(raw) + 1
+        if not raw.strip():
+            continue
+        lineno = i + 1
+        try:
+            rec = json.loads(raw.decode("utf-8"))
+            if not isinstance(rec, dict):
+                raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
+        except (UnicodeDecodeError, ValueError) as exc:
+            if repair_tail and i == last_content:
+                logger.warning("%s: dropping truncated last line (%s); its episode is redone",
+                               _loc(p, lineno), exc)
+                with open(p, "r+b") as fh:
+                    fh.truncate(start)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                break
+            reason = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
+                      else str(exc))
+            raise ValueError(f"{_loc(p, lineno)}: invalid JSON ({reason})") from None
+        if repair_tail and i == len(lines) - 1:
+            # A complete record that lost only its newline: keep it, restore the newline.
+            with open(p, "ab") as fh:
+                fh.write(b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        out.append((lineno, rec))
+    return out
+
+
+def _append_line(fh: Any, record: Mapping[str, Any]) -> None:
+    fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _rewrite_sorted(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    """Atomically replace ``path`` with ``records`` sorted by index."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for rec in sorted(records, key=lambda r: int(r["index"])):
+            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _load_existing(
+    path: Path, *, agent: str, suite: str, ids: Sequence[str]
+) -> dict[int, dict[str, Any]]:
+    """Finished records of a previous run of ``agent`` (for ``resume``), by index."""
+    done: dict[int, dict[str, Any]] = {}
+    where: dict[int, int] = {}
+    for lineno, rec in read_result_file(path, repair_tail=True):
+        loc = _loc(path, lineno)
+        index = rec.get("index")
+        if rec.get("suite") != suite:
+            raise ValueError(f"{loc}: record of suite {rec.get('suite')!r}, not {suite!r}")
+        if rec.get("agent") != agent:
+            raise ValueError(f"{loc}: record of agent {rec.get('agent')!r}, not {agent!r}")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(ids):
+            raise ValueError(f"{loc}: bad episode index {index!r} for suite {suite!r}")
+        if rec.get("episode_id") != ids[index]:
+            raise ValueError(f"{loc}: episode {rec.get('episode_id')!r} is not episode {index} "
+                             f"of suite {suite!r} ({ids[index]!r})")
+        if index in done:
+            raise ValueError(f"{loc}: duplicate episode {ids[index]!r} (first at line "
+                             f"{where[index]})")
+        done[index] = rec
+        where[index] = lineno
+    return done
+
+
+# --------------------------------------------------------------------------------------
+# Summary
+# --------------------------------------------------------------------------------------
+
+
+def headline(metrics_pct: Mapping[str, Any]) -> dict[str, Any]:
+    """The rate metrics (percentages) of one agent: :data:`HEADLINE_KEYS` first, then the
+    other rates of :data:`mindhelper_env.metrics.RATE_KEYS`."""
+    from mindhelper_env.metrics import RATE_KEYS
+
+    keys = list(HEADLINE_KEYS) + [k for k in RATE_KEYS if k not in HEADLINE_KEYS]
+    return {k: metrics_pct.get(k) for k in keys}
+
+
+def summarize(
+    records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]],
+    references: Mapping[str, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """``{"table": {agent: headline %}, "metrics": {agent: full metrics in %}}``."""
+    from mindhelper_env.metrics import as_percentages, compute_table
+
+    table = compute_table(records_by_agent, references)
+    pct = {agent: as_percentages(m) for agent, m in table.items()}
+    return {"table": {agent: headline(m) for agent, m in pct.items()}, "metrics": pct}
+
+
+# --------------------------------------------------------------------------------------
+# Progress display
+# --------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """A rich progress bar (episodes done, rate, ETA), or nothing."""
+
+    def __init__(self, enabled: bool, description: str, total: int, completed: int) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            ProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.text import Text
+
+        class _Rate(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                speed = task.finished_speed or task.speed
+                return Text("-- ep/s" if speed is None else f"{speed:.1f} ep/s")
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("episodes"),
+            _Rate(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total, completed=completed)
+
+    def advance(self, n: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+# --------------------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------------------
+
+
+def _freeze(mapping: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted((mapping or {}).items()))
+
+
+def _chunks(tasks: list[tuple[str, int]], workers: int) -> list[list[tuple[str, int]]]:
+    # Small chunks keep the progress bar live and the pool balanced; large enough to amortize
+    # inter-process overhead for millisecond-scale episodes.
+    size = max(1, min(16, math.ceil(len(tasks) / (workers * 8))))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+_Batch = list[tuple[dict[str, Any], dict[str, Any]]]
+
+
+def _iter_parallel(job: _Job, tasks: list[tuple[str, int]], workers: int) -> Iterator[_Batch]:
+    """Yield batches of records from a spawn process pool as they complete."""
+    ctx = multiprocessing.get_context("spawn")
+    level = logging.getLogger("mindhelper_env").getEffectiveLevel()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(level,)) as pool:
+        pending: set[Future[_Batch]] = {
+            pool.submit(_worker_chunk, job, chunk) for chunk in _chunks(tasks, workers)
+        }
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    yield fut.result()
+        finally:
+            for fut in pending:
+                fut.cancel()
+
+
+def _iter_serial(job: _Job, tasks: list[tuple[str, int]]) -> Iterator[_Batch]:
+    runner = _Runner(job)
+    try:
+        for agent, index in tasks:
+            yield [runner.play(agent, index)]
+    finally:
+        runner.close()
+
+
+def evaluate(
+    suite: str,
+    agents: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    workers: int = 1,
+    resume: bool = False,
+    limit: int | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    progress: bool = True,
+    env_id: str = DEFAULT_ENV_ID,
+    agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    seed: int = 0,
+    timing: bool = True,
+    plots: bool = True,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run every agent on the first ``limit`` (default: all) episodes of ``suite``.
+
+    Writes ``<out_dir>/<agent>.jsonl`` (one result record per episode, appended and
+    ``fsync``-ed as it finishes, finally sorted by index), ``run.json`` (the settings, checked
+    on resume), ``summary.json`` (see :func:`summarize`, plus run facts) and PNG plots
+    (:func:`mindhelper_env.plots.write_plots`; skipped with a warning when matplotlib is not
+    installed, or with ``plots=False``). Returns the summary.
+
+    ``workers > 1`` plays episodes in a local ``spawn`` process pool; the records are the
+    same as with one worker. ``resume=True`` keeps the finished records of a previous run in
+    ``out_dir`` (dropping a truncated last line) and plays only the missing episodes;
+    without it the agents' files are overwritten. Episode ``i`` is reset with seed
+    ``seed + i`` (the agent too). ``env_kwargs`` go to ``gym.make`` (e.g. ``window_ticks``),
+    ``agent_kwargs[name]`` to the agent factory (``env`` is always passed).
+
+    Raises ``ValueError`` for an unknown suite or agent, bad arguments, or (on resume)
+    a corrupt result file or different settings, with a ``"<file>:<line>: <reason>"``
+    message where a file is at fault.
+    """
+    agents = [a.strip() for a in agents.split(",") if a.strip()] if isinstance(agents, str) \
+        else list(agents)
+    check_suite(suite)
+    check_agents(agents)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    env_kwargs = dict(env_kwargs or {})
+    job = _Job(
+        suite=suite,
+        env_id=env_id,
+        env_kwargs=_freeze(env_kwargs),
+        agent_kwargs=tuple(sorted((a, _freeze(kw)) for a, kw in (agent_kwargs or {}).items())),
+        seed=int(seed),
+        timing=bool(timing),
+    )
+    ids = suite_episode_ids(suite)
+    n = len(ids) if limit is None else min(limit, len(ids))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    settings = {"suite": suite, "env_id": env_id, "env_kwargs": env_kwargs, "seed": int(seed)}
+    run_path = out / _RUN_FILE
+    if resume and run_path.exists():
+        try:
+            previous = json.loads(run_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ValueError(f"{run_path}:1: invalid JSON ({exc})") from None
+        diff = [k for k in settings if isinstance(previous, dict) and previous.get(k) != settings[k]]
+        if not isinstance(previous, dict) or diff:
+            raise ValueError(f"{run_path}:1: cannot resume with different settings "
+                             f"({', '.join(diff) or 'unreadable'}); use a new output directory")
+    run_path.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    done: dict[str, dict[int, dict[str, Any]]] = {}
+    for agent in agents:
+        path = out / f"{agent}.jsonl"
+        if resume and path.exists():
+            done[agent] = _load_existing(path, agent=agent, suite=suite, ids=ids)
+        else:
+            path.write_bytes(b"")
+            done[agent] = {}
+    tasks = [(a, i) for i in range(n) for a in agents if i not in done[a]]
+    already = sum(1 for a in agents for i in done[a] if i < n)
+    if resume:
+        logger.info("resuming: %d of %d episodes already done", already, already + len(tasks))
+
+    refs: dict[str, dict[str, Any]] = {}
+    t_start = time.perf_counter()
+    bar = _Progress(progress, suite, already + len(tasks), already)
+    handles = {a: open(out / f"{a}.jsonl", "a", encoding="utf-8") for a in agents}  # noqa: SIM115
+    batches = (_iter_parallel(job, tasks, workers) if workers > 1 and len(tasks) > 1
+               else _iter_serial(job, tasks))
+    try:
+        for batch in batches:
+            for rec, ref in batch:
+                _append_line(handles[rec["agent"]], rec)
+                done[rec["agent"]][int(rec["index"])] = rec
+                refs[str(rec["episode_id"])] = ref
+                if on_record is not None:
+                    on_record(rec)
+            bar.advance(len(batch))
+    finally:
+        batches.close()  # shuts the pool down / closes the env now, not at garbage collection
+        bar.close()
+        for fh in handles.values():
+            fh.close()
+    wall = time.perf_counter() - t_start
+
+    for agent in agents:
+        _rewrite_sorted(out / f"{agent}.jsonl", done[agent].values())
+
+    # References of resumed episodes (played ones came back with their records).
+    for agent in agents:
+        for index, rec in done[agent].items():
+            if str(rec["episode_id"]) not in refs:
+                refs[str(rec["episode_id"])] = suite_reference(suite, index)
+    records_by_agent = {a: [done[a][i] for i in sorted(done[a])] for a in agents}
+    summary: dict[str, Any] = {
+        "suite": suite,
+        "suite_episodes": len(ids),
+        "episodes": {a: len(records_by_agent[a]) for a in agents},
+        "env_id": env_id,
+        "env_kwargs": env_kwargs,
+        "seed": int(seed),
+        "workers": workers,
+        "played": len(tasks),
+        "wall_seconds": round(wall, 3),
+    }
+    summary.update(summarize(records_by_agent, refs))
+    summary["plots"] = []
+    if plots:
+        try:
+            from mindhelper_env.plots import write_plots
+
+            summary["plots"] = [p.name for p in write_plots(summary["metrics"], out)]
+        except ImportError as exc:
+            logger.warning("plots skipped: %s", exc)
+    (out / _SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return summary
