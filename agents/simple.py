@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 import numpy as np
+
 from mindhelper_env.agents.base import Usage
 
 __all__ = ["SilentAgent", "RandomAgent", "OracleAgent"]
