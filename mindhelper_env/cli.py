@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     ev.add_argument("--no-timing", action="store_true",
                     help="record usage.seconds as 0 (byte-reproducible result files)")
+    ev.add_argument("--videos", type=int, default=0, metavar="K",
+                    help="also save a GIF and a timeline PNG of the first K episodes per agent "
+                         "in OUT/videos (needs the video extra)")
     ev.add_argument("--json", action="store_true",
                     help="print {agent: {metric: percentage}} instead of the table")
     ev.set_defaults(func=_cmd_evaluate)
@@ -122,6 +125,20 @@ def build_parser() -> argparse.ArgumentParser:
     va.add_argument("dir", type=Path, help="suite directory")
     va.set_defaults(func=_cmd_suite_validate)
     su.set_defaults(func=None, _subparser=su)
+
+    rd = sub.add_parser("render", parents=[common],
+                        help="play one suite episode with an agent; write a video and a timeline")
+    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v0")
+    rd.add_argument("--index", required=True, type=int, help="episode index in the suite")
+    rd.add_argument("--agent", required=True, help="agent name, e.g. oracle")
+    rd.add_argument("--out", required=True, type=Path,
+                    help="video file (.gif or .mp4); the timeline goes to <stem>-timeline.png")
+    rd.add_argument("--size", type=int, default=256, help="frame size in pixels (default 256)")
+    rd.add_argument("--fps", type=float, default=4.0, help="frames per second (default 4)")
+    rd.add_argument("--seed", type=int, default=0, help="base seed, as in evaluate (default 0)")
+    rd.add_argument("--window-ticks", type=_positive_int, default=None,
+                    help="ticks per observation window (env default if omitted)")
+    rd.set_defaults(func=_cmd_render)
 
     ls = sub.add_parser("list", parents=[common],
                         help="list environments, families, agents and suites")
@@ -193,6 +210,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         seed=args.seed,
         timing=not args.no_timing,
         plots=not args.no_plots,
+        videos=args.videos,
     )
     if args.json:
         _print_json(summary["table"])
@@ -203,6 +221,43 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                      + (f", {extras}" if extras else "")
                      + f"  ({summary['played']} episodes played in "
                        f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
+    return EXIT_OK
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    import gymnasium as gym
+
+    from mindhelper_env.agents import make_agent
+    from mindhelper_env.evaluation import (
+        DEFAULT_ENV_ID,
+        check_agents,
+        check_suite,
+        suite_episode_ids,
+    )
+    from mindhelper_env.render.episode import check_video_path, record_episode, save_episode_media
+
+    check_suite(args.suite)
+    check_agents([args.agent])
+    n = len(suite_episode_ids(args.suite))
+    if not 0 <= args.index < n:
+        raise ValueError(f"episode index {args.index} is out of range for {args.suite} (0..{n - 1})")
+    if not 64 <= args.size <= 2048:
+        raise ValueError(f"--size must be between 64 and 2048, got {args.size}")
+    if not args.fps > 0:
+        raise ValueError(f"--fps must be positive, got {args.fps}")
+    check_video_path(args.out)
+    env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
+    env = gym.make(DEFAULT_ENV_ID, **env_kwargs)
+    agent = make_agent(args.agent, env=env, seed=args.seed)
+    rec = record_episode(env, agent, seed=args.seed + args.index, size=args.size,
+                         agent_name=args.agent,
+                         options={"suite": args.suite, "index": args.index})
+    video, timeline = save_episode_media(rec, args.out, fps=args.fps)
+    env.close()
+    outcome = rec.timeline["outcome"]
+    _console().print(f"{rec.record['episode_id']} ({rec.timeline['family']}) with {args.agent}: "
+                     f"{outcome}, {rec.record['ticks']} ticks, {len(rec.frames)} frames\n"
+                     f"video: {video}\ntimeline: {timeline}", soft_wrap=True)
     return EXIT_OK
 
 
@@ -435,6 +490,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         logger.debug("bad input", exc_info=True)
         return _error(str(exc), EXIT_USAGE)
+    except ImportError as exc:
+        return _error(f"{exc} (install the video extra: pip install 'mindhelper-env[video]')"
+                      if "video extra" not in str(exc) else str(exc), EXIT_USAGE)
     except OSError as exc:
         logger.debug("I/O error", exc_info=True)
         where = exc.filename if exc.filename is not None else ""

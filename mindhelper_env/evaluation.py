@@ -593,6 +593,7 @@ def evaluate(
     timing: bool = True,
     plots: bool = True,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    videos: int = 0,
 ) -> dict[str, Any]:
     """Run every agent on the first ``limit`` (default: all) episodes of ``suite``.
 
@@ -608,6 +609,9 @@ def evaluate(
     without it the agents' files are overwritten. Episode ``i`` is reset with seed
     ``seed + i`` (the agent too). ``env_kwargs`` go to ``gym.make`` (e.g. ``window_ticks``),
     ``agent_kwargs[name]`` to the agent factory (``env`` is always passed).
+
+    ``videos=K`` also writes, for the first ``K`` episodes of each agent, a GIF and a timeline
+    PNG to ``<out_dir>/videos/`` (:func:`write_videos`; needs the ``video`` extra).
 
     Raises ``ValueError`` for an unknown suite or agent, bad arguments, or (on resume)
     a corrupt result file or different settings, with a ``"<file>:<line>: <reason>"``
@@ -712,5 +716,53 @@ def evaluate(
             summary["plots"] = [p.name for p in write_plots(summary["metrics"], out)]
         except ImportError as exc:
             logger.warning("plots skipped: %s", exc)
+    summary["videos"] = []
+    if videos:
+        summary["videos"] = [str(p.relative_to(out)) for p in write_videos(
+            suite, agents, out / "videos", min(videos, n), env_id=env_id,
+            env_kwargs=env_kwargs, seed=seed, agent_kwargs=agent_kwargs)]
     (out / _SUMMARY_FILE).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
+
+
+def write_videos(
+    suite: str,
+    agents: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    k: int,
+    *,
+    env_id: str = DEFAULT_ENV_ID,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    ext: str = ".gif",
+    size: int = 256,
+) -> list[Path]:
+    """Replay the first ``k`` episodes of ``suite`` per agent and save videos and timelines.
+
+    Episodes are replayed with the same seeds as :func:`evaluate` (``seed + i``), so the video
+    shows the recorded episode. Files: ``<out_dir>/<agent>-<episode_id><ext>`` and
+    ``<agent>-<episode_id>-timeline.png``.
+    """
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401
+    from mindhelper_env.agents import make_agent
+    from mindhelper_env.render.episode import record_episode, save_episode_media
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name in agents:
+        env = gym.make(env_id, **dict(env_kwargs or {}))
+        kwargs = dict((agent_kwargs or {}).get(name, {}))
+        kwargs.setdefault("env", env)
+        kwargs.setdefault("seed", seed)
+        agent = make_agent(name, **kwargs)
+        for i in range(k):
+            rec = record_episode(env, agent, seed=seed + i, size=size, agent_name=name,
+                                 options={"suite": suite, "index": i})
+            written.extend(save_episode_media(
+                rec, out / f"{name}-{rec.record['episode_id']}{ext}"))
+        env.close()
+    return written

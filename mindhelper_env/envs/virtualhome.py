@@ -222,6 +222,11 @@ class MindHelperEnv(gym.Env):
         return copy.deepcopy(self._spec)
 
     @property
+    def character_names(self) -> dict[int, str]:
+        """Display names of the characters by node id (the robot is "Robot")."""
+        return dict(self._names)
+
+    @property
     def simulation(self) -> Simulation:
         if self._sim is None:
             raise gym.error.ResetNeeded("call reset() first")
