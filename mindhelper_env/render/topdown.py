@@ -165,6 +165,10 @@ _HIGH = 1.3  # metres: furniture centred above this is marked "^"
 _ROOM_FALLBACK = 5.0  # metres: cell size for rooms without a bounding box
 _MAX_TEXT_CACHE = 4096
 _MAX_LAYOUTS = 16
+#: Where a character may stand relative to its spot: (steps along the wall, steps into the room).
+_NUDGES = ((0, 0), (1, 0), (-1, 0), (0, 1), (1, 1), (-1, 1), (2, 0), (-2, 0), (0, 2), (2, 1),
+           (-2, 1), (1, 2), (-1, 2), (0, -1), (2, 2), (-2, 2), (3, 0), (-3, 0), (0, 3), (3, 1),
+           (-3, 1), (1, 3), (-1, 3), (3, 2), (-3, 2), (2, 3), (-2, 3), (1, -1), (-1, -1))
 
 
 def _require_pil() -> Any:
@@ -211,6 +215,15 @@ class _Text:
 
 
 @dataclass(slots=True)
+class _Glyph:
+    """A rasterised character: its mask, advance and left offset from the pen position."""
+
+    mask: np.ndarray
+    adv: float
+    left: int
+
+
+@dataclass(slots=True)
 class _Furn:
     """Static drawing data of one piece of furniture."""
 
@@ -220,17 +233,17 @@ class _Furn:
     inward: tuple[int, int]
     container: bool
     label: _Text | None
-    label_pos: tuple[int, int] | None
+    label_pos: tuple[int, int] | None  # where the text mask is pasted
     label_inside: bool
-    stack_origin: tuple[int, int]
+    label_box: Box = (0, 0, 0, 0)  # the inked part of the label
 
 
 @dataclass(slots=True)
 class _ObjPlacement:
     """Cached placement of the visible objects for one configuration of the house."""
 
-    items: list[tuple[Box, _Text, tuple[int, int]]]  # dot box, label, label position
-    occupancy: np.ndarray
+    items: list[tuple[Box, _Text | None, tuple[int, int]]]  # dot box, label, label position
+    sat: np.ndarray  # summed-area table of the occupancy (static layer + object labels)
     extent: dict[int, int]  # furniture id -> farthest stacked pixel along its inward axis
 
 
@@ -250,6 +263,8 @@ class _Layout:
     containers: list[int]
     doors: list[tuple[int, Box]]
     objects: list[int]
+    caption_lines: int
+    dynamic_labels: list[int]
     placements: OrderedDict[tuple[tuple[int, int], ...], _ObjPlacement] = field(
         default_factory=OrderedDict
     )
@@ -263,9 +278,10 @@ class TopDownRenderer:
     ----------
     size:
         width and height of the square frame in pixels (64-4096). Labels are abbreviated below
-        384 pixels.
+        384 pixels; below 192 pixels furniture and objects are drawn without labels.
     caption_lines:
-        number of event lines in the caption strip (default 3 below 384 pixels, else 4).
+        number of event lines in the caption strip. ``None`` (default) uses the height the
+        floor plan leaves free: at least 3 lines below 384 pixels (4 above), at most 8.
 
     Example
     -------
@@ -283,11 +299,10 @@ class TopDownRenderer:
             raise ValueError(f"size must be between 64 and 4096 pixels, got {size}")
         self.size = int(size)
         self.small = self.size < 384
-        if caption_lines is None:
-            caption_lines = 3 if self.small else 4
-        if not 0 <= caption_lines <= 20:
+        self.tiny = self.size < 192  # too small for furniture and object labels
+        if caption_lines is not None and not 0 <= caption_lines <= 20:
             raise ValueError(f"caption_lines must be between 0 and 20, got {caption_lines}")
-        self.caption_lines = int(caption_lines)
+        self.caption_lines = None if caption_lines is None else int(caption_lines)
         u = self.size / 256.0
         self._u = u
         self._font_px = max(7, round(8 + 5 * (u - 1)))  # labels
@@ -296,11 +311,13 @@ class TopDownRenderer:
         self._fig_r = max(3.0, 5.0 * u)
         self._fonts: dict[int, ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
         self._text_cache: dict[tuple[str, int], _Text] = {}
+        self._glyphs: dict[tuple[str, int], _Glyph] = {}
+        self._heights: dict[int, int] = {}
+        self._inks: dict[int, tuple[int, int]] = {}
         self._layouts: OrderedDict[tuple[int, Hashable], _Layout] = OrderedDict()
         self._line_h = self._font_px + 2
         self._line_big = self._font_big_px + 3
         self._header_h = self._line_big + 2
-        self._caption_h = self.caption_lines * self._line_big + (4 if self.caption_lines else 0)
 
     # -------------------------------------------------------------------------- public API
     def render(
@@ -320,8 +337,9 @@ class TopDownRenderer:
             the household to draw.
         actors:
             optional ``char_id -> (name, kind)`` with kind in ``adult``, ``child``,
-            ``wheelchair``; characters not listed use their node's ``name`` and are drawn as
-            adults. Robots (``world.chars[i].robot``) are always drawn as the red robot.
+            ``wheelchair``; characters not listed use their node's ``name`` and ``kind``
+            extra keys (default: adult). Robots (``world.chars[i].robot``) are always drawn
+            as the red robot. Raises ``ValueError`` for an unknown kind.
         captions:
             event lines of the window, oldest first; the newest ones that fit are shown.
         title:
@@ -338,23 +356,33 @@ class TopDownRenderer:
         img = layout.base.copy()
         draw = ImageDraw.Draw(img)
         self._draw_doors(draw, world, layout)
-        self._draw_containers(draw, img, world, layout)
+        self._draw_furniture(draw, img, world, layout)
         placement, held = self._place_objects(world, layout)
         for dot, text, pos in placement.items:
             draw.ellipse(dot, fill=_OBJ_DOT, outline=_OBJ_EDGE)
-            img.paste(_OBJ_TEXT, pos, text.mask)
+            if text is not None:
+                img.paste(_OBJ_TEXT, pos, text.mask)
         self._draw_characters(draw, img, world, layout, placement, held, actors or {})
         if title:
             t = self._fit_text(str(title), self._font_big_px, self.size - 8)
             img.paste(_HEADER_TEXT, (4, 1), t.mask)
-        if self.caption_lines:
-            self._draw_captions(img, captions)
-        return np.array(img, dtype=np.uint8)
+        if layout.caption_lines:
+            self._draw_captions(img, captions, layout.caption_lines)
+        return _to_array(img)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle only the settings: caches (fonts, glyphs, static layers) are rebuilt."""
+        return {"size": self.size, "caption_lines": self.caption_lines}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["size"], caption_lines=state["caption_lines"])  # type: ignore[misc]
 
     def clear_cache(self) -> None:
         """Forget cached static layers and rasterised text."""
         self._layouts.clear()
         self._text_cache.clear()
+        self._glyphs.clear()
+        self._inks.clear()
 
     # -------------------------------------------------------------------------- text
     def _font(self, px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
@@ -369,19 +397,82 @@ class TopDownRenderer:
             self._fonts[px] = f
         return f
 
+    def _glyph(self, ch: str, px: int) -> _Glyph:
+        """One character rasterised once (FreeType is slow: ~15 us per glyph per call)."""
+        key = (ch, px)
+        g = self._glyphs.get(key)
+        if g is not None:
+            return g
+        Image, ImageDraw, _ = _require_pil()
+        font = self._font(px)
+        adv = float(font.getlength(ch))
+        h = self._text_h(px)
+        if ch.isspace():
+            g = _Glyph(np.zeros((h, 0), dtype=np.uint8), adv, 0)
+        else:
+            pad = 2
+            right = font.getbbox(ch)[2]
+            w = max(1, math.ceil(max(right, adv))) + 2 * pad
+            img = Image.new("L", (w, h), 0)
+            ImageDraw.Draw(img).text((pad, 0), ch, fill=255, font=font)
+            g = _Glyph(np.asarray(img, dtype=np.uint8).copy(), adv, -pad)
+        if len(self._glyphs) >= _MAX_TEXT_CACHE:
+            self._glyphs.clear()
+        self._glyphs[key] = g
+        return g
+
+    def _text_h(self, px: int) -> int:
+        """Height of a text mask: the font's ascent plus descent."""
+        h = self._heights.get(px)
+        if h is None:
+            font = self._font(px)
+            try:
+                ascent, descent = font.getmetrics()  # type: ignore[union-attr]
+                h = int(ascent + descent)
+            except AttributeError:  # bitmap font
+                h = px + max(2, px // 4)
+            self._heights[px] = h
+        return h
+
+    def _ink(self, px: int) -> tuple[int, int]:
+        """``(top, height)`` of the rows that carry ink in a text mask (ascenders to
+        descenders); layout boxes use these so that neighbouring labels can sit close."""
+        ink = self._inks.get(px)
+        if ink is None:
+            a = np.asarray(self._text("Ahgjy|^(", px).mask)
+            rows = np.flatnonzero(a.max(axis=1) > 40)
+            ink = (int(rows[0]), int(rows[-1] - rows[0] + 1)) if rows.size else (0, a.shape[0])
+            self._inks[px] = ink
+        return ink
+
+    def _advances(self, s: str, px: int) -> np.ndarray:
+        """Pen position after each character of ``s`` (pixels)."""
+        return np.cumsum([self._glyph(ch, px).adv for ch in s]) if s else np.zeros(0)
+
     def _text(self, s: str, px: int) -> _Text:
+        """``s`` as a cached ``L`` mask, composed from cached glyphs (no kerning)."""
         key = (s, px)
         t = self._text_cache.get(key)
         if t is not None:
             return t
-        Image, ImageDraw, _ = _require_pil()
-        font = self._font(px)
-        w = max(1, math.ceil(font.getlength(s))) if s else 1
-        h = px + max(2, px // 4)
-        mask = Image.new("L", (w, h), 0)
-        if s:
-            ImageDraw.Draw(mask).text((0, 0), s, fill=255, font=font)
-        t = _Text(mask, w, h)
+        Image, _, _ = _require_pil()
+        h = self._text_h(px)
+        glyphs = [self._glyphs.get((ch, px)) or self._glyph(ch, px) for ch in s]
+        w = max(1, math.ceil(sum(g.adv for g in glyphs)))
+        margin = 2 + max((g.mask.shape[1] for g in glyphs), default=0)
+        canvas = np.zeros((h, w + 2 * margin), dtype=np.uint8)
+        maximum = np.maximum
+        pen = float(margin)
+        for g in glyphs:
+            m = g.mask
+            if m.shape[1]:
+                x0 = round(pen) + g.left  # the margins keep every glyph inside the canvas
+                sl = canvas[:, x0:x0 + m.shape[1]]
+                maximum(sl, m, out=sl)
+            pen += g.adv
+        canvas = canvas[:, margin:margin + w]
+        # a 2-D uint8 array becomes an "L" image
+        t = _Text(Image.fromarray(np.ascontiguousarray(canvas)), w, h)
         if len(self._text_cache) >= _MAX_TEXT_CACHE:
             self._text_cache.clear()
         self._text_cache[key] = t
@@ -392,15 +483,10 @@ class TopDownRenderer:
         t = self._text(s, px)
         if t.w <= max_w or len(s) <= 1:
             return t
-        font = self._font(px)
-        lo, hi = 0, len(s)
-        while lo < hi:  # longest prefix that fits with the ellipsis
-            mid = (lo + hi + 1) // 2
-            if font.getlength(s[:mid] + "...") <= max_w:
-                lo = mid
-            else:
-                hi = mid - 1
-        return self._text(s[:lo].rstrip() + "...", px)
+        ell = float(self._advances("...", px)[-1])
+        pen = self._advances(s, px)
+        n = int(np.searchsorted(pen, max_w - ell, side="right"))  # chars that fit
+        return self._text(s[:n].rstrip() + "...", px)
 
     # -------------------------------------------------------------------------- static layer
     def _layout(self, world: World, cache_key: Hashable) -> _Layout:
@@ -450,12 +536,19 @@ class TopDownRenderer:
             mz1 = max(b[3] for b in rooms_m.values())
         else:
             mx0, mz0, mx1, mz1 = 0.0, 0.0, 1.0, 1.0
+        span_x, span_z = max(mx1 - mx0, 1e-6), max(mz1 - mz0, 1e-6)
         pad = max(2, round(3 * self._u))
-        ax0, ay0 = pad, self._header_h
-        ax1, ay1 = S - pad, S - self._caption_h - pad
-        scale = min((ax1 - ax0) / max(mx1 - mx0, 1e-6), (ay1 - ay0) / max(mz1 - mz0, 1e-6))
-        ox = ax0 + ((ax1 - ax0) - scale * (mx1 - mx0)) / 2 - scale * mx0
-        oy = ay0 + ((ay1 - ay0) - scale * (mz1 - mz0)) / 2 - scale * mz0
+        ax0, ay0, ax1 = pad, self._header_h, S - pad
+        n_cap = self.caption_lines
+        if n_cap is None:  # give the caption strip whatever the floor plan does not need
+            map_h = (ax1 - ax0) / span_x * span_z
+            free = S - ay0 - pad - map_h - 4
+            n_cap = min(8, max(3 if small else 4, int(free // self._line_big)))
+        cap_h = n_cap * self._line_big + 4 if n_cap else 0
+        ay1 = S - cap_h - pad
+        scale = min((ax1 - ax0) / span_x, (ay1 - ay0) / span_z)
+        ox = ax0 + ((ax1 - ax0) - scale * span_x) / 2 - scale * mx0
+        oy = ay0 + ((ay1 - ay0) - scale * span_z) / 2 - scale * mz0
 
         def px(x: float, z: float) -> tuple[int, int]:
             return round(ox + scale * x), round(oy + scale * z)
@@ -471,16 +564,15 @@ class TopDownRenderer:
 
         img = Image.new("RGB", (S, S), _BG)
         draw = ImageDraw.Draw(img)
-        occ = np.ones((S, S), dtype=bool)  # True = no room for labels
+        occ = np.ones((S, S), dtype=bool)  # True = no room for a label
         for r in sorted(rooms):
-            key = g.nodes[r].key
-            draw.rectangle(rooms[r], fill=_ROOM_TINT.get(key, _ROOM_TINT_DEFAULT))
+            draw.rectangle(rooms[r], fill=_ROOM_TINT.get(g.nodes[r].key, _ROOM_TINT_DEFAULT))
             a, b, c, d = interiors[r]
             occ[max(b, 0):max(d, 0), max(a, 0):max(c, 0)] = False
         for r in sorted(rooms):
             draw.rectangle(rooms[r], outline=_WALL, width=wall)
 
-        # doors: a gap in the shared wall (drawn here; closed doors get a bar per frame)
+        # doors: a gap in the shared wall (closed doors get a bar per frame)
         doors: list[tuple[int, Box]] = []
         door_half = max(3, round(0.45 * scale))
         for did in sorted(world.doors):
@@ -492,21 +584,12 @@ class TopDownRenderer:
                 continue
             (gx, gz), vertical = gap
             cx, cy = px(gx, gz)
-            if vertical:  # wall runs along z: the gap spans y
+            if vertical:  # the wall runs along z: the gap spans y
                 box = (cx - wall - 1, cy - door_half, cx + wall, cy + door_half)
             else:
                 box = (cx - door_half, cy - wall - 1, cx + door_half, cy + wall)
             draw.rectangle(box, fill=_DOOR)
             doors.append((did, box))
-
-        # room names, top-left inside each room
-        for r in sorted(rooms):
-            name = _display(_ROOM_NAMES, g.nodes[r].key, small)
-            t = self._text(name, self._font_px)
-            a, b, _, _ = interiors[r]
-            pos = (a + 2, b + 1)
-            img.paste(_ROOM_TEXT, pos, t.mask)
-            _mark(occ, (pos[0], pos[1], pos[0] + t.w, pos[1] + t.h))
 
         # furniture rectangles (metres -> pixels, kept inside the room, overlaps trimmed)
         furn_m = self._furniture_boxes(world, rooms_m)
@@ -522,50 +605,75 @@ class TopDownRenderer:
                 m = (b + d) // 2
                 b, d = m - min_px // 2, m - min_px // 2 + min_px
             rect = (a, b, c, d)
-            node = g.nodes[fid]
-            container = "CAN_OPEN" in node.properties
-            inward = _inward(rect, interiors.get(room, rect) if room is not None else rect)
-            furniture[fid] = _Furn(fid, room, rect, inward, container, None, None, False,
-                                   (rect[0], rect[1]))
+            container = "CAN_OPEN" in g.nodes[fid].properties
+            inward = _inward(rect, interiors[room] if room in interiors else rect)
+            furniture[fid] = _Furn(fid, room, rect, inward, container, None, None, False)
             if not container:
                 draw.rectangle(rect, fill=_FURN_FILL, outline=_FURN_EDGE)
-            _mark(occ, rect)
-        # furniture labels: inside the rectangle when they fit, else beside it (greedy placer)
+            _mark(occ, (a, b, c + 1, d + 1))
+
+        # room names: the first free spot along the walls, scanning from the top-left corner
+        for r in sorted(rooms):
+            t = self._text(_display(_ROOM_NAMES, g.nodes[r].key, small).upper(), self._font_px)
+            top, ih = self._ink(self._font_px)
+            a, b, c, d = interiors[r]
+            step = max(1, round(self._u))
+            xs = list(range(a + 1, max(a + 2, c - t.w), step))
+            cands = [(x, b + 1) for x in xs] + [(x, d - ih - 1) for x in xs]
+            cands += [(a + 1, y) for y in range(b + 1, max(b + 2, d - ih), step)]
+            x, y = _first_free(occ, cands, t.w, ih)
+            img.paste(_ROOM_TEXT, (x, y - top), t.mask)
+            _mark(occ, (x, y, x + t.w, y + ih))
+
+        # furniture labels: inside the rectangle when they fit, else next to it
+        lh = self._line_h
         for fid in sorted(furniture):
+            if self.tiny:
+                break
             f = furniture[fid]
             node = g.nodes[fid]
             name = _display(_FURN_NAMES, node.key, small)
-            h = node.height
-            if h is not None and h > _HIGH:
+            height = node.height
+            if height is not None and height > _HIGH:
                 name += "^"
             t = self._text(name, self._font_px)
+            top, th = self._ink(self._font_px)
             a, b, c, d = f.rect
-            inside = t.w <= (c - a) + 2 and t.h - 3 <= (d - b)
+            inside = t.w <= (c - a) + 2 and th <= (d - b) + 1
             if inside:
-                pos = ((a + c - t.w) // 2 + 1, (b + d - t.h) // 2 + 1)
+                x, y = (a + c - t.w) // 2 + 1, (b + d - th + 1) // 2
             else:
-                cands = _side_candidates(f.rect, f.inward, t.w, t.h, gap=1)
-                pos = _best(occ, cands)
-                _mark(occ, (pos[0], pos[1], pos[0] + t.w, pos[1] + t.h))
-            f.label, f.label_pos, f.label_inside = t, pos, inside
-            if not f.container:
-                img.paste(_FURN_TEXT, pos, t.mask)
-            f.stack_origin = _stack_origin(f)
+                x, y = _place_near(occ, f.rect, t.w, th, f.inward, step=max(1, lh // 5),
+                                   reach=2 * lh, bounds=interiors.get(f.room))  # type: ignore[arg-type]
+                _mark(occ, (x, y, x + t.w, y + th))
+            f.label, f.label_pos, f.label_inside = t, (x, y - top), inside
+            f.label_box = (x, y, x + t.w, y + th)
+        # labels that a container (redrawn every frame) could cover are drawn per frame too
+        crects = [f.rect for f in furniture.values() if f.container]
+        dynamic_labels: list[int] = []
+        for fid in sorted(furniture):
+            f = furniture[fid]
+            if f.label is None or f.label_pos is None:
+                continue
+            lbox = f.label_box
+            if f.container or any(_intersects(lbox, cr) for cr in crects):
+                dynamic_labels.append(fid)
+            else:
+                img.paste(_FURN_TEXT, f.label_pos, f.label.mask)
 
         objects = sorted(
             n.id for n in g.nodes.values()
             if "GRABBABLE" in n.properties and n.id not in world.chars
         )
-        cap_top = S - self._caption_h
-        if self.caption_lines:
-            draw.rectangle((0, cap_top, S, S), fill=_CAPTION_BG)
+        if n_cap:
+            draw.rectangle((0, S - cap_h, S, S), fill=_CAPTION_BG)
         log.debug("built top-down layout: %d rooms, %d furniture, %d objects",
                   len(rooms), len(furniture), len(objects))
         return _Layout(
             graph=g, n_nodes=len(g.nodes), base=img, occupancy=occ, scale=scale,
             origin=(ox, oy), rooms=rooms, interiors=interiors, furniture=furniture,
             containers=sorted(fid for fid, f in furniture.items() if f.container),
-            doors=doors, objects=objects,
+            doors=doors, objects=objects, caption_lines=n_cap, dynamic_labels=dynamic_labels,
         )
 
     def _furniture_boxes(
@@ -591,9 +699,9 @@ class TopDownRenderer:
         for room, ids in no_box.items():
             x0, z0, x1, z1 = rooms_m[room]
             for k, fid in enumerate(sorted(ids)):
-                t = (k + 0.5) / len(ids)
                 per = 2 * ((x1 - x0) + (z1 - z0))
-                d = t * per
+                # start mid-way along the top wall so that no piece lands in a corner
+                d = ((k + 0.5) / len(ids) * per + (x1 - x0) / 2) % per
                 m = 0.5
                 if d < x1 - x0:
                     cx, cz = x0 + d, z0 + m
@@ -603,7 +711,8 @@ class TopDownRenderer:
                     cx, cz = x1 - (d - (x1 - x0) - (z1 - z0)), z1 - m
                 else:
                     cx, cz = x0 + m, z1 - (d - 2 * (x1 - x0) - (z1 - z0))
-                out[fid] = (room, (cx - 0.3, cz - 0.3, cx + 0.3, cz + 0.3))
+                box = (cx - 0.3, cz - 0.3, cx + 0.3, cz + 0.3)
+                out[fid] = (room, _fit_in_room(box, rooms_m[room]))
         # trim overlaps between neighbours so that each piece stays visible and labelled
         by_room: dict[int | None, list[int]] = {}
         for fid, (room, _) in out.items():
@@ -630,17 +739,18 @@ class TopDownRenderer:
             if "CLOSED" in nodes[did].states:
                 draw.rectangle(box, fill=_DOOR_CLOSED)
 
-    def _draw_containers(self, draw: Any, img: Any, world: World, lay: _Layout) -> None:
+    def _draw_furniture(self, draw: Any, img: Any, world: World, lay: _Layout) -> None:
+        """Containers in their current state, then every furniture label on top."""
         nodes = world.graph.nodes
         lid = max(1, round(1.5 * self._u))
+        closed_ids: set[int] = set()
         for fid in lay.containers:
             f = lay.furniture[fid]
-            closed = "OPEN" not in nodes[fid].states
             a, b, c, d = f.rect
-            if closed:
+            if "OPEN" not in nodes[fid].states:
+                closed_ids.add(fid)
                 draw.rectangle(f.rect, fill=_BOX_CLOSED, outline=_BOX_CLOSED_EDGE)
-                # lid bar along the side facing the room
-                ix, iy = f.inward
+                ix, iy = f.inward  # lid bar along the side facing the room
                 if ix > 0:
                     bar = (c - lid + 1, b, c, d)
                 elif ix < 0:
@@ -653,9 +763,11 @@ class TopDownRenderer:
             else:
                 draw.rectangle(f.rect, fill=_BOX_OPEN_FILL, outline=_BOX_OPEN_EDGE,
                                width=max(1, round(self._u)))
-            if f.label is not None and f.label_pos is not None:
-                color = _BOX_CLOSED_TEXT if (closed and f.label_inside) else _FURN_TEXT
-                img.paste(color, f.label_pos, f.label.mask)
+        for fid in lay.dynamic_labels:
+            f = lay.furniture[fid]
+            inside_closed = f.label_inside and fid in closed_ids
+            img.paste(_BOX_CLOSED_TEXT if inside_closed else _FURN_TEXT, f.label_pos,
+                      f.label.mask)
 
     def _place_objects(
         self, world: World, lay: _Layout
@@ -681,7 +793,7 @@ class TopDownRenderer:
         if pl is None:
             pl = self._compute_placement(world, lay, config)
             lay.placements[key] = pl
-            if len(lay.placements) > 64:
+            if len(lay.placements) > 16:
                 lay.placements.popitem(last=False)
         return pl, held
 
@@ -696,46 +808,41 @@ class TopDownRenderer:
         groups: dict[int, list[int]] = {}
         for anchor, obj in config:
             groups.setdefault(anchor, []).append(obj)
-        items: list[tuple[Box, _Text, tuple[int, int]]] = []
+        items: list[tuple[Box, _Text | None, tuple[int, int]]] = []
         extent: dict[int, int] = {}
         for anchor in sorted(groups):
-            objs = sorted(groups[anchor])
             f = lay.furniture.get(anchor)
+            bounds: Box | None = None
             if f is not None:
-                ox, oy = f.stack_origin
-                inward = f.inward
-            else:
+                rect, inward = f.rect, f.inward
+                bounds = lay.interiors.get(f.room)  # type: ignore[arg-type]
+            else:  # on the floor (or on something not drawn): around the room's centre
                 room = world.room_of(anchor)
                 box = lay.interiors.get(room) if room is not None else None
                 if box is None:
                     continue
-                ox, oy = (box[0] + box[2]) // 2, (box[1] + box[3]) // 2 + lh
-                inward = (0, 1)
+                mx, my = (box[0] + box[2]) // 2, (box[1] + box[3]) // 2 + 2 * lh
+                rect, inward, bounds = (mx - 1, my - 1, mx + 1, my + 1), (0, 1), box
             far = 0
-            for k, obj in enumerate(objs):
-                name = _display(_OBJ_NAMES, g.nodes[obj].key, small)
-                t = self._text(name, self._font_px)
-                w = 2 * dot_r + 2 + t.w
-                h = max(t.h - 2, 2 * dot_r)
-                cands = _stack_candidates(ox, oy, inward, k, w, h, lh)
-                x, y = _best(occ, cands)
+            for obj in sorted(groups[anchor]):
+                top, th = self._ink(self._font_px)
+                if self.tiny:  # dots only
+                    t = None
+                    w, h = 2 * dot_r + 1, 2 * dot_r + 1
+                else:
+                    t = self._text(_display(_OBJ_NAMES, g.nodes[obj].key, small), self._font_px)
+                    w, h = 2 * dot_r + 2 + t.w, max(th, 2 * dot_r)
+                x, y = _place_near(occ, rect, w, h, inward, step=max(1, lh // 5), reach=3 * lh,
+                                   bounds=bounds)
                 _mark(occ, (x, y, x + w, y + h))
-                cy = y + (t.h - 2) // 2
-                dot = (x, cy - dot_r, x + 2 * dot_r, cy + dot_r)
-                items.append((dot, t, (x + 2 * dot_r + 2, y - 1)))
+                cy = y + h // 2
+                items.append(((x, cy - dot_r, x + 2 * dot_r, cy + dot_r), t,
+                              (x + 2 * dot_r + 2, y + (h - th) // 2 - top)))
                 if f is not None:
-                    ix, iy = inward
-                    if ix > 0:
-                        far = max(far, x + w - f.rect[2])
-                    elif ix < 0:
-                        far = max(far, f.rect[0] - x)
-                    elif iy > 0:
-                        far = max(far, y + h - f.rect[3])
-                    else:
-                        far = max(far, f.rect[1] - y)
+                    far = max(far, _depth_along(rect, inward, (x, y, x + w, y + h)))
             if f is not None:
                 extent[anchor] = far
-        return _ObjPlacement(items, occ, extent)
+        return _ObjPlacement(items, _sat(occ), extent)
 
     def _char_anchor(
         self, world: World, lay: _Layout, cid: int, placement: _ObjPlacement, depth: int = 0
@@ -757,7 +864,8 @@ class TopDownRenderer:
             if f is not None:
                 a, b, cc, d = f.rect
                 ix, iy = f.inward
-                gap = max(placement.extent.get(f.id, 0), _label_depth(f)) + r + 3
+                stacked = max(placement.extent.get(f.id, 0), _label_depth(f))
+                gap = min(stacked, 2 * self._line_h) + r + 3
                 if ix > 0:
                     return (cc + gap, (b + d) / 2), f.inward, f.id
                 if ix < 0:
@@ -794,11 +902,12 @@ class TopDownRenderer:
                 continue
             pos, inward, group = self._char_anchor(world, lay, cid, placement)
             bases[cid] = (pos, inward, (chars[cid].room, group, round(pos[0]), round(pos[1])))
-        # spread characters that share a spot along the wall (deterministic: by id)
+        # spread characters that share a spot along the wall (deterministic: by id), then nudge
+        # each one to the nearest spot that does not cover a label
         groups: dict[Any, list[int]] = {}
         for cid, (_, _, gk) in bases.items():
             groups.setdefault(gk, []).append(cid)
-        positions: dict[int, tuple[int, int]] = {}
+        wanted: dict[int, tuple[float, float, int, int]] = {}
         spacing = 2.6 * r
         for members in groups.values():
             members.sort()
@@ -810,13 +919,32 @@ class TopDownRenderer:
                     y += off
                 else:
                     x += off
-                box = lay.interiors.get(chars[cid].room)  # type: ignore[arg-type]
-                if box is not None:
-                    x = min(max(x, box[0] + r + 1), box[2] - r - 1)
-                    y = min(max(y, box[1] + r + 1), box[3] - r - 1)
-                positions[cid] = (round(x), round(y))
-        occ = placement.occupancy.copy()
-        person_idx = 0
+                wanted[cid] = (x, y, ix, iy)
+        sat = placement.sat
+        positions: dict[int, tuple[int, int]] = {}
+        figures: list[Box] = []
+        placed: list[Box] = []  # character labels drawn so far
+        ri = math.ceil(r)
+        step = 1.3 * r
+        for cid in sorted(wanted):
+            x, y, ix, iy = wanted[cid]
+            ax, ay = (1, 0) if ix == 0 else (0, 1)  # direction along the wall
+            room_box = lay.interiors.get(chars[cid].room)  # type: ignore[arg-type]
+            cands: list[Box] = []
+            for da, di in _NUDGES:
+                cx = x + step * (da * ax + di * ix)
+                cy = y + step * (da * ay + di * iy)
+                if room_box is not None:
+                    cx = min(max(cx, room_box[0] + ri + 1), room_box[2] - ri - 1)
+                    cy = min(max(cy, room_box[1] + ri + 1), room_box[3] - ri - 1)
+                cands.append((round(cx) - ri, round(cy) - ri, round(cx) + ri + 1,
+                              round(cy) + ri + 1))
+            bx, by = _best(sat, cands, avoid=figures)
+            figures.append((bx, by, bx + 2 * ri + 1, by + 2 * ri + 1))
+            positions[cid] = (bx + ri, by + ri)
+        person_idx = {
+            cid: k for k, cid in enumerate(c for c in sorted(chars) if not chars[c].robot)
+        }
         styles: dict[int, tuple[str, str, Color]] = {}
         for cid in sorted(positions):
             node = world.graph.nodes.get(cid)
@@ -835,17 +963,18 @@ class TopDownRenderer:
                         f"unknown kind {kind!r} for character {cid}; "
                         f"expected one of {CHARACTER_KINDS}"
                     )
-                color = _PERSON_COLORS[person_idx % len(_PERSON_COLORS)]
-                person_idx += 1
+                color = _PERSON_COLORS[person_idx[cid] % len(_PERSON_COLORS)]
             styles[cid] = (str(name), kind, color)
-        for cid in sorted(positions):  # figures first so that labels can avoid all of them
-            x, y = positions[cid]
-            _mark(occ, (round(x - r), round(y - r), round(x + r) + 1, round(y + r) + 1))
         for cid in sorted(positions):
             x, y = positions[cid]
-            name, kind, color = styles[cid]
+            name, _, color = styles[cid]
+            self._draw_char_label(img, draw, sat, x, y, name, color, held.get(cid, []), world,
+                                  lay.interiors.get(chars[cid].room),  # type: ignore[arg-type]
+                                  figures, placed)
+        for cid in sorted(positions):  # figures last: never hidden behind another's label
+            x, y = positions[cid]
+            _, kind, color = styles[cid]
             self._draw_figure(draw, x, y, kind, color)
-            self._draw_char_label(img, draw, occ, x, y, name, color, held.get(cid, []), world)
 
     def _draw_figure(self, draw: Any, x: int, y: int, kind: str, color: Color) -> None:
         r = self._fig_r
@@ -881,13 +1010,16 @@ class TopDownRenderer:
         self,
         img: Any,
         draw: Any,
-        occ: np.ndarray,
+        sat: np.ndarray,
         x: int,
         y: int,
         name: str,
         color: Color,
         held: list[int],
         world: World,
+        bounds: Box | None,
+        figures: Sequence[Box],
+        placed: list[Box],
     ) -> None:
         small = self.small
         t_name = self._text(name[:8] if small else name[:16], self._font_big_px)
@@ -895,28 +1027,34 @@ class TopDownRenderer:
         if held:
             names = ",".join(_display(_OBJ_NAMES, world.graph.nodes[o].key, small) for o in held)
             t_held = self._text("+" + names, self._font_px)
+        top_n, ih_n = self._ink(self._font_big_px)
+        top_h, ih_h = self._ink(self._font_px)
         w = max(t_name.w, t_held.w if t_held else 0) + 2
-        h = t_name.h - 1 + (t_held.h - 2 if t_held else 0)
+        h = ih_n + 2 + (ih_h + 1 if t_held else 0)
         r = round(self._fig_r)
-        cands = [
-            (x + r + 2, y - t_name.h // 2),
-            (x - r - 2 - w, y - t_name.h // 2),
-            (x - w // 2, y + r + 2),
-            (x - w // 2, y - r - 2 - h),
-            (x + r + 2, y - h),
-            (x - r - 2 - w, y - h),
-            (x + r + 2, y),
-            (x - r - 2 - w, y),
-        ]
-        lx, ly = _best(occ, [(cx, cy, cx + w, cy + h) for cx, cy in cands], clamp=self.size)
-        _mark(occ, (lx, ly, lx + w, ly + h))
+        cands: list[tuple[int, int]] = []
+        for extra in (0, 2 * r, 4 * r):  # next to the figure, then farther out
+            g = r + 2 + extra
+            cands += [
+                (x + g, y - h // 2),
+                (x - g - w, y - h // 2),
+                (x - w // 2, y + g),
+                (x - w // 2, y - g - h),
+                (x + g, y - h),
+                (x - g - w, y - h),
+                (x + g, y),
+                (x - g - w, y),
+            ]
+        lx, ly = _best(sat, [(cx, cy, cx + w, cy + h) for cx, cy in cands],
+                       bounds=bounds or (0, 0, self.size, self.size), avoid=figures,
+                       placed=placed)
+        placed.append((lx, ly, lx + w, ly + h))
         draw.rectangle((lx, ly, lx + w - 1, ly + h - 1), fill=_LABEL_BG)
-        img.paste(color, (lx + 1, ly - 1), t_name.mask)
+        img.paste(color, (lx + 1, ly + 1 - top_n), t_name.mask)
         if t_held is not None:
-            img.paste(_HELD_TEXT, (lx + 1, ly + t_name.h - 3), t_held.mask)
+            img.paste(_HELD_TEXT, (lx + 1, ly + 2 + ih_n - top_h), t_held.mask)
 
-    def _draw_captions(self, img: Any, captions: Sequence[str]) -> None:
-        n = self.caption_lines
+    def _draw_captions(self, img: Any, captions: Sequence[str], n: int) -> None:
         lines = [str(c) for c in captions]
         shown: list[tuple[str, Color]]
         if len(lines) > n:
@@ -925,10 +1063,41 @@ class TopDownRenderer:
             shown += [(s, _CAPTION_TEXT) for s in lines[len(lines) - (n - 1 if n > 1 else 1):]]
         else:
             shown = [(s, _CAPTION_TEXT) for s in lines]
-        top = self.size - self._caption_h + 2
+        top = self.size - n * self._line_big - 2
         for i, (s, color) in enumerate(shown):
             t = self._fit_text(s.replace("\n", " "), self._font_big_px, self.size - 8)
             img.paste(color, (4, top + i * self._line_big), t.mask)
+
+
+def _to_array(img: Any) -> np.ndarray:
+    """A fresh, writable ``uint8`` H x W x 3 copy of an RGB image.
+
+    Streams Pillow's raw encoder straight into a new array: one allocation instead of the
+    two (a ``bytes`` object, then the array) that ``np.array(img)`` makes, which matters for
+    large frames. Falls back to ``np.array`` if Pillow's encoder API ever changes.
+    """
+    w, h = img.size
+    try:
+        from PIL import Image
+
+        out = np.empty((h, w, 3), dtype=np.uint8)
+        view = memoryview(out).cast("B")
+        encoder = Image._getencoder("RGB", "raw", "RGB", ())
+        encoder.setimage(img.im)
+        bufsize = max(65536, w * 4)
+        pos = 0
+        while True:
+            _, err, data = encoder.encode(bufsize)
+            view[pos:pos + len(data)] = data
+            pos += len(data)
+            if err:
+                break
+        if err < 0 or pos != out.nbytes:
+            raise RuntimeError(f"raw encoder error {err}")
+        return out
+    except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
+        log.debug("falling back to np.array for frame conversion: %s", exc)
+        return np.array(img, dtype=np.uint8)
 
 
 # ------------------------------------------------------------------------------------ geometry
@@ -1050,70 +1219,109 @@ def _inward(rect: Box, room: Box) -> tuple[int, int]:
     return direction
 
 
+def _depth_along(rect: Box, inward: tuple[int, int], box: Box) -> int:
+    """How far ``box`` reaches into the room beyond ``rect`` along ``inward`` (pixels)."""
+    ix, iy = inward
+    if ix > 0:
+        return max(0, box[2] - rect[2])
+    if ix < 0:
+        return max(0, rect[0] - box[0])
+    if iy > 0:
+        return max(0, box[3] - rect[3])
+    return max(0, rect[1] - box[1])
+
+
 def _label_depth(f: _Furn) -> int:
     """How far the furniture's own label reaches into the room beyond its rectangle."""
-    if f.label is None or f.label_pos is None or f.label_inside:
+    if f.label is None or f.label_inside:
         return 0
-    x, y = f.label_pos
-    ix, iy = f.inward
-    if ix > 0:
-        return max(0, x + f.label.w - f.rect[2])
-    if ix < 0:
-        return max(0, f.rect[0] - x)
-    if iy > 0:
-        return max(0, y + f.label.h - f.rect[3])
-    return max(0, f.rect[1] - y)
+    return _depth_along(f.rect, f.inward, f.label_box)
 
 
-def _stack_origin(f: _Furn) -> tuple[int, int]:
-    """Where the object stack of a piece of furniture starts (past its label)."""
-    a, b, c, d = f.rect
-    depth = _label_depth(f) + 2
-    ix, iy = f.inward
-    if ix > 0:
-        return c + depth, (b + d) // 2
-    if ix < 0:
-        return a - depth, (b + d) // 2
-    if iy > 0:
-        return (a + c) // 2, d + depth
-    return (a + c) // 2, b - depth
+def _sat(occ: np.ndarray) -> np.ndarray:
+    """Summed-area table of an occupancy grid, with a leading row and column of zeros."""
+    h, w = occ.shape
+    sat = np.zeros((h + 1, w + 1), dtype=np.int32)
+    np.cumsum(np.cumsum(occ, axis=0, dtype=np.int32), axis=1, out=sat[1:, 1:])
+    return sat
 
 
-def _side_candidates(rect: Box, inward: tuple[int, int], w: int, h: int, gap: int) -> list[Box]:
-    """Label boxes around ``rect``, the side facing the room first."""
+def _coverage(occ: np.ndarray, xs: np.ndarray, ys: np.ndarray, w: int, h: int) -> np.ndarray:
+    """Occupied pixels under each ``w``x``h`` box with corner ``(xs, ys)``.
+
+    Pixels outside the frame count 4 times. Uses a summed-area table of just the window the
+    boxes cover, so a call costs little even on large frames.
+    """
+    H, W = occ.shape
+    mn, mx = np.minimum, np.maximum  # (np.clip has a large per-call overhead)
+    x0 = mn(mx(xs, 0), W)
+    y0 = mn(mx(ys, 0), H)
+    x1 = mn(mx(xs + w, 0), W)
+    y1 = mn(mx(ys + h, 0), H)
+    wx0, wy0 = int(x0.min()), int(y0.min())
+    wx1, wy1 = int(x1.max()), int(y1.max())
+    sat = np.zeros((max(wy1 - wy0, 0) + 1, max(wx1 - wx0, 0) + 1), dtype=np.int32)
+    if wy1 > wy0 and wx1 > wx0:
+        np.cumsum(np.cumsum(occ[wy0:wy1, wx0:wx1], axis=0, dtype=np.int32), axis=1,
+                  out=sat[1:, 1:])
+    x0, x1, y0, y1 = x0 - wx0, x1 - wx0, y0 - wy0, y1 - wy0
+    inside = sat[y1, x1] - sat[y0, x1] - sat[y1, x0] + sat[y0, x0]
+    outside = w * h - (x1 - x0) * (y1 - y0)
+    return inside + 4 * outside
+
+
+def _first_free(occ: np.ndarray, cands: Sequence[tuple[int, int]], w: int, h: int
+                ) -> tuple[int, int]:
+    """The first candidate corner whose ``w``x``h`` box is free, else the least covered one."""
+    if not cands:
+        raise ValueError("no candidate positions")
+    xs = np.fromiter((c[0] for c in cands), dtype=np.int64, count=len(cands))
+    ys = np.fromiter((c[1] for c in cands), dtype=np.int64, count=len(cands))
+    cov = _coverage(occ, xs, ys, w, h)
+    free = np.flatnonzero(cov == 0)
+    i = int(free[0]) if free.size else int(np.argmin(cov))
+    return int(xs[i]), int(ys[i])
+
+
+def _place_near(occ: np.ndarray, rect: Box, w: int, h: int, inward: tuple[int, int], *,
+                step: int, reach: int, bounds: Box | None = None) -> tuple[int, int]:
+    """Top-left corner of a free ``w``x``h`` box as close as possible to ``rect``.
+
+    Candidates lie on a grid around ``rect`` (never overlapping it, inside ``bounds`` when
+    given, e.g. the room, when it is large enough); among free boxes the one
+    nearest to ``rect`` wins, with boxes on the room side of the furniture preferred. When no
+    box is free, the least covered one is used. Ties go to the first candidate in grid order,
+    so the result is deterministic.
+    """
     a, b, c, d = rect
-    mx, my = (a + c) // 2, (b + d) // 2
-    below = (mx - w // 2, d + gap)
-    above = (mx - w // 2, b - gap - h)
-    right = (c + gap, my - h // 2)
-    left = (a - gap - w, my - h // 2)
-    order = {
-        (0, 1): [below, (below[0] - w // 2, below[1]), (below[0] + w // 2, below[1]), right, left],
-        (0, -1): [above, (above[0] - w // 2, above[1]), (above[0] + w // 2, above[1]), right, left],
-        (1, 0): [right, (right[0], right[1] - h), (right[0], right[1] + h), below, above],
-        (-1, 0): [left, (left[0], left[1] - h), (left[0], left[1] + h), below, above],
-    }[inward]
-    return [(x, y, x + w, y + h) for x, y in order]
-
-
-def _stack_candidates(ox: int, oy: int, inward: tuple[int, int], k: int, w: int, h: int,
-                      lh: int) -> list[Box]:
-    """Candidate boxes for the ``k``-th object of a stack starting at ``(ox, oy)``."""
-    out: list[tuple[int, int]] = []
+    gx = np.arange(a - w - reach, c + reach + 1, step, dtype=np.int64)
+    gy = np.arange(b - h - reach, d + reach + 1, step, dtype=np.int64)
+    xs = np.repeat(gx[None, :], gy.size, axis=0).ravel()
+    ys = np.repeat(gy[:, None], gx.size, axis=1).ravel()
+    dx = np.maximum(np.maximum(a - (xs + w), xs - c), 0)
+    dy = np.maximum(np.maximum(b - (ys + h), ys - d), 0)
+    apart = (dx >= 1) | (dy >= 1)
+    if bounds is not None and bounds[2] - bounds[0] >= w and bounds[3] - bounds[1] >= h:
+        apart &= (xs >= bounds[0]) & (ys >= bounds[1]) & (xs + w <= bounds[2])
+        apart &= ys + h <= bounds[3]
+        if not apart.any():
+            apart = (dx >= 1) | (dy >= 1)
+    dist = np.hypot(dx, dy)
     ix, iy = inward
-    if iy != 0:  # stack grows into the room, one line per object, centred on the furniture
-        for s in range(k, k + 4):
-            y = oy + s * lh if iy > 0 else oy - (s + 1) * lh
-            for dx in (0, -(w // 2) - 2, w // 2 + 2):
-                out.append((ox - w // 2 + dx, y))
-    else:  # side wall: lines above and below the furniture's centre, then a second column
-        offsets = [0, -1, 1, -2, 2, -3, 3]
-        for col in range(2):
-            for s in offsets[k:] + offsets[:k]:
-                y = oy - lh // 2 + s * lh
-                x = ox + col * (w + 3) if ix > 0 else ox - w - col * (w + 3)
-                out.append((x, y))
-    return [(x, y, x + w, y + h) for x, y in out]
+    along = (xs + w / 2 - (a + c) / 2) * ix + (ys + h / 2 - (b + d) / 2) * iy
+    # prefer the room side, then the sides along the wall; nearest first
+    cost = dist + np.where(along > 0, 0.0, 0.5 * h)
+    cov = _coverage(occ, xs, ys, w, h)
+    free = apart & (cov == 0)
+    if free.any():
+        i = int(np.argmin(np.where(free, cost, np.inf)))
+    else:
+        i = int(np.argmin(np.where(apart, cov * 1000.0 + cost, np.inf)))
+    return int(xs[i]), int(ys[i])
+
+
+def _intersects(p: Box, q: Box) -> bool:
+    return p[0] <= q[2] and q[0] <= p[2] and p[1] <= q[3] and q[1] <= p[3]
 
 
 def _mark(occ: np.ndarray, box: Box) -> None:
@@ -1122,25 +1330,40 @@ def _mark(occ: np.ndarray, box: Box) -> None:
     occ[max(y0, 0):min(y1, h), max(x0, 0):min(x1, w)] = True
 
 
-def _best(occ: np.ndarray, cands: Sequence[Box], clamp: int | None = None) -> tuple[int, int]:
-    """Top-left corner of the first free candidate box, else the least covered one."""
-    h, w = occ.shape
-    best: tuple[int, int] | None = None
-    best_cost = -1
-    for box in cands:
-        x0, y0, x1, y1 = box
-        if clamp is not None:  # keep the box inside the frame
-            dx = max(0, -x0) - max(0, x1 - clamp)
-            dy = max(0, -y0) - max(0, y1 - clamp)
-            x0, x1, y0, y1 = x0 + dx, x1 + dx, y0 + dy, y1 + dy
-        cx0, cy0, cx1, cy1 = max(x0, 0), max(y0, 0), min(x1, w), min(y1, h)
-        outside = (x1 - x0) * (y1 - y0) - max(0, cx1 - cx0) * max(0, cy1 - cy0)
-        region = occ[cy0:cy1, cx0:cx1]
-        if outside == 0 and not region.any():
-            return x0, y0
-        cost = int(region.sum()) + 4 * outside
-        if best is None or cost < best_cost:
-            best, best_cost = (x0, y0), cost
-    if best is None:
+def _best(sat: np.ndarray, cands: Sequence[Box], bounds: Box | None = None,
+          avoid: Sequence[Box] = (), placed: Sequence[Box] = ()) -> tuple[int, int]:
+    """Top-left corner of the first free candidate box, else the least covered one.
+
+    ``sat`` is the summed-area table of the occupancy grid (see :func:`_sat`). All candidates
+    have the same size. With ``bounds`` (e.g. a room), each box is first shifted inside it
+    when it fits. Overlapping a box of ``placed`` costs like occupied pixels; overlapping a box
+    of ``avoid`` (e.g. a figure) costs 20 times more. Pixels outside the frame cost 4 times.
+    """
+    if not cands:
         raise ValueError("no candidate positions")
+    w, h = cands[0][2] - cands[0][0], cands[0][3] - cands[0][1]
+    H, W = sat.shape[0] - 1, sat.shape[1] - 1
+    best = (cands[0][0], cands[0][1])
+    best_cost = -1
+    for x0, y0, _, _ in cands:
+        if bounds is not None:
+            bx0, by0, bx1, by1 = bounds
+            if w <= bx1 - bx0:
+                x0 += max(0, bx0 - x0) - max(0, x0 + w - bx1)
+            if h <= by1 - by0:
+                y0 += max(0, by0 - y0) - max(0, y0 + h - by1)
+        x1, y1 = x0 + w, y0 + h
+        cx0, cy0 = min(max(x0, 0), W), min(max(y0, 0), H)
+        cx1, cy1 = min(max(x1, 0), W), min(max(y1, 0), H)
+        cost = 4 * (w * h - (cx1 - cx0) * (cy1 - cy0))
+        cost += int(sat[cy1, cx1] - sat[cy0, cx1] - sat[cy1, cx0] + sat[cy0, cx0])
+        for a in placed:
+            cost += max(0, min(x1, a[2]) - max(x0, a[0])) * max(0, min(y1, a[3]) - max(y0, a[1]))
+        for a in avoid:
+            cost += 20 * max(0, min(x1, a[2]) - max(x0, a[0])) * max(
+                0, min(y1, a[3]) - max(y0, a[1]))
+        if cost == 0:
+            return x0, y0
+        if best_cost < 0 or cost < best_cost:
+            best, best_cost = (x0, y0), cost
     return best

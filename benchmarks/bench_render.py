@@ -1,0 +1,94 @@
+"""Frames per second of the top-down renderer (``TopDownRenderer``).
+
+Builds a generated house with the robot and three people, then renders frames while the people
+walk between pieces of furniture and open/close containers (so the dynamic layer changes every
+frame and the object placement cache is exercised the way an episode does), with a new title and
+new caption lines on every frame (as in an episode, where every window has its own events).
+Reports the median of 5 runs at 256x256 and 512x512, excluding the first (layout-building)
+frame, which is timed separately.
+
+Run: ``python benchmarks/bench_render.py [--frames 500] [--seed 0]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from mindhelper_env.render.topdown import TopDownRenderer
+from mindhelper_env.world import World, generate_house
+
+
+def make_world(seed: int) -> tuple[World, dict[int, tuple[str, str]], list[int]]:
+    """A generated house with the robot (id 1) and three people (ids 2-4)."""
+    world = World(generate_house(np.random.default_rng(seed)))
+    rooms = world.rooms
+    world.add_character(1, rooms[0], name="robot", robot=True)
+    world.add_character(2, rooms[0], name="Alice")
+    world.add_character(3, rooms[1 % len(rooms)], name="Ben", reach=1.2)
+    world.add_character(4, rooms[2 % len(rooms)], name="Carmen", reach=1.3)
+    actors = {2: ("Alice", "adult"), 3: ("Ben", "child"), 4: ("Carmen", "wheelchair")}
+    furniture = sorted(n.id for n in world.graph.nodes.values() if n.category == "Furniture")
+    return world, actors, furniture
+
+
+def step_world(world: World, furniture: list[int], i: int) -> None:
+    """Move every character to another piece of furniture; toggle a container now and then."""
+    for k, cid in enumerate((1, 2, 3, 4)):
+        fid = furniture[(i * 7 + k * 11) % len(furniture)]
+        node = world.graph.nodes[fid]
+        world.execute(cid, f"[walk] <{node.class_name}> ({fid})")
+        if "CAN_OPEN" in node.properties and (i + k) % 3 == 0:
+            verb = "close" if "OPEN" in node.states else "open"
+            world.execute(cid, f"[{verb}] <{node.class_name}> ({fid})")
+
+
+def bench(size: int, frames: int, seed: int) -> tuple[float, float]:
+    """Returns (median frames/s over 5 runs, first-frame milliseconds)."""
+    def captions(i: int) -> list[str]:
+        return [
+            f"t{i} Alice walks to the fridge (112)",
+            f"t{i} Alice opens the fridge (112) and looks inside",
+            f"t{i + 1} the robot grabs the apple (131)",
+            f"t{i + 1} Ben searches the kitchen cabinet (118): nothing there",
+        ]
+
+    rates: list[float] = []
+    first_ms: list[float] = []
+    for run in range(5):
+        world, actors, furniture = make_world(seed)
+        renderer = TopDownRenderer(size)
+        t0 = time.perf_counter()
+        renderer.render(world, actors=actors, captions=captions(0), title="tick 0", cache_key=run)
+        first_ms.append((time.perf_counter() - t0) * 1000)
+        # only rendering is timed, not the world updates
+        elapsed = 0.0
+        for i in range(frames):
+            if i % 4 == 0:
+                step_world(world, furniture, i // 4)
+            t0 = time.perf_counter()
+            renderer.render(world, actors=actors, captions=captions(i), title=f"tick {i}",
+                            cache_key=run)
+            elapsed += time.perf_counter() - t0
+        rates.append(frames / elapsed)
+    return statistics.median(rates), statistics.median(first_ms)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rows = [(size, *bench(size, args.frames, args.seed)) for size in (256, 512)]
+    print(f"top-down renderer, seed {args.seed}, {args.frames} frames x 5 runs (median)")
+    print(f"{'size':>9} | {'frames/s':>9} | {'first frame (ms)':>16}")
+    print(f"{'-' * 9}-+-{'-' * 9}-+-{'-' * 16}")
+    for size, fps, first in rows:
+        print(f"{size:>4}x{size:<4} | {fps:>9.0f} | {first:>16.1f}")
+
+
+if __name__ == "__main__":
+    main()
