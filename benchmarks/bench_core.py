@@ -3,7 +3,8 @@
 Run: ``python benchmarks/bench_core.py [--repeats 5]``. Reports medians over repeats.
 
 * env steps/s: default ``MindHelper-VirtualHome-v0`` (text observations), a policy that mixes
-  silence (80 %) with random-but-valid programs (20 %), resetting when episodes end;
+  silence (80 %) with random-but-valid programs (20 %), resetting when episodes end; and the
+  same with ``obs_mode="text+rgb"`` (one 128 px frame per window);
 * resets/s: ``reset(seed=i)`` (each samples and validates a fresh episode) and replaying a
   stored spec with ``reset(options={"episode": spec})``;
 * script lines/s: a VirtualHome-sized scene graph (~300 nodes, ~5,000 edges) and a loop of
@@ -26,8 +27,8 @@ from mindhelper_env.world.graph import Node
 from mindhelper_env.world.house import add_object, generate_house
 
 
-def bench_steps(n_steps: int = 4000) -> float:
-    env = gym.make("MindHelper-VirtualHome-v0")
+def bench_steps(n_steps: int = 4000, **env_kwargs: object) -> float:
+    env = gym.make("MindHelper-VirtualHome-v0", **env_kwargs)
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
     # pre-generate episodes so the timing is about stepping, not generation
@@ -122,10 +123,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    steps, fresh, replay, lines = [], [], [], []
+    steps, rgb_steps, fresh, replay, lines = [], [], [], [], []
     size = (0, 0)
     for _ in range(args.repeats):
         steps.append(bench_steps())
+        rgb_steps.append(bench_steps(600, obs_mode="text+rgb", frame_size=128))
         f, r = bench_resets()
         fresh.append(f)
         replay.append(r)
@@ -136,6 +138,8 @@ def main() -> None:
     print(f"{'measure':40s} {'median':>12s}  runs")
     print(f"{'env steps/s (text obs, default env)':40s} {med(steps):12,.0f}  "
           + " ".join(f"{x:,.0f}" for x in steps))
+    print(f"{'env steps/s (text+rgb obs, 128 px)':40s} {med(rgb_steps):12,.0f}  "
+          + " ".join(f"{x:,.0f}" for x in rgb_steps))
     print(f"{'resets/s (sample + validate episode)':40s} {med(fresh):12,.1f}  "
           + " ".join(f"{x:,.1f}" for x in fresh))
     print(f"{'resets/s (replay stored spec)':40s} {med(replay):12,.1f}  "
