@@ -41,7 +41,7 @@ def test_render_gif_mp4_and_timeline(tmp_path):
     (["--suite", "vh-nope"], "unknown suite"),
     (["--agent", "telepath"], "unknown agent"),
     (["--out", "/definitely/missing/ep.gif"], "does not exist"),
-    (["--out", "ep.avi"], "unsupported extension"),
+    (["--out", "ep.avi"], "unsupported video extension"),
 ])
 def test_render_bad_input(tmp_path, capsys, args, message):
     base = {"--suite": "vh-dev-v0", "--index": "3", "--agent": "oracle",

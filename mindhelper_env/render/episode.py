@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.render.text import narrate_event
-from mindhelper_env.render.video import VIDEO_FORMATS
+from mindhelper_env.render.video import VIDEO_FORMATS, check_output_path
 
 __all__ = ["EpisodeRecording", "record_episode", "save_episode_media", "timeline_path"]
 
@@ -110,19 +110,8 @@ def timeline_path(video: str | Path) -> Path:
 
 
 def check_video_path(path: str | Path) -> Path:
-    """Raise a one-line ``ValueError`` for an unsupported extension or unusable folder."""
-    import os
-
-    p = Path(path)
-    if p.suffix.lower() not in VIDEO_FORMATS:
-        raise ValueError(f"{p}: unsupported extension {p.suffix or '(none)'!r}; use "
-                         + " or ".join(VIDEO_FORMATS))
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"{p}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"{p}: folder {parent} is not writable")
-    return p
+    """Check a video output path (``.gif``/``.mp4``, existing writable folder) up front."""
+    return check_output_path(path, VIDEO_FORMATS, kind="video")
 
 
 def save_episode_media(recording: EpisodeRecording, video: str | Path, *,

@@ -40,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mindhelper_env.render.video import check_output_path
+
 __all__ = ["plot_timeline", "validate_timeline_record", "TIMELINE_FORMATS"]
 
 log = logging.getLogger(__name__)
@@ -120,21 +122,6 @@ def _activity(label: str) -> tuple[str, str]:
     return (room, act) if sep else ("", label)
 
 
-def _check_path(path: str | os.PathLike[str], formats: Sequence[str]) -> Path:
-    p = Path(path)
-    if p.suffix.lower() not in formats:
-        raise ValueError(
-            f"unsupported file extension {p.suffix or '(none)'!r} for {p}; use one of "
-            f"{', '.join(formats)}"
-        )
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(f"cannot write {p}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise PermissionError(f"cannot write {p}: folder {parent} is not writable")
-    return p
-
-
 def plot_timeline(
     record: Mapping[str, Any],
     path: str | os.PathLike[str],
@@ -159,7 +146,7 @@ def plot_timeline(
     Returns the path written.
     """
     validate_timeline_record(record)
-    out = _check_path(path, TIMELINE_FORMATS)
+    out = check_output_path(path, TIMELINE_FORMATS)
     Figure, FigureCanvasAgg = _require_matplotlib()
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch

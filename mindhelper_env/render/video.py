@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,25 @@ def _even(frame: np.ndarray) -> np.ndarray:
     return np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
 
 
+def check_output_path(path: str | os.PathLike[str], formats: Sequence[str], *,
+                      kind: str = "file") -> Path:
+    """Check an output file path before any work is done.
+
+    Raises ``ValueError`` for an extension not in ``formats``, ``FileNotFoundError`` when the
+    folder does not exist and ``PermissionError`` when it is not writable.
+    """
+    p = Path(path)
+    if p.suffix.lower() not in formats:
+        raise ValueError(f"unsupported {kind} extension {p.suffix or '(none)'!r} for {p}; "
+                         f"use one of {', '.join(formats)}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise FileNotFoundError(f"cannot write {p}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise PermissionError(f"cannot write {p}: folder {parent} is not writable")
+    return p
+
+
 def write_video(
     frames: Iterable[Any],
     path: str | os.PathLike[str],
@@ -84,22 +103,13 @@ def write_video(
     Raises ``ValueError`` for an unsupported extension or bad frames, ``FileNotFoundError``
     when the folder does not exist and ``PermissionError`` when it is not writable.
     """
-    p = Path(path)
+    p = check_output_path(path, VIDEO_FORMATS, kind="video")
     ext = p.suffix.lower()
-    if ext not in VIDEO_FORMATS:
-        raise ValueError(
-            f"unsupported video extension {p.suffix or '(none)'!r} for {p}; use one of "
-            f"{', '.join(VIDEO_FORMATS)}"
-        )
     if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
         raise ValueError(f"fps must be a positive number, got {fps!r}")
     if not 0 <= quality <= 10:
         raise ValueError(f"quality must be between 0 and 10, got {quality}")
     parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise FileNotFoundError(f"cannot write {p}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise PermissionError(f"cannot write {p}: folder {parent} is not writable")
     data = _check_frames(frames)
     try:
         import imageio.v2 as imageio
