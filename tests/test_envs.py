@@ -148,3 +148,26 @@ def test_ground_truth_not_in_step_info(vh_env):
     flat = repr(info) + repr(obs)
     ref = vh_env.unwrapped.ground_truth
     assert ref.family not in flat and "needs_intervention" not in flat
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"graph": {"nodes": []}}, "no 'actors'"),
+    ({"actors": []}, "no 'graph'"),
+    ({"graph": {"nodes": [{"id": 1}]}, "actors": []}, "class_name"),
+    ({"graph": {"nodes": []}, "actors": [{"id": 2}]}, "actors"),
+])
+def test_malformed_episode_spec_is_a_value_error(vh_env, spec, message):
+    with pytest.raises(ValueError, match=message):
+        vh_env.reset(options={"episode": spec})
+
+
+@pytest.mark.parametrize("activity, message", [
+    ({"type": "dance"}, "unknown type 'dance'"),
+    ({"type": "fetch"}, "needs object"),
+])
+def test_malformed_activity_is_a_value_error(vh_env, activity, message):
+    vh_env.reset(seed=0)
+    spec = vh_env.unwrapped.episode_spec
+    spec["actors"][0]["activities"].append(activity)
+    with pytest.raises(ValueError, match=message):
+        vh_env.reset(options={"episode": spec})

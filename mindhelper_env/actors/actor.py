@@ -32,10 +32,18 @@ from mindhelper_env.world.script import ScriptLine
 if TYPE_CHECKING:
     from mindhelper_env.world.world import ActionResult, Event, World
 
-__all__ = ["Actor", "ACTOR_KINDS", "Marker"]
+__all__ = ["Actor", "ACTOR_KINDS", "ACTIVITY_KEYS", "Marker"]
 
 #: Reach height (metres) of each kind of person.
 ACTOR_KINDS: dict[str, float] = {"adult": 2.0, "child": 1.2, "wheelchair": 1.3}
+
+#: Activity types and the keys each needs.
+ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
+    "goto": ("target",),
+    "fetch": ("object",),
+    "deliver": ("objects", "dest"),
+    "idle": (),
+}
 
 #: How many ticks a person waits for the robot that walked up to them.
 _WAIT_FOR_ROBOT = 2
@@ -86,6 +94,15 @@ class Actor:
         kind = spec.get("kind", "adult")
         if kind not in ACTOR_KINDS:
             raise ValueError(f"unknown actor kind {kind!r}; expected one of {sorted(ACTOR_KINDS)}")
+        for i, act in enumerate(spec["activities"]):
+            kind_ = act.get("type") if isinstance(act, dict) else None
+            if kind_ not in ACTIVITY_KEYS:
+                raise ValueError(f"actor {spec.get('name')!r}: activity #{i} has unknown type "
+                                 f"{kind_!r}; expected one of {sorted(ACTIVITY_KEYS)}")
+            missing = [k for k in ACTIVITY_KEYS[kind_] if k not in act]
+            if missing:
+                raise ValueError(f"actor {spec.get('name')!r}: {kind_} activity #{i} needs "
+                                 f"{', '.join(missing)}")
         return cls(
             id=int(spec["id"]),
             name=str(spec["name"]),

@@ -46,6 +46,15 @@ class Simulation:
     """
 
     def __init__(self, spec: dict[str, Any]) -> None:
+        if not isinstance(spec, dict):
+            raise ValueError(f"an episode spec must be a dict, got {type(spec).__name__}")
+        missing = [k for k in ("graph", "actors") if k not in spec]
+        if missing:
+            raise ValueError(f"episode spec has no {', '.join(repr(k) for k in missing)}")
+        if not isinstance(spec["actors"], list) or not all(
+            isinstance(a, dict) and {"id", "name", "activities"} <= a.keys() for a in spec["actors"]
+        ):
+            raise ValueError("episode spec 'actors' must be a list of {id, name, activities, ...}")
         self.spec = spec
         self.world = World(spec["graph"], robot_ids=(ROBOT_ID,))
         self.robot = ROBOT_ID

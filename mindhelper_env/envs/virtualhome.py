@@ -237,9 +237,13 @@ class MindHelperEnv(gym.Env):
         super().reset(seed=seed)
         options = dict(options or {})
         spec = self._episode_from_options(options)
-        self._spec = spec
-        self._ref = Reference.from_dict(spec["reference"])
         sim = Simulation(spec)
+        try:
+            ref = Reference.from_dict(spec["reference"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"episode spec has no valid 'reference' ({err!r})") from None
+        self._spec = spec
+        self._ref = ref
         sim.horizon = min(sim.horizon, self.max_ticks)
         self._sim = sim
         self._names = {a.id: a.name for a in sim.actors}
@@ -264,7 +268,7 @@ class MindHelperEnv(gym.Env):
     def _episode_from_options(self, options: dict[str, Any]) -> dict[str, Any]:
         if "episode" in options:
             ep = options["episode"]
-            if isinstance(ep, dict) and "graph" in ep:
+            if isinstance(ep, dict) and ("graph" in ep or "actors" in ep):
                 return ep  # never modified by the env; episode_spec hands out copies
             if isinstance(ep, dict) and "suite" in ep:
                 return self._suite_episode(ep["suite"], ep.get("index"))
