@@ -60,3 +60,18 @@ def test_record_video_writes_a_file(tmp_path):
     env.close()
     videos = list((tmp_path / "videos").glob("*.mp4"))
     assert videos and videos[0].stat().st_size > 1000
+
+
+def test_room_observability_hides_other_rooms_in_frames():
+    from mindhelper_env.render.topdown import ROBOT_COLOR
+
+    home = gym.make("MindHelper-VirtualHome-v0", obs_mode="text+rgb", frame_size=256)
+    room = gym.make("MindHelper-VirtualHome-v0", obs_mode="text+rgb", frame_size=256,
+                    observability="room")
+    oh, _ = home.reset(seed=4)
+    orr, _ = room.reset(seed=4)
+    grey = np.all(orr["rgb"] == (150, 150, 150), axis=-1).mean()
+    assert grey > 0.2 and np.all(oh["rgb"] == (150, 150, 150), axis=-1).mean() < 0.01
+    # the robot is in its own room, so it is still drawn
+    red = np.all(orr["rgb"] == ROBOT_COLOR, axis=-1).sum()
+    assert red > 0

@@ -104,7 +104,8 @@ class MindHelperEnv(gym.Env):
     * ``obs_mode`` (``"text"``): ``"text+rgb"`` adds ``"rgb"`` to the observation: the last
       frame of the window (``uint8``, ``frame_size`` × ``frame_size`` × 3), or the last
       ``frame_stack`` frames (``frame_stack`` × H × W × 3) when ``frame_stack > 1``.
-      Needs the ``video`` extra (Pillow).
+      With ``observability="room"`` the frame shows only the robot's room (the rest greyed
+      out, no people or objects drawn there). Needs the ``video`` extra (Pillow).
 
     ``reset(options={"episode": spec})`` replays an episode spec exactly;
     ``reset(options={"family": name})`` samples one family.
@@ -474,7 +475,7 @@ class MindHelperEnv(gym.Env):
                     f"people: {status}\nrobot program: {pend}\n")
         return self._render_rgb()
 
-    def _draw(self, renderer: Any, events: list[Any]) -> np.ndarray:
+    def _draw(self, renderer: Any, events: list[Any], *, scoped: bool = False) -> np.ndarray:
         sim = self._sim
         assert sim is not None
         captions = [narrate_event(sim.world, ev, self._names) for ev in events]
@@ -484,6 +485,7 @@ class MindHelperEnv(gym.Env):
             captions=captions,
             title=f"tick {sim.tick}  window {self._window}",
             cache_key=self._episode_counter,
+            rooms=self._visible_rooms() if scoped and self.observability == "room" else None,
         )
 
     def _render_rgb(self) -> np.ndarray:
@@ -494,7 +496,7 @@ class MindHelperEnv(gym.Env):
     def _frame(self, events: list[Any]) -> np.ndarray:
         if self._frame_renderer is None:
             self._frame_renderer = _make_renderer(self.frame_size)
-        return self._draw(self._frame_renderer, events)
+        return self._draw(self._frame_renderer, events, scoped=True)
 
     def _stacked(self) -> np.ndarray:
         if self.frame_stack == 1:

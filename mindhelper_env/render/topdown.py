@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,7 @@ _FURN_FILL = (214, 204, 186)
 _FURN_EDGE = (128, 114, 96)
 _FURN_TEXT = (70, 60, 50)
 _BOX_CLOSED = (139, 100, 62)
+_UNSEEN = (150, 150, 150)  # rooms outside the viewer's sight
 _BOX_CLOSED_EDGE = (78, 52, 28)
 _BOX_CLOSED_TEXT = (250, 244, 232)
 _BOX_OPEN_FILL = (252, 250, 244)
@@ -328,6 +329,7 @@ class TopDownRenderer:
         captions: Sequence[str] = (),
         title: str | None = None,
         cache_key: Hashable = None,
+        rooms: Collection[int] | None = None,
     ) -> np.ndarray:
         """Draw one frame of ``world``; returns a fresh ``uint8`` array of shape (size, size, 3).
 
@@ -348,6 +350,10 @@ class TopDownRenderer:
             a per-episode token (e.g. the episode id or reset counter). The static layer is
             cached per ``(id(world.graph), cache_key)``; pass a new token whenever furniture
             may have changed for the same graph object.
+        rooms:
+            the rooms the viewer can see (e.g. the robot's own room with
+            ``observability="room"``). Other rooms are greyed out and the people and objects
+            in them are not drawn. ``None`` (default) shows the whole home.
         """
         if isinstance(captions, str):
             raise TypeError("captions must be a sequence of strings, not a single string")
@@ -357,12 +363,17 @@ class TopDownRenderer:
         draw = ImageDraw.Draw(img)
         self._draw_doors(draw, world, layout)
         self._draw_furniture(draw, img, world, layout)
-        placement, held = self._place_objects(world, layout)
+        seen = None if rooms is None else frozenset(rooms)
+        placement, held = self._place_objects(world, layout, seen)
         for dot, text, pos in placement.items:
             draw.ellipse(dot, fill=_OBJ_DOT, outline=_OBJ_EDGE)
             if text is not None:
                 img.paste(_OBJ_TEXT, pos, text.mask)
-        self._draw_characters(draw, img, world, layout, placement, held, actors or {})
+        self._draw_characters(draw, img, world, layout, placement, held, actors or {}, seen)
+        if seen is not None:
+            for rid, box in layout.rooms.items():
+                if rid not in seen:
+                    draw.rectangle(box, fill=_UNSEEN)
         if title:
             t = self._fit_text(str(title), self._font_big_px, self.size - 8)
             img.paste(_HEADER_TEXT, (4, 1), t.mask)
@@ -770,13 +781,15 @@ class TopDownRenderer:
                       f.label.mask)
 
     def _place_objects(
-        self, world: World, lay: _Layout
+        self, world: World, lay: _Layout, seen: frozenset[int] | None = None
     ) -> tuple[_ObjPlacement, dict[int, list[int]]]:
         """Where the visible objects go (cached per configuration) and who holds what."""
         held: dict[int, list[int]] = {}
         config: list[tuple[int, int]] = []
         chars = world.chars
         for obj in lay.objects:
+            if seen is not None and world.room_of(obj) not in seen:
+                continue
             h = world.holder(obj)
             if h is not None:
                 held.setdefault(h, []).append(obj)
@@ -891,8 +904,11 @@ class TopDownRenderer:
         placement: _ObjPlacement,
         held: Mapping[int, list[int]],
         actors: Mapping[int, tuple[str, str]],
+        seen: frozenset[int] | None = None,
     ) -> None:
         chars = world.chars
+        if seen is not None:
+            chars = {c: st for c, st in chars.items() if st.room in seen}
         if not chars:
             return
         r = self._fig_r
