@@ -88,6 +88,7 @@ class Actor:
     _last_room: int | None = None
     _look: bool = True
     _doing: str = ""
+    _activity_done: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Actor:
@@ -176,10 +177,8 @@ class Actor:
             if loc is not None:
                 self.beliefs[obj] = loc
         elif verb == "open":
-            self._look = False
-            for obj in world.contents(ev.args[0]):
-                if not world.is_hidden(obj):
-                    self.beliefs[obj] = ev.args[0]
+            for obj in ev.revealed:
+                self.beliefs[obj] = ev.args[0]
             for obj, loc in list(self.beliefs.items()):
                 if loc == ev.args[0] and world.location(obj) != loc:
                     del self.beliefs[obj]
@@ -222,8 +221,6 @@ class Actor:
             if line is not None or self.status != "active" or not self._activity_done:
                 return line
         return None
-
-    _activity_done = False
 
     def _next_activity(self) -> None:
         self._idx += 1
