@@ -80,6 +80,10 @@ def plot_metrics(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike
     series = {agent: [m.get(k) for k in TABLE_METRICS] for agent, m in table.items()}
     _grouped_bars(ax, list(TABLE_METRICS), series, ylabel="%")
     ax.set_title("Action evaluation and precision intervention")
+    return _save(plt, fig, path)
+
+
+def _save(plt: Any, fig: Any, path: str | os.PathLike[str]) -> Path:
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=120)
@@ -103,11 +107,7 @@ def plot_silent_all(table: Mapping[str, Mapping[str, Any]], path: str | os.PathL
     ax.set_ylabel("silent in episode (%)")
     ax.set_title("Episodes with no intervention at all (silent-all)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, path)
 
 
 def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
@@ -137,11 +137,7 @@ def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[
     fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * max(1, len(families))), 4.8))
     _grouped_bars(ax, labels, series, ylabel="%")
     ax.set_title("Per family: PIR where help is needed, PSR where it is not")
-    fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(plt, fig, path)
 
 
 def write_plots(table: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
