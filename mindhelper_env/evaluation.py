@@ -70,7 +70,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_ENV_ID = "MindHelper-VirtualHome-v0"
 
 #: Metrics of the paper's Table II (in its column order), then silent-all (Fig. 5) and harm.
-HEADLINE_KEYS: tuple[str, ...] = ("TA", "SR", "AC", "PIR", "PSR", "PIA", "silent_all", "harm_rate")
+HEADLINE_KEYS: tuple[str, ...] = ("PHA", "PHR", "TA", "SR", "AC", "PIR", "PSR", "PIA", "silent_all",
+                                 "harm_rate")
 
 _USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
                "fallbacks")

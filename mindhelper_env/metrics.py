@@ -1,4 +1,4 @@
-"""Scoring: every metric of DESIGN.md §7, recomputed from result records and references.
+"""Scoring: every metric of docs/metrics.md, recomputed from result records and references.
 
 Inputs are plain JSON-style dicts.
 
@@ -25,7 +25,10 @@ Only the keys scoring needs are required: ``episode_id``, ``actions``, ``execute
 ``needs_intervention`` is true.
 
 Notation: R is the set of episodes that need help, S the set that do not, and ``t_I`` the
-tick of the robot's first non-``none`` action (the smallest tick in ``actions``).
+time of the robot's *intervention*: its first executed line that acts on an object or a
+person (any verb but the movement verbs walk, find and standup), timed by the tick at which
+the program holding that line was issued (``executed[i]["issued"]``; records without it use
+the line's own tick). Movement is free: a robot that only walks never intervenes.
 
 All rates are fractions in ``[0, 1]``; a rate whose denominator set is empty is ``None``
 (never ``0``), so that "not measured" cannot be mistaken for "always wrong".
@@ -42,7 +45,14 @@ from typing import Any
 
 import numpy as np
 
-from mindhelper_env.world.script import is_silence, normalize_class, parse_program
+from mindhelper_env.world.script import (
+    MOVEMENT_VERBS,
+    ScriptParseError,
+    is_silence,
+    normalize_class,
+    parse_line,
+    parse_program,
+)
 
 __all__ = [
     "Atom",
@@ -58,6 +68,7 @@ __all__ = [
     "sequence_similarity",
     "action_correctness",
     "episode_outcome",
+    "intervention_tick",
     "trigger_accuracy",
     "compute_metrics",
     "compute_table",
@@ -95,6 +106,8 @@ USAGE_FIELDS: tuple[str, ...] = (
 
 #: Keys of a metrics block that are fractions (converted by :func:`as_percentages`).
 RATE_KEYS: tuple[str, ...] = (
+    "PHA",
+    "PHR",
     "PIR",
     "PSR",
     "PIA",
@@ -433,9 +446,10 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
     Returns a dict with:
 
     - ``episode_id``, ``family``, ``needs_help``;
-    - ``intervened``: the robot issued at least one non-``none`` action; ``silent`` is its
-      negation; ``n_actions`` counts those actions;
-    - ``t_I``: smallest tick among those actions, or ``None``;
+    - ``intervened``: the robot executed at least one line that acts on an object or a
+      person; ``silent`` is its negation; ``n_actions`` counts the non-``none`` programs;
+    - ``t_I``: the issue tick of the program holding the first such line, or ``None``;
+    - ``helpful_precise``: ``precise`` and the task succeeded and no harm (PHR's event);
     - ``precise`` (needs help and ``onset <= t_I <= deadline``), ``premature``
       (needs help and ``t_I < onset``), ``late`` (needs help and ``t_I > deadline``),
       ``missed`` (needs help and never acted) — for an episode in R exactly one of these
@@ -456,7 +470,7 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
     needs_help = bool(reference["needs_intervention"])
 
     ticks = [int(a["tick"]) for a in record["actions"] if not is_silence(a["program"])]
-    t_i = min(ticks) if ticks else None
+    t_i = intervention_tick(record["executed"])
     intervened = t_i is not None
 
     precise = premature = late = missed = False
@@ -494,6 +508,7 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
         "late": late,
         "missed": missed,
         "false_alarm": (not needs_help) and intervened,
+        "helpful_precise": precise and bool(record["focus_success"]) and not bool(record["harm"]),
         "success": bool(record["focus_success"]),
         "harm": bool(record["harm"]),
         "sr": sr,
@@ -506,6 +521,23 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
 # --------------------------------------------------------------------------------------
 # Aggregation
 # --------------------------------------------------------------------------------------
+
+
+def intervention_tick(executed: Iterable[Mapping[str, Any]]) -> int | None:
+    """``t_I`` of a record's ``executed`` lines: the issue tick of the program holding the
+    first line that acts on an object or a person (not walk/find/standup), or None."""
+    for e in executed:
+        try:
+            verb = parse_line(str(e["line"])).verb
+        except ScriptParseError:
+            continue
+        if verb in MOVEMENT_VERBS:
+            continue
+        issued = e.get("issued")
+        if isinstance(issued, int) and not isinstance(issued, bool) and issued >= 0:
+            return issued
+        return int(e["tick"])
+    return None
 
 
 def _rate(flags: Sequence[bool]) -> float | None:
@@ -522,8 +554,11 @@ def _aggregate(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     silent_eps = [o for o in outcomes if not o["needs_help"]]
     pir = _rate([o["precise"] for o in help_eps])
     psr = _rate([o["silent"] for o in silent_eps])
+    phr = _rate([o["helpful_precise"] for o in help_eps])
     parts = [x for x in (pir, psr) if x is not None]
     pia = sum(parts) / len(parts) if parts else None
+    parts = [x for x in (phr, psr) if x is not None]
+    pha = sum(parts) / len(parts) if parts else None
     sr_values = [o["sr"] for o in help_eps if o["sr"] is not None]
     ac_values = [o["ac"] for o in help_eps if o["ac"] is not None]
     return {
@@ -531,6 +566,8 @@ def _aggregate(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_help": len(help_eps),
         "n_silent": len(silent_eps),
         "n_sequence": len(sr_values),
+        "PHA": pha,
+        "PHR": phr,
         "PIR": pir,
         "PSR": psr,
         "PIA": pia,
@@ -629,6 +666,9 @@ def compute_metrics(
       ``n_sequence`` episodes; ``silent_all`` and ``harm_rate`` over all episodes;
     - ``PIA`` = (PIR + PSR) / 2; if only one of them exists (R or S empty) PIA equals
       that one, and it is ``None`` when neither does;
+    - ``PHR`` (precise helpful rate) over R: the first intervention is in the window *and*
+      the task succeeded *and* no harm; ``PHA`` = (PHR + PSR) / 2 (same rule as PIA). PIA
+      rewards timing alone; PHA also needs help that works and harms no one;
     - ``efficiency``: ``model_calls_per_episode``, ``tokens_per_episode``
       (prompt + completion), ``prompt_tokens_per_episode``,
       ``completion_tokens_per_episode``, ``tokens_per_call`` (``None`` with no calls),

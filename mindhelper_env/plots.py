@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 #: The metrics of the paper's Table II, in its column order.
-TABLE_METRICS: tuple[str, ...] = ("TA", "SR", "AC", "PIR", "PSR", "PIA")
+TABLE_METRICS: tuple[str, ...] = ("PHA", "PHR", "TA", "SR", "AC", "PIR", "PSR", "PIA")
 
 
 def _pyplot() -> Any:
@@ -73,7 +73,7 @@ def _grouped_bars(
 
 
 def plot_metrics(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Bar chart of TA, SR, AC, PIR, PSR, PIA (%) per agent (the paper's Table II)."""
+    """Bar chart of PHA, PHR, TA, SR, AC, PIR, PSR, PIA (%) per agent (PHA first, then the paper's Table II)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(TABLE_METRICS) * max(1, len(table)) / 2),
                                     4.0))
@@ -129,9 +129,9 @@ def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[
         block = (m.get("per_family") or {}).get(fam)
         if not block:
             return None
-        return block.get("PIR") if block.get("n_help") else block.get("PSR")
+        return block.get("PHR") if block.get("n_help") else block.get("PSR")
 
-    labels = [textwrap.fill(f.replace("_", " "), 13) + f"\n({'PIR' if needs_help(f) else 'PSR'})"
+    labels = [textwrap.fill(f.replace("_", " "), 13) + f"\n({'PHR' if needs_help(f) else 'PSR'})"
               for f in families]
     series = {agent: [family_value(m, f) for f in families] for agent, m in table.items()}
     fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * max(1, len(families))), 4.8))

@@ -1,4 +1,4 @@
-"""Tests for mindhelper_env.metrics (DESIGN.md §7). Expected values are worked out by hand."""
+"""Tests for mindhelper_env.metrics (docs/metrics.md). Expected values are worked out by hand."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for mindhelper_env.scenarios.suites and mindhelper_env.schemas (DESIGN.md §8)."""
+"""Tests for mindhelper_env.scenarios.suites and mindhelper_env.schemas (docs/data-format.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The wrapper watches the actions sent to the env, notes the tick ``t_I`` of the robot's
 first intervention (first non-silent action), and at the end of each episode compares it
-with the episode's intervention window (DESIGN.md §7):
+with the episode's intervention window (docs/metrics.md):
 
 * an episode that needs help counts toward PIR when ``onset <= t_I <= deadline`` and toward
   TA when the focus person succeeded;

@@ -18,6 +18,18 @@ Activities (JSON dicts, in order):
 * ``{"type": "deliver", "objects": [ids], "dest": id}`` — put the held objects in/on ``dest``
   (opening it first if it is closed, which needs a free hand).
 * ``{"type": "idle", "ticks": k}``.
+* ``{"type": "check", "target": id}`` — walk to a place and look: open a closed container, look
+  inside and close it again, or look over a surface; take nothing.
+* ``{"type": "assist", "person": id, "anchor": id, "object": id | None, "container": id | None,
+  "max_wait": k}`` — walk to ``anchor`` and wait (at most ``max_wait`` ticks) until ``person``
+  is seen struggling there; then hand them ``object`` or open ``container`` for them.
+
+**Visible behaviour.** People use the containers they open and close them again. Besides
+script lines an actor emits three behaviour events (``outbox``), all of them things a camera
+shows and none of them a reason or an outcome: ``look`` (looked over a surface, or into a
+container that was already open, and took nothing), ``stretch`` (stretched up toward an
+object it cannot reach) and ``stand`` (stood at a closed container, hands full). A line that
+fails is not an event at all: nothing visible happened.
 
 Kinds: ``adult`` (reach 2.0 m), ``child`` (1.2 m), ``wheelchair`` (1.3 m).
 """
@@ -43,6 +55,8 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "fetch": ("object",),
     "deliver": ("objects", "dest"),
     "idle": (),
+    "check": ("target",),
+    "assist": ("person", "anchor"),
 }
 
 #: How many ticks a person waits for the robot that walked up to them.
@@ -72,9 +86,9 @@ class Actor:
     beliefs: dict[int, int] = field(default_factory=dict)
     status: str = "active"  # active | done | gave_up
     markers: list[Marker] = field(default_factory=list)
-    #: visible behaviour that is not a script line (searching, struggling, giving up):
-    #: ``(verb, node ids, reason)``; the simulation turns it into events each tick
-    outbox: list[tuple[str, tuple[int, ...], str]] = field(default_factory=list)
+    #: visible behaviour that is not a script line (``look``, ``stretch``, ``stand``):
+    #: ``(verb, node ids)``; the simulation turns it into events each tick
+    outbox: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     # policy state
     _idx: int = 0
     _started: bool = False
@@ -89,6 +103,9 @@ class Actor:
     _look: bool = True
     _doing: str = ""
     _activity_done: bool = False
+    _closing: int | None = None
+    _opened: int | None = None
+    _assist_go: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Actor:
@@ -171,6 +188,11 @@ class Actor:
 
     def _see_event(self, world: World, ev: Event) -> None:
         verb = ev.verb
+        if verb in ("stretch", "stand"):
+            act = self.activity
+            if act is not None and act["type"] == "assist" and ev.actor == int(act["person"]):
+                self._assist_go = True
+            return
         if verb in ("grab", "putback", "putin", "drop", "give", "move"):
             obj = ev.args[0]
             loc = world.location(obj)
@@ -203,6 +225,11 @@ class Actor:
                     return None
             else:
                 self._robot_wait = 0
+        if self._closing is not None:
+            box, self._closing = self._closing, None
+            if (world.is_open(box) and world.is_close(self.id, box)
+                    and world.free_hand(self.id) is not None):
+                return self._line(world, "close", box)
         if self._wait > 0:
             self._wait -= 1
             return None
@@ -231,6 +258,8 @@ class Actor:
         self._checked = set()
         self._target = None
         self._activity_done = False
+        self._opened = None
+        self._assist_go = False
 
     def _complete(self) -> None:
         self._activity_done = True
@@ -248,7 +277,6 @@ class Actor:
             self.status = "gave_up"
             self._doing = "gave up"
             self.markers.append(Marker(world.tick, "gave_up", self._idx, detail))
-            self.outbox.append(("giveup", (), "gave up"))
         else:
             self._wait = self.retry_wait
 
@@ -316,7 +344,6 @@ class Actor:
         self._doing = "looking for something"
         place = self._choose_place(world, act, obj)
         if place is None:
-            self.outbox.append(("search", (), "looked everywhere they could think of"))
             self._fail_attempt(world, "nowhere left to look")
             if self.status == "active":
                 # start the search over: maybe it came back
@@ -326,20 +353,48 @@ class Actor:
             return self._walk_to(world, place)
         # at the place
         if world.is_closed_container(place) and "CAN_OPEN" in world.graph.nodes[place].properties:
-            if world.free_hand(self.id) is None:
-                self.outbox.append(("open", (place,), "their hands are full"))
-                self._fail_attempt(world, f"hands full at {place}")
+            blocked = self._cannot_open(world, place)
+            if blocked is not None:
+                self._fail_attempt(world, blocked)
                 return None
+            self._opened = place
             return self._line(world, "open", place)
         if world.location(obj) is not None and world.anchor(obj) == place and not world.is_hidden(obj):
+            if not world.reachable(self.id, obj):
+                self.outbox.append(("stretch", (obj, world.location(obj) or place)))
+                self._fail_attempt(world, f"{obj} out of reach")
+                return None
+            if world.free_hand(self.id) is None:
+                self.outbox.append(("stand", (place, *world.held_by(self.id))))
+                self._fail_attempt(world, f"hands full at {place}")
+                return None
+            if self._opened == place:
+                self._closing = place
+                self._opened = None
             return self._line(world, "grab", obj)
         # not here: negative evidence
         self._checked.add(place)
         if self.beliefs.get(obj) is not None and world.anchor(self.beliefs[obj]) == place:
             del self.beliefs[obj]
         self._target = None
-        self.outbox.append(("search", (place,), "did not find what they were looking for"))
         self._fail_attempt(world, f"not at {place}")
+        if self._opened == place and world.is_open(place):
+            # looked inside what it opened: close it again (the visible end of the look)
+            self._opened = None
+            return self._line(world, "close", place)
+        self.outbox.append(("look", (place,)))
+        return None
+
+    def _cannot_open(self, world: World, box: int) -> str | None:
+        """Emit the visible struggle and return a failure detail if this person cannot open
+        ``box`` now (hands full or out of reach); None if it can."""
+        if world.free_hand(self.id) is None:
+            self._doing = f"at the {world.graph.nodes[box].class_name} with full hands"
+            self.outbox.append(("stand", (box, *world.held_by(self.id))))
+            return f"hands full at {box}"
+        if not world.reachable(self.id, box):
+            self.outbox.append(("stretch", (box, box)))
+            return f"{box} out of reach"
         return None
 
     def _choose_place(self, world: World, act: dict[str, Any], obj: int) -> int | None:
@@ -366,10 +421,9 @@ class Actor:
         node = world.graph.nodes[dest]
         if "CONTAINERS" in node.properties:
             if "CLOSED" in node.states:
-                if world.free_hand(self.id) is None:
-                    self._doing = f"struggling to open the {node.class_name} with full hands"
-                    self.outbox.append(("open", (dest,), "their hands are full"))
-                    self._fail_attempt(world, f"hands full at {dest}")
+                blocked = self._cannot_open(world, dest)
+                if blocked is not None:
+                    self._fail_attempt(world, blocked)
                     return None
                 return self._line(world, "open", dest)
             return self._line(world, "putin", obj, dest)
@@ -385,14 +439,80 @@ class Actor:
         self._doing = f"carrying things to the {world.graph.nodes[dest].class_name}"
         return self._put(world, int(held[0]), dest)
 
+    # check --------------------------------------------------------------
+    def _act_check(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        place = int(act["target"])
+        stand = self._stand_if_sitting(world)
+        if stand is not None:
+            return stand
+        if not world.is_close(self.id, place):
+            return self._walk_to(world, place)
+        node = world.graph.nodes[place]
+        if self._opened == place:
+            self._opened = None
+            self._complete()
+            if world.is_open(place) and world.free_hand(self.id) is not None:
+                return self._line(world, "close", place)
+            return None
+        if "CAN_OPEN" in node.properties and world.is_closed_container(place) \
+                and world.free_hand(self.id) is not None and world.reachable(self.id, place):
+            self._opened = place
+            return self._line(world, "open", place)
+        self.outbox.append(("look", (place,)))
+        self._complete()
+        return None
+
+    # assist -------------------------------------------------------------
+    def _act_assist(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        anchor = int(act["anchor"])
+        person = int(act["person"])
+        obj = act.get("object")
+        box = act.get("container")
+        if obj is not None and world.holder(int(obj)) == self.id:
+            if world.chars[person].room != world.chars[self.id].room:
+                return self._walk_to(world, person)
+            self._complete()
+            return self._line(world, "give", int(obj), person)
+        if not self._assist_go:
+            if not world.is_close(self.id, anchor):
+                if self._stay > 0:  # already waited here and left: do not come back
+                    self._complete()
+                    return None
+                return self._walk_to(world, anchor)
+            if self._stay >= int(act.get("max_wait", 8)):
+                self._complete()
+                return None
+            self._stay += 1
+            self._doing = f"standing at the {world.graph.nodes[anchor].class_name}"
+            return None
+        if box is not None:
+            self._complete()
+            if world.is_closed_container(int(box)) and world.is_close(self.id, int(box)):
+                return self._line(world, "open", int(box))
+            return None
+        if obj is not None and world.holder(int(obj)) is None and not world.is_hidden(int(obj)):
+            if not world.is_close(self.id, int(obj)):
+                return self._walk_to(world, world.anchor(int(obj)))
+            return self._line(world, "grab", int(obj))
+        self._complete()
+        return None
+
     # ------------------------------------------------------------------ feedback
     def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
         """React to the outcome of the line this actor just tried."""
         if result.ok:
             if line.verb in ("putin", "putback") and self.activity is not None:
-                if self.activity["type"] == "fetch":
+                act = self.activity
+                if line.verb == "putin":
+                    box = line.args[1][1]
+                    more = act["type"] == "deliver" and any(
+                        world.holder(int(o)) == self.id for o in act["objects"])
+                    if not more:
+                        self._closing = box
+                if act["type"] == "fetch":
                     self._complete()
             return
-        if line.verb == "grab" and "out of reach" in (result.reason or ""):
-            self._doing = f"trying to reach the {world.graph.nodes[line.args[0][1]].class_name}"
+        if line.verb in ("close", "give", "open") and self.activity is not None \
+                and self.activity["type"] in ("assist", "check"):
+            return  # a courtesy that did not work out is not a failed attempt at the task
         self._fail_attempt(world, result.reason or line.verb)

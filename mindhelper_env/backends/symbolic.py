@@ -6,6 +6,17 @@ drives it directly to validate episodes (no-help and reference rollouts).
 
 Order inside one tick: scheduled background events, then the robot's next pending line, then
 each actor (by id) acts; finally every actor perceives the tick's events in its room.
+
+Only what happened is an event: a line that fails changes nothing and leaves no event (the
+robot learns about its own failures from ``info["action_error"]``). Actors' visible behaviour
+that is not a script line (``look``, ``stretch``, ``stand``) becomes an event too.
+
+**Interventions.** Robot lines whose verb is in
+:data:`~mindhelper_env.world.script.MOVEMENT_VERBS` (walk, find, standup) are free. The
+robot's *intervention* is its first executed line (successful or not) with any other verb;
+:attr:`Simulation.intervention_tick` is the tick at which the program holding that line was
+issued (the agent's decision time), :attr:`Simulation.first_move_tick` likewise for the first
+movement line.
 """
 
 from __future__ import annotations
@@ -14,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindhelper_env.actors.actor import Actor
-from mindhelper_env.world.script import ScriptLine, is_silence, parse_program
+from mindhelper_env.world.script import MOVEMENT_VERBS, ScriptLine, is_silence, parse_program
 from mindhelper_env.world.world import Event, World
 
 __all__ = ["Simulation", "ROBOT_ID", "ExecutedLine"]
@@ -27,13 +38,22 @@ _MOVING_VERBS = frozenset({"grab", "putin", "putback", "drop", "give"})
 
 @dataclass(slots=True)
 class ExecutedLine:
+    """A robot line that was executed at ``tick``, from the program issued at ``issued``."""
+
     tick: int
     line: str
     ok: bool
     reason: str | None
+    issued: int = -1
+    verb: str = ""
+
+    @property
+    def intervenes(self) -> bool:
+        return self.verb not in MOVEMENT_VERBS
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tick": self.tick, "line": self.line, "ok": self.ok, "reason": self.reason}
+        return {"tick": self.tick, "line": self.line, "ok": self.ok, "reason": self.reason,
+                "issued": self.issued}
 
 
 class Simulation:
@@ -74,6 +94,7 @@ class Simulation:
         self._events = sorted(spec.get("events", []), key=lambda e: (e["tick"], e.get("object", 0)))
         self._next_event = 0
         self.pending: list[ScriptLine] = []
+        self._issued = -1
         self.log: list[Event] = []
         self.robot_lines: list[ExecutedLine] = []
         self.actions: list[dict[str, Any]] = []
@@ -131,7 +152,28 @@ class Simulation:
             errors = [("", "empty program")]
         self.actions.append({"tick": self.world.tick, "program": action[:2000]})
         self.pending = lines
+        self._issued = self.world.tick
         return errors
+
+    @property
+    def intervention_tick(self) -> int | None:
+        """Issue tick of the program whose line was the robot's first intervention, or None."""
+        for ln in self.robot_lines:
+            if ln.intervenes:
+                return ln.issued
+        return None
+
+    @property
+    def first_move_tick(self) -> int | None:
+        """Issue tick of the program whose line was the robot's first movement, or None."""
+        for ln in self.robot_lines:
+            if not ln.intervenes:
+                return ln.issued
+        return None
+
+    @property
+    def intervened(self) -> bool:
+        return any(ln.intervenes for ln in self.robot_lines)
 
     def _robot_step(self) -> Event | None:
         if not self.pending:
@@ -142,10 +184,12 @@ class Simulation:
         if res.ok and not res.done:
             return res.event
         self.pending.pop(0)
-        self.robot_lines.append(ExecutedLine(self.world.tick, str(line), res.ok, res.reason))
+        self.robot_lines.append(ExecutedLine(self.world.tick, str(line), res.ok, res.reason,
+                                             self._issued, line.verb))
         if res.ok:
             self._check_harm(line, before)
-        return res.event
+            return res.event
+        return None
 
     def _snapshot_for_harm(self, line: ScriptLine) -> tuple[int, int | None] | None:
         if line.verb in _MOVING_VERBS and line.args and line.args[0][1] in self._task_objects:
@@ -195,12 +239,12 @@ class Simulation:
             if line is not None:
                 res = w.execute(actor.id, line, max_hops=1)
                 actor.feedback(w, line, res)
-                if res.event is not None:
+                if res.ok and res.event is not None:
                     events.append(res.event)
             if actor.outbox:
                 room = w.chars[actor.id].room
-                for verb, args, reason in actor.outbox:
-                    events.append(Event(w.tick, actor.id, verb, args, False, room, reason))
+                for verb, args in actor.outbox:
+                    events.append(Event(w.tick, actor.id, verb, args, True, room))
                 actor.outbox.clear()
         for actor in self.actors:
             actor.perceive(w, events)
@@ -239,7 +283,7 @@ class Simulation:
         if self.created_false_belief:
             return True
         ref = self.spec.get("reference") or {}
-        if self.actions and not ref.get("needs_intervention", False):
+        if self.intervened and not ref.get("needs_intervention", False):
             f = self.focus
             return f is not None and f.status == "gave_up"
         return False

@@ -18,9 +18,10 @@ from mindhelper_env.render.text import (
     describe_scene,
     event_dict,
     narrate_event,
+    style_of,
 )
 from mindhelper_env.scenarios.generator import generate_episode, sample_episode
-from mindhelper_env.scenarios.spec import FAMILIES, Reference
+from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, FAMILIES, Reference
 from mindhelper_env.world.script import is_silence
 
 __all__ = ["MindHelperEnv", "DEFAULT_REWARD"]
@@ -50,7 +51,7 @@ class MindHelperEnv(gym.Env):
     returns what happened in it. The robot answers with an executable program of
     VirtualHome-style script lines or ``"none"``. It should intervene only when a false
     belief or an implicit goal blocks the focus person's task — and then quickly and
-    helpfully — and stay silent otherwise. Episodes come from eight scenario families
+    helpfully — and stay silent otherwise. Episodes come from eleven scenario families
     (:mod:`mindhelper_env.scenarios`), each validated by simulation.
 
     ## Action Space
@@ -62,23 +63,31 @@ class MindHelperEnv(gym.Env):
     (``[tell] <character> (2) <apple> (31) <fridge> (12)``). The robot executes one line per
     tick; walking crosses one door per tick. A new program replaces what is left of the
     previous one. A malformed or impossible line never raises: it is skipped and
-    ``info["action_error"]`` names it and says why. Any action other than ``none`` counts as
-    an intervention attempt.
+    ``info["action_error"]`` names it and says why. Movement (walk, find, standup) is free:
+    the robot's *intervention* is its first executed line that acts on an object or a person
+    (open, grab, put, give, tell, switch, drop, ...), timed by the tick at which the program
+    holding it was issued.
 
     ## Observation Space
 
     ``Dict`` with ``"narration"`` (``Text``: natural-language account of the window, as the
     robot perceives it), ``"events"`` (``Text``: the same events as a JSON list of
-    ``{tick, actor, actor_name, verb, args: [{id, class}], ok, room, reason}``) and ``"tick"``
-    (``Discrete``: the tick at the end of the window). With ``observability="home"`` the robot
-    sees every room (not inside closed containers); with ``"room"`` only its own room.
+    ``{tick, actor, actor_name, verb, args: [{id, class}], room}``, plus ``contents`` for
+    ``open``) and ``"tick"`` (``Discrete``: the tick at the end of the window). With
+    ``observability="home"`` the robot sees every room (not inside closed containers); with
+    ``"room"`` only its own room. Narration and events describe behaviour only, as a camera
+    shows it (docs/narration.md): never intentions, what someone looks for, or why an attempt
+    failed. People's visible struggles are the events ``look`` (looked over a place and took
+    nothing), ``stretch`` (stretched toward something out of reach) and ``stand`` (stood at a
+    closed container, hands full); a line that fails leaves no event.
 
     ## Rewards
 
     Given when they happen: ``false_alarm`` for the first intervention in an episode that
     needs none, ``premature``/``late`` for a first intervention before onset/after the
-    deadline, ``line_cost`` per robot script line attempted; at the end ``success`` if the
-    episode needed help and the focus person succeeded after the robot intervened, and
+    deadline (``deadline = onset + 5`` ticks), ``line_cost`` per robot script line attempted;
+    at the end ``success`` if the episode needed help and the focus person succeeded after
+    the robot intervened, and
     ``harm`` if the robot made the focus person fail or left them with a false belief.
     Defaults in :data:`DEFAULT_REWARD`.
 
@@ -92,10 +101,11 @@ class MindHelperEnv(gym.Env):
     ## Arguments
 
     * ``families``: family names (list) or ``{family: weight}`` to sample from (default: all
-      eight, equal weights).
-    * ``window_ticks`` (3): ticks per observation window. Episodes are validated so that help
-      issued up to 4 ticks after onset still works; windows longer than 5 ticks may make even
-      the oracle late.
+      eleven, weighted so that half the episodes need help:
+      :data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`).
+    * ``window_ticks`` (3): ticks per observation window. Help issued at any tick from onset
+      to the deadline (onset + 5) is validated to work; windows longer than 5 ticks may make
+      even the oracle late.
     * ``observability`` (``"home"``): ``"home"`` or ``"room"``.
     * ``max_ticks`` (150): cap on episode length in ticks.
     * ``reward``: overrides of :data:`DEFAULT_REWARD`.
@@ -113,7 +123,10 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
-    * v0: initial release.
+    * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, eleven families with
+      silent twins, deadline = onset + 5 ticks, shuffled ids, movement is not an
+      intervention. Suites ``vh-dev-v1``/``vh-test-v1``; the leaky v0 suites are withdrawn.
+    * v0 (0.1.0): initial release.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -186,14 +199,16 @@ class MindHelperEnv(gym.Env):
         self._done = True
         self._window = 0
         self._names: dict[int, str] = {}
+        self._kinds: dict[int, str] = {}
+        self._style = 0
+        self._intervened = False
         self._last_text = ""
-        self._first_action_tick: int | None = None
         self._renderer: Any = None
 
     @staticmethod
     def _check_families(families: Any) -> dict[str, float]:
         if families is None:
-            return {f: 1.0 for f in FAMILIES}
+            return dict(DEFAULT_FAMILY_WEIGHTS)
         if isinstance(families, str):
             families = [families]
         if not isinstance(families, dict):
@@ -249,11 +264,14 @@ class MindHelperEnv(gym.Env):
         self._sim = sim
         self._names = {a.id: a.name for a in sim.actors}
         self._names[ROBOT_ID] = "Robot"
+        self._kinds = {a.id: a.kind for a in sim.actors}
+        self._style = style_of(spec.get("seed", spec.get("episode_id", "")))
+        self._intervened = False
         self._done = False
         self._window = 0
-        self._first_action_tick = None
         rooms = self._visible_rooms()
-        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID), NARRATION_MAX)
+        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID, self._kinds),
+                          NARRATION_MAX)
         self._last_text = text
         self._last_events: list[Any] = []
         self._episode_counter += 1
@@ -314,9 +332,6 @@ class MindHelperEnv(gym.Env):
             errors.extend(f"line '{line}': {why}" for line, why in bad[:8])
             if len(bad) > 8:
                 errors.append(f"... and {len(bad) - 8} more malformed lines")
-            if self._first_action_tick is None:
-                self._first_action_tick = sim.tick
-                reward += self._first_action_reward(sim.tick)
         n_lines_before = len(sim.robot_lines)
         events = []
         rgb = self.obs_mode == "text+rgb"
@@ -332,6 +347,9 @@ class MindHelperEnv(gym.Env):
                 break
         new_lines = sim.robot_lines[n_lines_before:]
         reward += self.reward_config["line_cost"] * len(new_lines)
+        if not self._intervened and sim.intervention_tick is not None:
+            self._intervened = True
+            reward += self._first_action_reward(sim.intervention_tick)
         for ln in new_lines:
             if not ln.ok:
                 errors.append(f"line '{ln.line}' at tick {ln.tick}: {ln.reason}")
@@ -339,7 +357,7 @@ class MindHelperEnv(gym.Env):
         terminated = sim.terminated
         truncated = sim.truncated
         visible = self._visible_events(events)
-        text = "\n".join(f"[t={ev.tick}] " + narrate_event(sim.world, ev, self._names)
+        text = "\n".join(f"[t={ev.tick}] " + narrate_event(sim.world, ev, self._names, self._style)
                          for ev in visible)
         if not text:
             text = "Nothing happened that you could see."
@@ -394,7 +412,7 @@ class MindHelperEnv(gym.Env):
         sim, ref = self._sim, self._ref
         assert sim is not None and ref is not None
         r = 0.0
-        if ref.needs_intervention and sim.actions and sim.focus_succeeded():
+        if ref.needs_intervention and sim.intervened and sim.focus_succeeded():
             r += self.reward_config["success"]
         if sim.harm():
             r += self.reward_config["harm"]
@@ -453,6 +471,8 @@ class MindHelperEnv(gym.Env):
             "executed": [ln.to_dict() for ln in sim.robot_lines],
             "focus_success": sim.focus_succeeded(),
             "harm": sim.harm(),
+            "intervention_tick": _or_minus_one(sim.intervention_tick),
+            "first_move_tick": _or_minus_one(sim.first_move_tick),
             "ticks": sim.tick,
             "steps": self._window,
             "terminated": sim.terminated,
@@ -469,7 +489,12 @@ class MindHelperEnv(gym.Env):
             raise gym.error.ResetNeeded("call reset() before render()")
         if self.render_mode == "ansi":
             sim = self._sim
-            status = " | ".join(f"{a.name}: {a.doing or a.status}" for a in sim.actors)
+            w = sim.world
+            status = " | ".join(
+                f"{a.name} in {w.name(w.chars[a.id].room) if w.chars[a.id].room else '?'}"
+                + (f" holding {', '.join(w.name(h) for h in w.held_by(a.id))}"
+                   if w.held_by(a.id) else "")
+                for a in sim.actors)
             pend = "; ".join(str(x) for x in sim.pending) or "none"
             return (f"tick {sim.tick}  window {self._window}\n{self._last_text}\n"
                     f"people: {status}\nrobot program: {pend}\n")
@@ -478,7 +503,7 @@ class MindHelperEnv(gym.Env):
     def _draw(self, renderer: Any, events: list[Any], *, scoped: bool = False) -> np.ndarray:
         sim = self._sim
         assert sim is not None
-        captions = [narrate_event(sim.world, ev, self._names) for ev in events]
+        captions = [narrate_event(sim.world, ev, self._names, self._style) for ev in events]
         return renderer.render(
             sim.world,
             actors={a.id: (a.name, a.kind) for a in sim.actors},
@@ -507,6 +532,10 @@ class MindHelperEnv(gym.Env):
         self._renderer = None
         self._frame_renderer = None
         super().close()
+
+
+def _or_minus_one(value: int | None) -> int:
+    return -1 if value is None else int(value)
 
 
 def _make_renderer(size: int) -> Any:

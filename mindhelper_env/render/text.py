@@ -1,18 +1,72 @@
-"""Natural-language narration of world events (the text observation and ``ansi`` render)."""
+"""Narration of what the robot sees: the text observation, the events JSON and captions.
+
+The narration contract (docs/narration.md): sentences describe **behaviour, as a camera would
+show it** — who went where, who opened, closed, took, put, looked over, stretched toward or
+stood holding what — and what is visibly where. They never state intentions, what someone
+was looking for, whether a search succeeded or why an attempt failed. Each behaviour has
+several phrasings; which one is used is fixed by the episode's *style* number and the event,
+so the same episode always reads the same, but a parser has to understand the sentences
+rather than match one template.
+"""
 
 from __future__ import annotations
 
 import re
 import string
+import zlib
 from typing import Any
 
 from mindhelper_env.world.world import Event, World
 
-__all__ = ["CHARSET", "clean_text", "narrate_event", "describe_scene", "event_dict"]
+__all__ = ["CHARSET", "clean_text", "narrate_event", "describe_scene", "event_dict",
+           "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
 CHARSET = frozenset(string.printable)
 _NON_PRINTABLE = re.compile(r"[^\t\n\r\x0b\x0c\x20-\x7e]")
+
+#: How a person of each kind is described (what anyone can see).
+KIND_WORDS = {"adult": "an adult", "child": "a child", "wheelchair": "a wheelchair user"}
+
+#: Verbs that can appear in the events JSON.
+EVENT_VERBS = ("walk", "find", "open", "close", "grab", "putin", "putback", "drop", "switchon",
+               "switchoff", "sit", "standup", "give", "tell", "look", "stretch", "stand")
+
+# Furniture whose top or inside is above a child's head: taking from it is "reaching up".
+_HIGH = frozenset({"wallshelf", "kitchencabinet", "bathroomcabinet"})
+
+_PHRASES: dict[str, tuple[str, ...]] = {
+    "arrive": ("{who} went to {a0} in the {room}.", "{who} walked over to {a0} in the {room}.",
+               "{who} made their way to {a0} in the {room}."),
+    "arrive_room": ("{who} went to the {room}.", "{who} walked to the {room}."),
+    "enter": ("{who} walked into the {room}.", "{who} came into the {room}.",
+              "{who} entered the {room}."),
+    "open": ("{who} opened {a0}.", "{who} pulled {a0} open.", "{who} opened up {a0}."),
+    "close": ("{who} closed {a0}.", "{who} shut {a0}.", "{who} pushed {a0} closed."),
+    "grab": ("{who} took {a0}{src}.", "{who} picked up {a0}{src}.", "{who} grabbed {a0}{src}."),
+    "grab_high": ("{who} reached up and took {a0}{src}.",
+                  "{who} stretched up and lifted {a0}{src}."),
+    "putin": ("{who} put {a0} in {a1}.", "{who} placed {a0} inside {a1}.",
+              "{who} put {a0} away in {a1}."),
+    "putback": ("{who} put {a0} on {a1}.", "{who} set {a0} down on {a1}.",
+                "{who} left {a0} on {a1}."),
+    "drop": ("{who} dropped {a0}.", "{who} let go of {a0}; it fell to the floor."),
+    "switchon": ("{who} switched on {a0}.", "{who} turned on {a0}."),
+    "switchoff": ("{who} switched off {a0}.", "{who} turned off {a0}."),
+    "sit": ("{who} sat down on {a0}.", "{who} took a seat on {a0}."),
+    "standup": ("{who} stood up.", "{who} got up."),
+    "give": ("{who} gave {a0} to {a1}.", "{who} handed {a0} to {a1}."),
+    "tell": ("{who} told {a0} that {a1} is at {a2}.",),
+    "look": ("{who} looked over {a0}.", "{who} looked around {a0}.", "{who} glanced over {a0}."),
+    "look_in": ("{who} looked inside {a0}.", "{who} peered into {a0}."),
+    "stretch": ("{who} stretched up toward {a0} on {a1}.", "{who} reached up toward {a0} on {a1}.",
+                "{who} stood at {a1}, arms raised toward {a0}."),
+    "stretch_box": ("{who} stretched up toward {a0}.", "{who} reached up toward the handle of {a0}."),
+    "stand": ("{who}, holding {held}, stood at {a0}.", "{who} stood at {a0} with {held} in hand.",
+              "{who} stopped at {a0}, holding {held}."),
+    "stand_one": ("{who}, holding {held}, stood at {a0}.", "{who} stood at {a0} with {held}."),
+    "move": ("{who} moved {a0} to {a1} in the {room}.",),
+}
 
 
 def clean_text(text: str, max_length: int) -> str:
@@ -21,6 +75,19 @@ def clean_text(text: str, max_length: int) -> str:
     if len(text) > max_length:
         text = text[: max_length - 4] + " ..."
     return text
+
+
+def style_of(key: str | int) -> int:
+    """The phrasing style number of an episode (from its seed or id)."""
+    return zlib.crc32(str(key).encode()) & 0x7FFFFFFF
+
+
+def _choose(key: str, style: int, ev: Event) -> str:
+    options = _PHRASES[key]
+    if len(options) == 1:
+        return options[0]
+    mix = zlib.crc32(f"{style}:{ev.tick}:{ev.actor}:{ev.verb}:{ev.args}".encode())
+    return options[mix % len(options)]
 
 
 def _who(world: World, cid: int, names: dict[int, str]) -> str:
@@ -39,96 +106,116 @@ def _thing(world: World, nid: int, names: dict[int, str]) -> str:
 def _room(world: World, rid: int | None) -> str:
     if rid is None:
         return "nowhere"
-    return world.name(rid)
+    n = world.graph.nodes.get(rid)
+    return f"{n.class_name} ({rid})" if n else f"room {rid}"
 
 
-def narrate_event(world: World, ev: Event, names: dict[int, str]) -> str:
-    """One sentence for an event, as the robot would describe what it saw."""
+def _and(parts: list[str]) -> str:
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0) -> str:
+    """One sentence for an event: the behaviour a camera would have shown."""
     who = _who(world, ev.actor, names)
     a = [_thing(world, x, names) for x in ev.args]
     v = ev.verb
-    if not ev.ok:
-        if v == "search":
-            where = f" at {a[0]}" if a else ""
-            return f"{who} searched{where} and did not find what they were looking for."
-        if v == "giveup":
-            return f"{who} gave up and looks frustrated."
-        what = " ".join(a) if a else ""
-        return f"{who} tried to {v} {what} but failed: {ev.reason}.".replace("  ", " ")
+    room = _room(world, ev.room)
+    fields: dict[str, Any] = {"who": who, "room": room}
+    fields.update({f"a{i}": x for i, x in enumerate(a)})
+    key = v
+    extra = ""
     if v in ("walk", "find"):
-        if ev.done:
-            return f"{who} went to {a[0]} in the {_room(world, ev.room)}."
-        return f"{who} walked into the {_room(world, ev.room)}."
-    if v == "open":
-        inside = ev.revealed
-        extra = ""
-        if inside:
-            extra = " Inside: " + ", ".join(_thing(world, x, names) for x in inside) + "."
-        return f"{who} opened {a[0]}.{extra}"
-    if v == "close":
-        return f"{who} closed {a[0]}."
-    if v == "grab":
-        src = f" from {_thing(world, ev.source[1], names)}" if ev.source else ""
-        return f"{who} took {a[0]}{src}."
-    if v == "putin":
-        return f"{who} put {a[0]} in {a[1]}."
-    if v == "putback":
-        return f"{who} put {a[0]} on {a[1]}."
-    if v == "drop":
-        return f"{who} dropped {a[0]}."
-    if v == "switchon":
-        return f"{who} switched on {a[0]}."
-    if v == "switchoff":
-        return f"{who} switched off {a[0]}."
-    if v == "sit":
-        return f"{who} sat down on {a[0]}."
-    if v == "standup":
-        return f"{who} stood up."
-    if v == "give":
-        return f"{who} gave {a[0]} to {a[1]}."
-    if v == "tell":
-        return f"{who} told {a[0]} that {a[1]} is at {a[2]}."
-    if v == "move":
-        return f"{who} moved {a[0]} to {a[1]} in the {_room(world, ev.room)}."
-    if v == "done":
-        return f"{who} finished what they were doing."
-    return f"{who} did {v} {' '.join(a)}."
+        if not ev.done or not ev.args:
+            key = "enter"
+        elif ev.args[0] == ev.room:
+            key = "arrive_room"
+        else:
+            key = "arrive"
+    elif v == "open":
+        inside = [_thing(world, x, names) for x in ev.revealed]
+        extra = (" Inside: " + ", ".join(inside) + ".") if inside else " It was empty."
+    elif v == "grab":
+        src = ""
+        if ev.source and ev.source[1] in world.graph.nodes:
+            src = f" from {_thing(world, ev.source[1], names)}"
+            if world.graph.nodes[ev.source[1]].key in _HIGH:
+                key = "grab_high"
+        fields["src"] = src
+    elif v == "look":
+        if ev.args and ev.args[0] in world.graph.nodes and world.is_open(ev.args[0]) \
+                and "CONTAINERS" in world.graph.nodes[ev.args[0]].properties:
+            key = "look_in"
+    elif v == "stretch":
+        if len(ev.args) < 2 or ev.args[0] == ev.args[1]:
+            key = "stretch_box"
+    elif v == "stand":
+        held = [_thing(world, x, names) for x in ev.args[1:]]
+        fields["held"] = _and(held) or "something"
+        key = "stand" if len(held) > 1 else "stand_one"
+    if key not in _PHRASES:
+        return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
+    try:
+        return _choose(key, style, ev).format(**fields) + extra
+    except (KeyError, IndexError):
+        return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
 
 
 def event_dict(world: World, ev: Event, names: dict[int, str]) -> dict[str, Any]:
-    """A structured, JSON-ready event."""
-    return {
+    """A structured, JSON-ready event: the same behaviour as the narration, no more.
+
+    ``{"tick", "actor", "actor_name", "verb", "args": [{"id", "class"}], "room"}``, plus
+    ``"contents"`` (what became visible) for ``open``. A walk still under way has no
+    ``args``: only the room the person entered is visible, not where they are heading.
+    """
+    args = ev.args if (ev.verb not in ("walk", "find") or ev.done) else ()
+    out: dict[str, Any] = {
         "tick": ev.tick,
         "actor": ev.actor,
         "actor_name": _who(world, ev.actor, names),
         "verb": ev.verb,
         "args": [
             {"id": x, "class": world.graph.nodes[x].class_name if x in world.graph.nodes else "?"}
-            for x in ev.args
+            for x in args
         ],
-        "ok": ev.ok,
         "room": ev.room,
-        "reason": ev.reason,
     }
+    if ev.verb == "open":
+        out["contents"] = [{"id": x, "class": world.graph.nodes[x].class_name}
+                           for x in ev.revealed if x in world.graph.nodes]
+    return out
 
 
-def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int) -> str:
+def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int,
+                   kinds: dict[int, str] | None = None) -> str:
     """What the robot sees at the start: rooms, people, and visible objects with places."""
-    lines = ["The home has: " + ", ".join(world.name(r) for r in world.rooms) + "."]
+    kinds = kinds or {}
+    lines = ["The home has: " + ", ".join(_room(world, r) for r in world.rooms) + "."]
     for r in rooms:
         people = [c for c in sorted(world.room_nodes(r)) if c in world.chars and c != robot]
         objs = [
             n for n in sorted(world.room_nodes(r))
             if "GRABBABLE" in world.graph.nodes[n].properties and not world.is_hidden(n)
+            and world.holder(n) is None
         ]
         parts = []
         if people:
-            parts.append("people: " + ", ".join(_thing(world, p, names) for p in people))
+            descr = []
+            for p in people:
+                d = _thing(world, p, names)
+                if p in kinds:
+                    d = f"{d}, {KIND_WORDS.get(kinds[p], kinds[p])}"
+                held = world.held_by(p)
+                if held:
+                    d += ", holding " + _and([_thing(world, h, names) for h in held])
+                descr.append(d)
+            parts.append("people: " + "; ".join(descr))
         if objs:
             parts.append("objects: " + ", ".join(
                 f"{_thing(world, o, names)} {_where(world, o, names)}" for o in objs))
         if parts:
-            lines.append(f"In the {world.name(r)}: " + "; ".join(parts) + ".")
+            lines.append(f"In the {_room(world, r)}: " + "; ".join(parts) + ".")
     rr = world.chars[robot].room
     lines.append(f"You (the robot, {robot}) are in the {_room(world, rr)}.")
     return "\n".join(lines)

@@ -4,16 +4,27 @@ A draft has everything but the measured window and the reference program; the ge
 (:mod:`mindhelper_env.scenarios.generator`) simulates it to measure onset and deadline, builds
 the reference and validates it. Every random choice goes through the ``numpy`` Generator.
 
+Help families and their *silent twins* (same visible cue, different minds):
+
 | family | help | what happens |
 |---|---|---|
-| false_belief_relocation | yes | A knows X is at L1, leaves; X is moved to L2 while A is away; A returns for X |
-| false_belief_irrelevant | no | same relocation, but A's next task does not need X |
-| false_belief_witnessed | no | X is moved while A watches: no false belief |
-| false_belief_self_corrected | no | A is away during the move but sees X at L2 before needing it |
-| implicit_goal_search | yes | A needs X, never says so, and searches places where X is not |
-| implicit_goal_reach | yes | a child or wheelchair user keeps failing to reach X on a high shelf |
-| implicit_goal_blocked | yes | A's hands are full and A cannot open the container it must fill |
-| routine | no | tasks go as planned, possibly with distractor events |
+| false_belief_relocation | yes | A puts X away in L1 and leaves; B moves X to L2 while A is away; A comes back and opens L1 |
+| false_belief_irrelevant | no | the same relocation, but A never needs X again (and looks elsewhere) |
+| false_belief_witnessed | no | B moves X while A watches; A later takes X from L2 |
+| false_belief_self_corrected | no | B moves X while A is away, but A sees X at L2 before needing it |
+| implicit_goal_search | yes | A needs an X; the only X lies where nobody keeps one; A searches the usual places |
+| search_self_found | no | A searches for an X, the first place is empty, A finds one at the next usual place |
+| implicit_goal_reach | yes | a child or wheelchair user stretches for X on a high shelf; no one able to help is there |
+| reach_helped | no | the same stretch, but an adult standing at the shelf hands X over |
+| implicit_goal_blocked | yes | A, hands full, stands at the closed container they must fill; no one is there to open it |
+| blocked_helped | no | the same, but a person standing at the container opens it |
+| routine | no | tasks go as planned: people fetch what they know where it is, check places, tidy up |
+
+In **every** family other people do chores (walk about, check containers and shelves, carry
+what they hold to a table, move things from place to place), objects sometimes lie where
+nobody keeps them, children and wheelchair users are about, and people may start out holding
+things — so none of these cues gives the family away. Node ids of rooms, furniture, objects
+and people are shuffled at the end of every draft (see :meth:`Draft.shuffle_ids`).
 """
 
 from __future__ import annotations
@@ -36,6 +47,8 @@ NAMES = (
     "Kemi", "Liam", "Maya", "Noah", "Olga", "Priya", "Quentin", "Rosa", "Sam", "Tara",
 )
 
+_KINDS = ("adult", "child", "wheelchair")
+
 
 class Draft:
     """A house with people being put together; ``to_spec`` makes the spec dict."""
@@ -47,8 +60,9 @@ class Draft:
         self.world = World(self.g)  # index for queries while building (kept in sync below)
         self.next_id = max(self.g.nodes) + 1
         self.actors: list[dict[str, Any]] = []
+        self._by_id: dict[int, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
-        self.focus: int = 2
+        self.focus: int = -1
         self.target: int | None = None
         self.mental_state: dict[str, Any] = {"type": "none"}
         self.needs_help = False
@@ -87,10 +101,20 @@ class Draft:
         return [f for f in self.furniture(room, max_top=max_top)
                 if {"SURFACES", "CONTAINERS"} & self.g.nodes[f].properties]
 
+    def containers(self, room: int | None = None, *, max_top: float = 1.9) -> list[int]:
+        return [f for f in self.furniture(room, prop="CAN_OPEN", max_top=max_top)
+                if "CONTAINERS" in self.g.nodes[f].properties]
+
+    def surfaces(self, room: int | None = None, *, max_top: float = 1.1) -> list[int]:
+        return self.furniture(room, prop="SURFACES", max_top=max_top)
+
     def pick(self, seq: list[int] | tuple) -> Any:
         if not seq:
             raise _Reject("nothing to choose from")
         return seq[int(self.rng.integers(len(seq)))]
+
+    def chance(self, p: float) -> bool:
+        return bool(self.rng.random() < p)
 
     def room_of(self, nid: int) -> int:
         r = self.world.room_of(nid)
@@ -102,21 +126,41 @@ class Draft:
         by_cls = OBJECT_CATALOG[cls][1]
         return [f for c in by_cls for f in self.furniture(cls=(c,))]
 
+    def unusual_surfaces(self, cls: str, *, exclude_rooms: tuple[int, ...] = ()) -> list[int]:
+        usual = set(OBJECT_CATALOG[cls][1])
+        return [f for f in self.surfaces(max_top=1.1)
+                if self.g.nodes[f].key not in usual and self.room_of(f) not in exclude_rooms]
+
+    def instances(self, cls: str) -> list[int]:
+        return sorted(n.id for n in self.g.nodes.values()
+                      if n.category == "Props" and n.key == cls)
+
+    def remove_instances(self, cls: str, keep: tuple[int, ...] = ()) -> None:
+        """Take every object of ``cls`` but ``keep`` out of the house (it has just one X)."""
+        for nid in self.instances(cls):
+            if nid not in keep:
+                self.world.remove_object(nid)
+
     # ---------------------------------------------------------------- building
     def person(self, kind: str | None = None, room: int | None = None) -> int:
         cid = 2 + len(self.actors)
-        kind = kind or ("adult" if self.rng.random() < 0.7 else
-                        ("child" if self.rng.random() < 0.5 else "wheelchair"))
+        if kind is None:
+            kind = "adult" if self.chance(0.6) else ("child" if self.chance(0.5) else "wheelchair")
         room = room if room is not None else self.pick(self.rooms)
         name = self._names[len(self.actors)]
         self.world.add_character(cid, room, name=name, reach=ACTOR_KINDS[kind])
         self.g.nodes[cid].extra["kind"] = kind
-        self.actors.append({"id": cid, "name": name, "kind": kind, "patience": 3,
-                            "retry_wait": 1, "beliefs": {}, "activities": []})
+        rec = {"id": cid, "name": name, "kind": kind, "patience": 3, "retry_wait": 1,
+               "beliefs": {}, "activities": []}
+        self.actors.append(rec)
+        self._by_id[cid] = rec
         return cid
 
     def actor(self, cid: int) -> dict[str, Any]:
-        return self.actors[cid - 2]
+        return self._by_id[cid]
+
+    def reach(self, cid: int) -> float:
+        return ACTOR_KINDS[self.actor(cid)["kind"]]
 
     def _new_object(self, cls: str) -> Node:
         nid = self.next_id
@@ -140,7 +184,7 @@ class Draft:
     def goto(self, cid: int, target: int, stay: int) -> None:
         node = self.g.nodes[target]
         use = None
-        if "SITTABLE" in node.properties:
+        if "SITTABLE" in node.properties and self.actor(cid)["kind"] != "wheelchair":
             use = "sit"
         elif "HAS_SWITCH" in node.properties and "CONTAINERS" not in node.properties:
             use = "switchon"
@@ -151,6 +195,16 @@ class Draft:
         self.actor(cid)["activities"].append({"type": "fetch", "object": obj, "dest": dest,
                                               "search": [int(s) for s in search]})
 
+    def deliver(self, cid: int, objs: list[int], dest: int) -> None:
+        self.actor(cid)["activities"].append({"type": "deliver", "objects": list(objs),
+                                              "dest": dest})
+
+    def check(self, cid: int, place: int) -> None:
+        self.actor(cid)["activities"].append({"type": "check", "target": place})
+
+    def idle(self, cid: int, ticks: int) -> None:
+        self.actor(cid)["activities"].append({"type": "idle", "ticks": int(ticks)})
+
     def believe(self, cid: int, obj: int, loc: int) -> None:
         self.actor(cid)["beliefs"][str(obj)] = int(loc)
 
@@ -159,23 +213,113 @@ class Draft:
         perm = self.rng.permutation(len(places))
         return [places[int(i)] for i in perm] + [p for p in last if p not in exclude]
 
-    def bystanders(self, n: int) -> None:
+    def reachable_for(self, cid: int, places: list[int]) -> list[int]:
+        r = self.reach(cid)
+        out = []
+        for p in places:
+            h = self.world.height(p, top="SURFACES" in self.g.nodes[p].properties)
+            if h is None or h <= r:
+                out.append(p)
+        return out
+
+    # ---------------------------------------------------------------- background life
+    def chores(self, cid: int, n: int | None = None) -> None:
+        """Ordinary things a person does: walk about, check places, tidy, move things."""
+        n = int(self.rng.integers(1, 4)) if n is None else n
         for _ in range(n):
-            cid = self.person()
-            for _ in range(int(self.rng.integers(1, 3))):
-                self.goto(cid, self.pick(self.furniture()), int(self.rng.integers(2, 8)))
+            roll = self.rng.random()
+            if roll < 0.25:
+                self.goto(cid, self.pick(self.furniture()), int(self.rng.integers(1, 6)))
+            elif roll < 0.75:
+                pool = self.reachable_for(cid, self.containers() + self.surfaces())
+                self.check(cid, self.pick(pool))
+            else:
+                self.move_something(cid)
+
+    def move_something(self, cid: int) -> None:
+        """Person ``cid`` takes a visible object it can reach and puts it somewhere else."""
+        objs = [o for o in self.world.graph.nodes.values()
+                if o.category == "Props" and self.world.holder(o.id) is None
+                and not self.world.is_hidden(o.id) and o.id != self.target
+                and self.world.reachable(cid, o.id)]
+        if not objs:
+            return
+        z = self.pick(sorted(o.id for o in objs))
+        src = self.world.anchor(z)
+        dest = self.pick([p for p in self.reachable_for(cid, self.surfaces()) if p != src])
+        self.believe(cid, z, self.world.location(z))
+        self.fetch(cid, z, dest, [src])
+
+    def bystander(self, room: int | None = None, kind: str | None = None) -> int:
+        cid = self.person(kind=kind, room=room)
+        if self.chance(0.3):
+            objs = [self.hold(cid, self.pick(sorted(OBJECT_CATALOG)))
+                    for _ in range(1 if self.chance(0.6) else 2)]
+            self.deliver(cid, objs, self.pick(self.reachable_for(cid, self.surfaces())))
+        self.chores(cid)
+        return cid
+
+    def scenery(self) -> None:
+        """Set-up found in every family: something lying where nobody keeps it, something on a
+        high shelf."""
+        if self.chance(0.6):
+            cls = self.pick(sorted(OBJECT_CATALOG))
+            spots = self.unusual_surfaces(cls)
+            if spots:
+                self.obj(cls, self.pick(spots))
+        shelves = self.furniture(cls=("wallshelf",))
+        if shelves and self.chance(0.6):
+            self.obj(self.pick(sorted(OBJECT_CATALOG)), self.pick(shelves))
+
+    def shuffle_ids(self) -> dict[int, int]:
+        """Give every node but the robot a fresh random id, so ids say nothing about roles."""
+        old = sorted(n for n in self.g.nodes if n != ROBOT_ID)
+        pool = self.rng.choice(np.arange(2, 2 + 4 * len(old)), size=len(old), replace=False)
+        return {o: int(new) for o, new in zip(old, pool, strict=True)}
 
     def to_spec(self) -> dict[str, Any]:
+        mapping = self.shuffle_ids()
+
+        def m(x: Any) -> Any:
+            return mapping.get(int(x), int(x)) if x is not None else None
+
+        graph = self.g.to_virtualhome()
+        for node in graph["nodes"]:
+            node["id"] = m(node["id"])
+        for edge in graph["edges"]:
+            edge["from_id"] = m(edge["from_id"])
+            edge["to_id"] = m(edge["to_id"])
+        graph["nodes"].sort(key=lambda n: n["id"])
+        graph["edges"].sort(key=lambda e: (e["from_id"], e["relation_type"], e["to_id"]))
+        actors = []
+        for a in sorted(self.actors, key=lambda a: m(a["id"])):
+            acts = []
+            for act in a["activities"]:
+                new = dict(act)
+                for k in ("target", "object", "dest", "person", "anchor", "container"):
+                    if new.get(k) is not None:
+                        new[k] = m(new[k])
+                if "search" in new:
+                    new["search"] = [m(s) for s in new["search"]]
+                if "objects" in new:
+                    new["objects"] = [m(o) for o in new["objects"]]
+                acts.append(new)
+            actors.append({**a, "id": m(a["id"]), "activities": acts,
+                           "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()}})
+        ms = dict(self.mental_state)
+        for k in ("object", "believed", "true"):
+            if ms.get(k) is not None:
+                ms[k] = m(ms[k])
         return {
             "family": self.family,
-            "graph": self.g.to_virtualhome(),
+            "graph": graph,
             "robot": {"id": ROBOT_ID, "name": "robot"},
-            "actors": self.actors,
-            "events": self.events,
+            "actors": actors,
+            "events": [dict(e, object=m(e["object"]), to=m(e["to"])) for e in self.events],
             "horizon": 150,
-            "focus": self.focus,
-            "target": self.target,
-            "mental_state": self.mental_state,
+            "focus": m(self.focus),
+            "target": m(self.target),
+            "mental_state": ms,
             "needs_intervention": self.needs_help,
         }
 
@@ -184,8 +328,9 @@ class _Reject(Exception):
     """The draft cannot be built from this rng state; the generator resamples."""
 
 
-def _n_actors(d: Draft) -> int:
-    return int(d.rng.integers(1, 4))
+def _others(d: Draft, n_min: int = 0) -> int:
+    """How many people besides the focus (1 or 2, at least ``n_min``)."""
+    return max(n_min, int(d.rng.integers(1, 3)))
 
 
 def _target_class(d: Draft, min_places: int = 2) -> str:
@@ -194,60 +339,72 @@ def _target_class(d: Draft, min_places: int = 2) -> str:
     return d.pick(classes)
 
 
-def _dest_surface(d: Draft, exclude: set[int], max_top: float = 1.1) -> int:
-    return d.pick([f for f in d.furniture(prop="SURFACES", max_top=max_top) if f not in exclude])
+def _any_kind(d: Draft) -> str:
+    return "adult" if d.chance(0.6) else ("child" if d.chance(0.5) else "wheelchair")
 
 
+# ------------------------------------------------------------------------------ relocation
 def _relocation(d: Draft, variant: str) -> None:
-    n = _n_actors(d)
+    """A puts X into container L1 and leaves; B moves X to L2 (while A is away, or watching)."""
+    kind = _any_kind(d)
+    reach = ACTOR_KINDS[kind]
     cls = _target_class(d)
-    l1 = d.pick([p for p in d.habitual(cls) if p in d.places(max_top=1.5)])
+    l1_pool = [p for p in d.containers(max_top=reach) if p in d.habitual(cls)] \
+        or d.containers(max_top=reach)
+    l1 = d.pick(l1_pool)
     r1 = d.room_of(l1)
-    a = d.person(kind="adult", room=r1)
-    x = d.obj(cls, l1)
+    a = d.person(kind=kind, room=r1)
+    d.focus = a
+    x = d.hold(a, cls)
     d.target = x
-    d.believe(a, x, l1)
-    away_rooms = [r for r in d.rooms if r != r1]
-    r_away = d.pick(away_rooms)
+    d.deliver(a, [x], l1)
+    away = [r for r in d.rooms if r != r1]
+    r_away = d.pick(away)
+    b_room = r1 if variant == "witnessed" else d.pick(d.rooms)
+    b = d.person(kind="adult", room=b_room)
+    d.believe(b, x, l1)  # B knows where A keeps it (B is not judged: B never struggles)
     if variant == "witnessed":
         l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
-        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]), int(d.rng.integers(6, 10)))
+        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
+               int(d.rng.integers(12, 18)))
+        d.idle(b, int(d.rng.integers(5, 8)))
     else:
-        l2_rooms = [r for r in d.rooms if r != r_away]
         if variant == "self_corrected":
-            cands = [p for p in d.furniture(prop="SURFACES", max_top=1.5)
-                     if d.room_of(p) in l2_rooms and p != l1 and d.room_of(p) != r1]
+            cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
         else:
-            cands = [p for p in d.places(max_top=1.5) if d.room_of(p) in l2_rooms and p != l1]
+            cands = [p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
         l2 = d.pick(cands)
-        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(8, 13)))
+        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(12, 18)))
+        d.idle(b, int(d.rng.integers(4, 8)) + d.world.distance(r1, r_away))
+    d.fetch(b, x, l2, [l1])
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
-    # the move
-    if n >= 2:
-        b_room = d.pick([r for r in d.rooms if r != r_away])
-        b = d.person(kind="adult", room=b_room)
-        d.believe(b, x, l1)
-        d.actor(b)["activities"].append({"type": "idle", "ticks": int(d.rng.integers(1, 3))})
-        d.fetch(b, x, l2, [l1])
-        d.bystanders(n - 2)
-    else:
-        tick = 3 + d.world.distance(r1, r_away) if variant != "witnessed" else 3
-        rel = "INSIDE" if "CONTAINERS" in d.g.nodes[l2].properties else "ON"
-        d.events.append({"tick": int(tick), "type": "move", "object": x, "to": l2, "relation": rel})
-    dest = _dest_surface(d, {l1, l2})
+    dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
     if variant == "relocation":
-        d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
+        d.fetch(a, x, dest, d.search_order(cls, {l1, l2}))
+        d.actor(a)["patience"] = int(d.rng.integers(4, 6))
+        d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
         d.needs_help = True
     elif variant == "irrelevant":
-        later = d.pick([f for f in d.furniture() if d.room_of(f) not in (r1, d.room_of(l2))])
-        d.goto(a, later, int(d.rng.integers(3, 7)))
+        pool = [p for p in d.reachable_for(a, d.containers() + d.surfaces()) if p != l1]
+        d.check(a, d.pick(pool))
+        d.goto(a, d.pick([f for f in d.furniture() if f != l1]), int(d.rng.integers(2, 6)))
     elif variant == "witnessed":
+        if d.chance(0.6):
+            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
+                               if p not in (l1, l2)]))
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = {"type": "none"}
     elif variant == "self_corrected":
         d.goto(a, d.pick(d.furniture(d.room_of(l2))), int(d.rng.integers(2, 4)))
+        if d.chance(0.6):
+            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
+                               if p not in (l1, l2)]))
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = dict(d.mental_state, corrected=True)
+    d.chores(b, int(d.rng.integers(0, 2)))
+    if d.chance(0.5):
+        d.bystander()
+    d.scenery()
 
 
 def false_belief_relocation(d: Draft) -> None:
@@ -266,96 +423,165 @@ def false_belief_self_corrected(d: Draft) -> None:
     _relocation(d, "self_corrected")
 
 
-def implicit_goal_search(d: Draft) -> None:
-    n = _n_actors(d)
+# ------------------------------------------------------------------------------ search
+def _search(d: Draft, found: bool) -> None:
+    """A needs an object of class c and does not know where one is."""
+    d.scenery()
     cls = _target_class(d)
-    habitual = set(d.habitual(cls))
-    where = d.pick([p for p in d.furniture(prop="SURFACES", max_top=1.5) if p not in habitual])
-    a = d.person(kind="adult", room=d.pick([r for r in d.rooms if r != d.room_of(where)]))
-    x = d.obj(cls, where)
+    kind = _any_kind(d)
+    a = d.person(kind=kind)
+    d.focus = a
+    usual = d.reachable_for(a, list(dict.fromkeys(d.habitual(cls))))
+    if len(usual) < 2:
+        raise _Reject("too few places to search")
+    if found:
+        order = [usual[int(i)] for i in d.rng.permutation(len(usual))]
+        where = order[int(d.rng.integers(1, min(3, len(order))))]
+        x = d.obj(cls, where)
+        d.remove_instances(cls, keep=(x,))
+        search = order
+        d.mental_state = {"type": "none"}
+    else:
+        spots = d.unusual_surfaces(cls, exclude_rooms=(d.world.chars[a].room,))
+        where = d.pick(spots)
+        x = d.obj(cls, where)
+        d.remove_instances(cls, keep=(x,))
+        search = d.search_order(cls, set())
+        search = [p for p in search if p in usual]
+        d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls}", "object": x}
+        d.needs_help = True
     d.target = x
-    d.actor(a)["patience"] = int(d.rng.integers(3, 5))
-    if d.rng.random() < 0.5:
+    d.actor(a)["patience"] = int(d.rng.integers(4, 6))
+    d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
+    if d.chance(0.5):
         d.goto(a, d.pick(d.furniture(d.world.chars[a].room)), int(d.rng.integers(2, 5)))
-    dest = _dest_surface(d, {where})
-    d.fetch(a, x, dest, d.search_order(cls, {where}))
-    d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls}", "object": x}
-    d.needs_help = True
-    d.bystanders(n - 1)
+    dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s != where])
+    d.fetch(a, x, dest, search)
+    for _ in range(_others(d)):
+        d.bystander()
 
 
-def implicit_goal_reach(d: Draft) -> None:
-    n = _n_actors(d)
+def implicit_goal_search(d: Draft) -> None:
+    _search(d, found=False)
+
+
+def search_self_found(d: Draft) -> None:
+    _search(d, found=True)
+
+
+# ------------------------------------------------------------------------------ reach
+def _reach(d: Draft, helped: bool) -> None:
     shelf = d.pick(d.furniture(cls=("wallshelf",)))
+    room = d.room_of(shelf)
     cls = d.pick(sorted(OBJECT_CATALOG))
     x = d.obj(cls, shelf)
     d.target = x
-    kind = "child" if d.rng.random() < 0.5 else "wheelchair"
-    a = d.person(kind=kind, room=d.pick(d.rooms))
-    d.actor(a)["patience"] = int(d.rng.integers(4, 7))
-    d.actor(a)["retry_wait"] = 2
-    d.believe(a, x, shelf)
-    if d.rng.random() < 0.5:
-        d.goto(a, d.pick(d.furniture(d.world.chars[a].room)), int(d.rng.integers(2, 5)))
-    dest = _dest_surface(d, {shelf}, max_top=ACTOR_KINDS[kind])
+    kind = "child" if d.chance(0.5) else "wheelchair"
+    a = d.person(kind=kind, room=room)
+    d.focus = a
+    d.actor(a)["patience"] = int(d.rng.integers(5, 7))
+    d.actor(a)["retry_wait"] = int(d.rng.integers(3, 5))
+    if d.chance(0.5):
+        d.goto(a, d.pick(d.furniture(room)), int(d.rng.integers(2, 5)))
+    dest = d.pick(d.reachable_for(a, d.surfaces()))
     d.fetch(a, x, dest, [shelf])
     d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls} from the high shelf",
                       "object": x}
-    d.needs_help = True
-    d.bystanders(n - 1)
+    if helped:
+        q = d.person(kind="adult", room=room)
+        d.actor(q)["activities"].append({"type": "assist", "person": a, "anchor": shelf,
+                                         "object": x, "container": None, "max_wait": 16})
+        d.chores(q, int(d.rng.integers(0, 2)))
+        d.mental_state = {"type": "none"}
+    else:
+        d.needs_help = True
+    for _ in range(_others(d) - int(helped)):
+        d.bystander()
+    d.scenery()
 
 
-def implicit_goal_blocked(d: Draft) -> None:
-    n = _n_actors(d)
-    box = d.pick(d.furniture(prop="CAN_OPEN", cls=("fridge", "kitchencabinet", "cabinet",
-                                                    "closet", "dishwasher")))
-    a = d.person(kind="adult", room=d.pick([r for r in d.rooms if r != d.room_of(box)]
-                                           or d.rooms))
-    fits = {"fridge": ("milk", "juice", "apple", "cupcake"),
-            "dishwasher": ("plate", "mug", "wineglass"),
-            "kitchencabinet": ("plate", "mug", "chips", "wineglass")}
-    pool = fits.get(d.g.nodes[box].key, ("book", "folder", "towel", "magazine", "wallet"))
+def implicit_goal_reach(d: Draft) -> None:
+    _reach(d, helped=False)
+
+
+def reach_helped(d: Draft) -> None:
+    _reach(d, helped=True)
+
+
+# ------------------------------------------------------------------------------ blocked
+_FITS = {"fridge": ("milk", "juice", "apple", "cupcake"),
+         "dishwasher": ("plate", "mug", "wineglass"),
+         "kitchencabinet": ("plate", "mug", "chips", "wineglass")}
+
+
+def _blocked(d: Draft, helped: bool) -> None:
+    kind = _any_kind(d)
+    box = d.pick(d.containers(max_top=ACTOR_KINDS[kind]))
+    room = d.room_of(box)
+    a = d.person(kind=kind, room=d.pick(d.rooms))
+    d.focus = a
+    pool = _FITS.get(d.g.nodes[box].key, ("book", "folder", "towel", "magazine", "wallet"))
     o1 = d.hold(a, d.pick(list(pool)))
     o2 = d.hold(a, d.pick(list(pool)))
     d.target = box
-    d.actor(a)["patience"] = int(d.rng.integers(4, 7))
-    d.actor(a)["retry_wait"] = 2
-    d.actor(a)["activities"].append({"type": "deliver", "objects": [o1, o2], "dest": box})
+    d.actor(a)["patience"] = int(d.rng.integers(5, 7))
+    d.actor(a)["retry_wait"] = int(d.rng.integers(3, 5))
+    if d.chance(0.4):
+        d.goto(a, d.pick(d.furniture(d.world.chars[a].room)), int(d.rng.integers(1, 4)))
+    d.deliver(a, [o1, o2], box)
     d.mental_state = {"type": "implicit_goal", "goal": f"open the {d.g.nodes[box].class_name}",
                       "object": box}
-    d.needs_help = True
-    d.bystanders(n - 1)
-
-
-def routine(d: Draft) -> None:
-    n = _n_actors(d)
-    cls = _target_class(d, min_places=1)
-    loc = d.pick([p for p in d.habitual(cls) if p in d.places(max_top=1.5)])
-    a = d.person(kind="adult")
-    y = d.obj(cls, loc)
-    d.target = y
-    d.believe(a, y, loc)
-    d.goto(a, d.pick(d.furniture()), int(d.rng.integers(2, 6)))
-    d.fetch(a, y, _dest_surface(d, {loc}), d.search_order(cls, {loc}, last=[loc]))
-    if d.rng.random() < 0.5:
-        d.goto(a, d.pick(d.furniture()), int(d.rng.integers(1, 4)))
-    # a distractor: something else gets moved
-    others = [o for o in d.g.nodes.values() if o.category == "Props" and o.id != y
-              and d.world.holder(o.id) is None]
-    if others:
-        z = d.pick(sorted(o.id for o in others))
-        to = d.pick([p for p in d.places() if p != d.world.anchor(z)])
-        if n >= 2:
-            b = d.person(kind="adult")
-            d.believe(b, z, d.world.location(z))
-            d.fetch(b, z, to, [d.world.anchor(z)])
-            d.bystanders(n - 2)
-        else:
-            rel = "INSIDE" if "CONTAINERS" in d.g.nodes[to].properties else "ON"
-            d.events.append({"tick": int(d.rng.integers(2, 10)), "type": "move", "object": z,
-                             "to": to, "relation": rel})
+    if helped:
+        q = d.person(kind="adult", room=room)
+        d.actor(q)["activities"].append({"type": "assist", "person": a, "anchor": box,
+                                         "object": None, "container": box, "max_wait": 24})
+        d.chores(q, int(d.rng.integers(0, 2)))
+        d.mental_state = {"type": "none"}
     else:
-        d.bystanders(n - 1)
+        d.needs_help = True
+    for _ in range(_others(d) - int(helped)):
+        d.bystander()
+    d.scenery()
+
+
+def implicit_goal_blocked(d: Draft) -> None:
+    _blocked(d, helped=False)
+
+
+def blocked_helped(d: Draft) -> None:
+    _blocked(d, helped=True)
+
+
+# ------------------------------------------------------------------------------ routine
+def routine(d: Draft) -> None:
+    """Ordinary life: A gets something A saw, checks a place, tidies; others do chores."""
+    d.scenery()
+    kind = _any_kind(d)
+    a = d.person(kind=kind)
+    d.focus = a
+    room = d.world.chars[a].room
+    here = [o for o in d.g.nodes.values() if o.category == "Props"
+            and d.world.room_of(o.id) == room and not d.world.is_hidden(o.id)
+            and d.world.holder(o.id) is None and d.world.reachable(a, o.id)]
+    if here:
+        y = d.pick(sorted(o.id for o in here))
+    else:
+        cls = d.pick(sorted(OBJECT_CATALOG))
+        y = d.obj(cls, d.pick(d.reachable_for(a, d.surfaces(room))))
+    d.target = y
+    steps = ["check", "fetch", "goto"]
+    order = [steps[int(i)] for i in d.rng.permutation(3)]
+    for step in order:
+        if step == "check":
+            d.check(a, d.pick(d.reachable_for(a, d.containers() + d.surfaces())))
+        elif step == "fetch":
+            src = d.world.anchor(y)
+            d.fetch(a, y, d.pick([s for s in d.reachable_for(a, d.surfaces()) if s != src]),
+                    [src])
+        else:
+            d.goto(a, d.pick(d.furniture()), int(d.rng.integers(1, 5)))
+    for _ in range(_others(d)):
+        d.bystander()
 
 
 BUILDERS: dict[str, Callable[[Draft], None]] = {
@@ -364,7 +590,10 @@ BUILDERS: dict[str, Callable[[Draft], None]] = {
     "false_belief_witnessed": false_belief_witnessed,
     "false_belief_self_corrected": false_belief_self_corrected,
     "implicit_goal_search": implicit_goal_search,
+    "search_self_found": search_self_found,
     "implicit_goal_reach": implicit_goal_reach,
+    "reach_helped": reach_helped,
     "implicit_goal_blocked": implicit_goal_blocked,
+    "blocked_helped": blocked_helped,
     "routine": routine,
 }

@@ -5,17 +5,22 @@ simulation confirms its ground truth:
 
 * without help, an episode that needs help must fail (the focus person gives up) and a silent
   one must succeed;
-* in false-belief relocation episodes the focus person's belief must differ from the truth at
-  onset; in witnessed episodes it must not;
-* with the reference program issued at onset — and at every tick up to
-  :data:`MAX_ISSUE_DELAY` ticks later, which covers any observation window of up to
-  ``MAX_ISSUE_DELAY + 1`` ticks — the focus person must succeed.
+* **decidability** (:mod:`mindhelper_env.scenarios.observer`): in the no-help rollout every
+  visible struggle cue (a look that takes nothing, a stretch, standing at a closed container
+  with full hands) is judged from the robot's point of view. In a help episode the focus
+  person's first failed attempt is the first cue judged blocked, and it names the right
+  object; in a silent episode no cue is judged blocked;
+* relocation episodes: the focus person's belief is false at onset; witnessed and
+  self-corrected ones: true when the fetch starts;
+* the reference program, issued at every tick from onset to the deadline, makes the focus
+  person succeed without harm.
 
-Onset is the first tick at which the mental state blocks the task: the start of the fetch for
-the relocated object (false belief), or the first failed attempt (implicit goals). The deadline
-is the tick at which the focus person gives up in the no-help rollout. A draft that fails
-validation is resampled from the next rng stream; after :data:`MAX_ATTEMPTS` a
-``RuntimeError`` names the family and seed.
+**Window.** Onset is the tick of the focus person's first failed attempt (the moment the
+false belief or the implicit goal first blocks the task: a look that finds nothing, a
+stretch, standing at a closed container with full hands). The deadline is onset +
+:data:`DEADLINE_TICKS`, long before the person gives up: an agent that waits for a second
+failure is late. A draft that fails validation is resampled from the next rng stream; after
+:data:`MAX_ATTEMPTS` a ``RuntimeError`` names the family and seed.
 """
 
 from __future__ import annotations
@@ -25,16 +30,33 @@ from typing import Any
 
 import numpy as np
 
+from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
-from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION, Reference
+from mindhelper_env.scenarios.observer import (
+    Need,
+    PersonView,
+    SceneView,
+    judge_look,
+    judge_stand,
+    judge_stretch,
+)
+from mindhelper_env.scenarios.spec import (
+    DEFAULT_FAMILY_WEIGHTS,
+    FAMILIES,
+    GENERATOR_VERSION,
+    Reference,
+)
 from mindhelper_env.world.world import World
 
-__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "MAX_ISSUE_DELAY",
-           "help_program", "EpisodeInvalid"]
+__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS",
+           "help_program", "EpisodeInvalid", "observe_cues"]
 
-MAX_ATTEMPTS = 60
-MAX_ISSUE_DELAY = 4
+MAX_ATTEMPTS = 80
+#: Ticks from onset to the deadline (inclusive window ``[onset, onset + DEADLINE_TICKS]``).
+DEADLINE_TICKS = 5
+#: The focus person must keep trying at least this many ticks past the deadline.
+_SLACK_AFTER_DEADLINE = 4
 
 
 class EpisodeInvalid(Exception):
@@ -72,6 +94,82 @@ def _marker_tick(sim: Simulation, kind: str, activity_type: str | None = None) -
     return None
 
 
+# ------------------------------------------------------------------------------ the observer
+def _where(world: World, obj: int) -> int:
+    h = world.holder(obj)
+    return h if h is not None else world.anchor(obj)
+
+
+def _people(sim: Simulation) -> dict[int, PersonView]:
+    w = sim.world
+    out = {}
+    for a in sim.actors:
+        c = w.chars[a.id]
+        near = c.near
+        if near is not None and near not in w.chars:
+            near = w.anchor(near)
+        beliefs = {}
+        for obj, loc in a.beliefs.items():
+            if loc in w.graph.nodes:
+                beliefs[obj] = loc if loc in w.chars else w.anchor(loc)
+        out[a.id] = PersonView(a.id, ACTOR_KINDS[a.kind], c.room, near,
+                               tuple(w.held_by(a.id)), beliefs)
+    return out
+
+
+def observe_cues(sim: Simulation, max_ticks: int | None = None) -> list[tuple[int, int, str, Need | None]]:
+    """Run ``sim`` (no help) and judge every struggle cue as the ideal observer would.
+
+    Returns ``(tick, person, cue, need)`` for each cue, in order. The observer's knowledge of
+    where things are is what the home cameras showed: every object not hidden in a closed
+    container, as last seen.
+    """
+    w = sim.world
+    classes = {nid: n.class_name for nid, n in w.graph.nodes.items()}
+    room_of = {nid: w.room_of(nid) for nid in w.graph.nodes}
+    props = [nid for nid, n in w.graph.nodes.items() if "GRABBABLE" in n.properties]
+    seen: dict[int, int] = {}
+
+    def look_around() -> None:
+        for o in props:
+            if not w.is_hidden(o):
+                seen[o] = _where(w, o)
+
+    look_around()
+    opened: dict[tuple[int, int], dict[int, int]] = {}  # (person, box) -> beliefs before
+    cues: list[tuple[int, int, str, Need | None]] = []
+    limit = sim.horizon if max_ticks is None else min(sim.horizon, sim.tick + max_ticks)
+    while not sim.terminated and sim.tick < limit:
+        before = _people(sim)
+        scene = SceneView(dict(seen), classes, room_of, before)
+        tick = sim.tick
+        events = sim.step_tick()
+        for ev in events:
+            p = before.get(ev.actor)
+            if p is None:
+                continue
+            if ev.verb == "open":
+                opened[(ev.actor, ev.args[0])] = dict(p.beliefs)
+            elif ev.verb in ("grab", "putin"):
+                for key in [k for k in opened if k[0] == ev.actor]:
+                    del opened[key]
+            elif ev.verb == "close" and (ev.actor, ev.args[0]) in opened:
+                pv = copy.copy(p)
+                pv.beliefs = opened.pop((ev.actor, ev.args[0]))
+                cues.append((tick, ev.actor, "look", judge_look(pv, ev.args[0], scene)))
+            elif ev.verb == "look":
+                cues.append((tick, ev.actor, "look", judge_look(p, ev.args[0], scene)))
+            elif ev.verb == "stretch":
+                obj, place = ev.args
+                cues.append((tick, ev.actor, "stretch",
+                             judge_stretch(p, obj, w.anchor(place), scene)))
+            elif ev.verb == "stand":
+                cues.append((tick, ev.actor, "stand", judge_stand(p, ev.args[0], scene)))
+        look_around()
+    return cues
+
+
+# ------------------------------------------------------------------------------ validation
 def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     family = draft["family"]
     focus = draft["focus"]
@@ -79,33 +177,38 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     spec = {k: draft[k] for k in ("family", "graph", "robot", "actors", "events", "horizon")}
     spec["reference"] = {"focus_actor": focus, "needs_intervention": draft["needs_intervention"]}
     sim = Simulation(spec)
-    sim.run()
+    cues = observe_cues(sim)
     if not sim.terminated:
         raise EpisodeInvalid("no-help rollout did not finish within the horizon")
     f = sim.focus
     assert f is not None
+    needs = [(t, p, c, n) for t, p, c, n in cues if n is not None]
     if not draft["needs_intervention"]:
         if f.status != "done":
             raise EpisodeInvalid("silent episode fails without help")
-        if family == "false_belief_witnessed":
-            t = _marker_tick(sim, "activity_start", "fetch")
+        if needs:
+            raise EpisodeInvalid(f"silent episode has a cue judged blocked at tick {needs[0][0]}")
+        if family in ("false_belief_witnessed", "false_belief_self_corrected"):
+            t = _last_fetch_start(sim)
             _check_belief_at(spec, focus, target, t, want_true=True)
         return {"window": None, "reference_actions": []}
     if f.status != "gave_up":
         raise EpisodeInvalid("needs-help episode succeeds without help")
-    deadline = _marker_tick(sim, "gave_up")
+    onset = _marker_tick(sim, "attempt_failed")
+    gave_up = _marker_tick(sim, "gave_up")
+    if onset is None or gave_up is None:
+        raise EpisodeInvalid("focus person never failed")
+    if not needs or needs[0][0] != onset or needs[0][1] != focus or needs[0][3].target != target:
+        raise EpisodeInvalid("the first cue judged blocked is not the focus person's onset")
+    deadline = onset + DEADLINE_TICKS
+    if gave_up < deadline + _SLACK_AFTER_DEADLINE:
+        raise EpisodeInvalid("focus person gives up too soon after the deadline")
     if family == "false_belief_relocation":
-        onset = _marker_tick(sim, "activity_start", "fetch")
         _check_belief_at(spec, focus, target, onset, want_true=False)
-    else:
-        onset = _marker_tick(sim, "attempt_failed")
-    if onset is None or deadline is None or deadline < onset + MAX_ISSUE_DELAY:
-        raise EpisodeInvalid("window too short for help to arrive in time")
-    # the reference program, computed from the state at onset
     at_onset = Simulation(spec)
     at_onset.run(max_ticks=onset)
     program = help_program(at_onset.world, focus, family, target)
-    for delay in range(MAX_ISSUE_DELAY + 1):
+    for delay in range(DEADLINE_TICKS + 1):
         trial = Simulation(spec)
         trial.run(max_ticks=onset + delay)
         if trial.terminated:
@@ -118,6 +221,14 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
             raise EpisodeInvalid("reference program harms")
     return {"window": {"onset_tick": int(onset), "deadline_tick": int(deadline)},
             "reference_actions": program}
+
+
+def _last_fetch_start(sim: Simulation) -> int | None:
+    f = sim.focus
+    assert f is not None
+    ticks = [m.tick for m in f.markers
+             if m.kind == "activity_start" and f.activities[m.activity]["type"] == "fetch"]
+    return ticks[-1] if ticks else None
 
 
 def _check_belief_at(spec: dict[str, Any], focus: int, target: int, tick: int | None,
@@ -161,7 +272,7 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None) -
             family=family,
             needs_intervention=bool(draft["needs_intervention"]),
             focus_actor=int(focus),
-            focus_name=d.actor(focus)["name"],
+            focus_name=next(a["name"] for a in draft["actors"] if a["id"] == focus),
             target_object=None if draft["target"] is None else int(draft["target"]),
             mental_state=copy.deepcopy(draft["mental_state"]),
             window=truth["window"],
@@ -188,7 +299,7 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None) -
 
 def sample_episode(rng: np.random.Generator, families: dict[str, float] | None = None) -> dict[str, Any]:
     """Draw a family (by weight) and a seed from ``rng`` and generate the episode."""
-    fams = families or {f: 1.0 for f in FAMILIES}
+    fams = families or DEFAULT_FAMILY_WEIGHTS
     names = list(fams)
     w = np.array([float(fams[n]) for n in names])
     fam = names[int(rng.choice(len(names), p=w / w.sum()))]

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION"]
+__all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
+           "DEFAULT_FAMILY_WEIGHTS"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
-GENERATOR_VERSION = "mh-gen-0.1"
+GENERATOR_VERSION = "mh-gen-1.0"
 
 HELP_FAMILIES = (
     "false_belief_relocation",
@@ -30,22 +31,24 @@ HELP_FAMILIES = (
     "implicit_goal_reach",
     "implicit_goal_blocked",
 )
+#: Silent families: the twins of the help families (same visible cues, no one blocked) and
+#: ordinary routine.
 SILENT_FAMILIES = (
     "false_belief_irrelevant",
     "false_belief_witnessed",
     "false_belief_self_corrected",
+    "search_self_found",
+    "reach_helped",
+    "blocked_helped",
     "routine",
 )
-FAMILIES = (
-    "false_belief_relocation",
-    "false_belief_irrelevant",
-    "false_belief_witnessed",
-    "false_belief_self_corrected",
-    "implicit_goal_search",
-    "implicit_goal_reach",
-    "implicit_goal_blocked",
-    "routine",
-)
+FAMILIES = HELP_FAMILIES + SILENT_FAMILIES
+
+#: Sampling weights giving half help and half silent episodes, each side split evenly.
+DEFAULT_FAMILY_WEIGHTS: dict[str, float] = {
+    **{f: float(len(SILENT_FAMILIES)) for f in HELP_FAMILIES},
+    **{f: float(len(HELP_FAMILIES)) for f in SILENT_FAMILIES},
+}
 
 
 @dataclass(frozen=True)

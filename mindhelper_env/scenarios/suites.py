@@ -1,13 +1,17 @@
-"""Versioned, deterministic evaluation suites and their public / reference export (DESIGN.md §8).
+"""Versioned, deterministic evaluation suites and their public / reference export (docs/data-format.md).
 
 A *suite* is a fixed list of episodes rebuilt on demand from :data:`SUITES`:
 
 ==============  =====  ==================  ==========================================
 name            n      seeds               use
 ==============  =====  ==================  ==========================================
-``vh-dev-v0``   100    3_000_000_000 + i   quick runs, development
-``vh-test-v0``  1,000  4_000_000_000 + i   reported results
+``vh-dev-v1``   100    5_000_000_000 + i   quick runs, development
+``vh-test-v1``  1,000  6_000_000_000 + i   reported results
 ==============  =====  ==================  ==========================================
+
+``vh-dev-v0`` and ``vh-test-v0`` are **withdrawn** (:data:`WITHDRAWN`): their narration
+stated conclusions and their construction revealed the family, so string matching could pass
+them. Asking for them raises ``ValueError`` naming the replacement.
 
 **Seeds.** Episode ``i`` of a suite is ``generate_episode(family_i, seed_base + i)``. Training
 must draw its seeds from :data:`TRAINING_SEED_RANGE` (``0 ≤ seed < 10**6``); every suite seed
@@ -17,22 +21,26 @@ to check a seed. Suite seeds are also ``>`` :data:`RANDOM_SEED_MAX` (``2**31 - 1
 seeds the package draws for random episodes (``sample_episode`` and the envs draw from
 ``[0, 2**31 - 1)``) never rebuild a suite episode either.
 
-**Families.** Assignment is balanced and does not follow the index: indices are cut into
-blocks of 8, and each full block holds every family exactly once in an order fixed by a
-sha256 hash of ``(seed_base, block, family)``. A final partial block of ``r`` episodes takes
-``r // 2`` help families and ``r - r // 2`` silent ones, also chosen by hash. So family counts
-differ by at most one, every prefix of ``8k`` episodes is exactly balanced, exactly half of an
-even-sized suite needs help, and neither the index nor the episode id reveals the family.
-``vh-test-v0`` has 125 episodes per family; ``vh-dev-v0`` (100 is not a multiple of 8) has 13
-episodes of two help and two silent families and 12 of the others (50 help, 50 silent).
-The assignment uses only :mod:`hashlib`, so it does not depend on the NumPy version.
+**Families.** Half of every suite needs help. Indices are cut into pairs; each pair holds
+one help and one silent episode, in an order fixed by a sha256 hash of
+``(seed_base, pair)``. The help episodes cycle through the four help families and the silent
+ones through the seven silent families, each list then shuffled by hash, so family counts on
+each side differ by at most one and neither the index nor the episode id reveals the family.
+``vh-test-v1`` has 125 episodes of each help family and 71–72 of each silent family;
+``vh-dev-v1`` has 12–13 and 7–8. The assignment uses only :mod:`hashlib`, so it does not
+depend on the NumPy version.
 
-**Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v0-0003``).
+**Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
+``reference.jsonl`` ship with the package (``scenarios/suites/digests.json``):
+:func:`validate_suite_dir` compares a directory against them, so an installed user can check
+that a suite rebuilt on their machine is the published one.
+
+**Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v1-0003``).
 
 **Versions.** Each suite records the generator version it was built with. If
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION` changes, the suite can no longer be
 rebuilt and :func:`suite_episode` raises :class:`SuiteVersionError`: add a new suite version
-(``vh-dev-v1`` ...) instead of silently changing the episodes of an existing one.
+(``vh-dev-v2`` ...) instead of silently changing the episodes of an existing one.
 
 **Export.** :func:`export_suite` writes ``public.jsonl`` (what an agent may know, see
 :func:`public_record`), ``reference.jsonl`` (ground truth, see :func:`reference_record`) and
@@ -80,6 +88,8 @@ __all__ = [
     "FORBIDDEN_PUBLIC_KEYS",
     "FORBIDDEN_PUBLIC_WORDS",
     "SuiteVersionError",
+    "WITHDRAWN",
+    "pinned_digests",
     "is_training_seed",
     "suite_names",
     "suite_info",
@@ -111,21 +121,29 @@ RANDOM_SEED_MAX = 2**31 - 1
 #: The suites. ``seed_base + i`` is the seed of episode ``i``; ``generator`` is the generator
 #: version the suite's episodes were built with.
 SUITES: dict[str, dict[str, Any]] = {
-    "vh-dev-v0": {
-        "name": "vh-dev-v0",
-        "version": 0,
+    "vh-dev-v1": {
+        "name": "vh-dev-v1",
+        "version": 1,
         "n": 100,
-        "seed_base": 3_000_000_000,
-        "generator": "mh-gen-0.1",
+        "seed_base": 5_000_000_000,
+        "generator": "mh-gen-1.0",
     },
-    "vh-test-v0": {
-        "name": "vh-test-v0",
-        "version": 0,
+    "vh-test-v1": {
+        "name": "vh-test-v1",
+        "version": 1,
         "n": 1000,
-        "seed_base": 4_000_000_000,
-        "generator": "mh-gen-0.1",
+        "seed_base": 6_000_000_000,
+        "generator": "mh-gen-1.0",
     },
 }
+
+#: Suites that were published and then withdrawn: name -> why, and what replaces them.
+WITHDRAWN: dict[str, str] = {
+    "vh-dev-v0": "withdrawn: its narration and construction leaked the answer; use vh-dev-v1",
+    "vh-test-v0": "withdrawn: its narration and construction leaked the answer; use vh-test-v1",
+}
+
+_DIGESTS_FILE = Path(__file__).with_name("suites") / "digests.json"
 
 #: Value of ``manifest.json``'s ``format`` field.
 EXPORT_FORMAT = "mindhelper-suite-v1"
@@ -144,7 +162,6 @@ FORBIDDEN_PUBLIC_WORDS: tuple[str, ...] = (
     "family", "needs_intervention", "window", "mental_state", "reference_actions",
 )
 
-_BLOCK = len(FAMILIES)
 
 
 class SuiteVersionError(ValueError):
@@ -183,6 +200,8 @@ def suite_names() -> list[str]:
 
 
 def _suite(name: str) -> dict[str, Any]:
+    if isinstance(name, str) and name in WITHDRAWN:
+        raise ValueError(f"suite {name!r} was {WITHDRAWN[name]}")
     if not isinstance(name, str) or name not in SUITES:
         raise ValueError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")
     return SUITES[name]
@@ -208,24 +227,33 @@ def _hash_key(*parts: object) -> str:
 
 
 @cache
-def _family_block(seed_base: int, n: int, block: int) -> tuple[str, ...]:
-    """Families of indices ``8*block .. 8*block+7`` (fewer for the final partial block)."""
-    size = min(_BLOCK, n - block * _BLOCK)
-    if size == _BLOCK:
-        chosen = list(FAMILIES)
-    else:
-        def by_hash(fams: tuple[str, ...]) -> list[str]:
-            return sorted(fams, key=lambda f: _hash_key(seed_base, block, "pick", f))
+def _assignment(seed_base: int, n: int) -> tuple[str, ...]:
+    """The family of every index of a suite (see the module docstring)."""
+    n_help = n // 2
+    n_silent = n - n_help
 
-        chosen = by_hash(HELP_FAMILIES)[: size // 2] + by_hash(SILENT_FAMILIES)[: size - size // 2]
-    return tuple(sorted(chosen, key=lambda f: _hash_key(seed_base, block, f)))
+    def cycle(fams: tuple[str, ...], k: int, tag: str) -> list[str]:
+        order = sorted(fams, key=lambda f: _hash_key(seed_base, tag, "order", f))
+        picked = [order[i % len(order)] for i in range(k)]
+        keyed = sorted(range(k), key=lambda i: _hash_key(seed_base, tag, "slot", i))
+        return [picked[i] for i in keyed]
+
+    helps = cycle(HELP_FAMILIES, n_help, "help")
+    silents = cycle(SILENT_FAMILIES, n_silent, "silent")
+    out: list[str] = []
+    for pair in range((n + 1) // 2):
+        help_first = int(_hash_key(seed_base, "pair", pair)[:8], 16) % 2 == 0
+        for side in ((helps, silents) if help_first else (silents, helps)):
+            if side:
+                out.append(side.pop())
+    return tuple(out)
 
 
 def suite_family(name: str, index: int) -> str:
     """The family of episode ``index`` of suite ``name`` (no generation needed)."""
     i = _index(name, index)
     s = SUITES[name]
-    return _family_block(s["seed_base"], s["n"], i // _BLOCK)[i % _BLOCK]
+    return _assignment(s["seed_base"], s["n"])[i]
 
 
 def suite_seed(name: str, index: int) -> int:
@@ -234,7 +262,7 @@ def suite_seed(name: str, index: int) -> int:
 
 
 def suite_episode_id(name: str, index: int) -> str:
-    """The id of episode ``index`` of suite ``name``, e.g. ``vh-dev-v0-0003``."""
+    """The id of episode ``index`` of suite ``name``, e.g. ``vh-dev-v1-0003``."""
     return f"{name}-{_index(name, index):04d}"
 
 
@@ -322,19 +350,20 @@ def public_record(spec: Mapping[str, Any], *, suite: str | None = None,
                   index: int | None = None) -> dict[str, Any]:
     """What an agent may know about a suite episode.
 
-    Keys: ``episode_id``, ``suite``, ``index``, ``graph`` (the initial house graph, including
-    the characters), ``robot_id``, ``people`` (``id``, ``name``, ``kind`` of each person, by
-    id) and ``horizon``. Never the family, the need for help, the window, mental states,
+    Keys: ``episode_id``, ``suite``, ``index``, ``graph`` (the initial house graph as the
+    robot sees it: with the characters and what they hold, but without the contents of
+    closed containers), ``robot_id``, ``people`` (``id``, ``name``, ``kind`` of each person,
+    by id) and ``horizon``. Never the family, the need for help, the window, mental states,
     beliefs, activities, events, the target, the seed or the reference program.
 
-    ``suite`` and ``index`` are read from the episode id (``vh-dev-v0-0003``) unless given;
+    ``suite`` and ``index`` are read from the episode id (``vh-dev-v1-0003``) unless given;
     a spec that is not a suite episode raises ``ValueError`` (its id may name its family).
     """
     eid = spec.get("episode_id")
     if suite is None or index is None:
         parsed = _parse_episode_id(eid)
         if parsed is None:
-            raise ValueError(f"episode id {eid!r} is not a suite episode id like 'vh-dev-v0-0003'")
+            raise ValueError(f"episode id {eid!r} is not a suite episode id like 'vh-dev-v1-0003'")
         suite = parsed[0] if suite is None else suite
         index = parsed[1] if index is None else index
     people = [{"id": int(a["id"]), "name": str(a["name"]), "kind": str(a["kind"])}
@@ -343,11 +372,39 @@ def public_record(spec: Mapping[str, Any], *, suite: str | None = None,
         "episode_id": str(eid),
         "suite": suite,
         "index": int(index),
-        "graph": copy.deepcopy(spec["graph"]),
+        "graph": perceived_graph(spec["graph"]),
         "robot_id": int(spec["robot"]["id"]),
         "people": people,
         "horizon": int(spec["horizon"]),
     }
+
+
+def perceived_graph(graph: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a VirtualHome graph without the nodes hidden in closed containers (and
+    their edges): the house as a camera sees it."""
+    from mindhelper_env.world.world import World
+
+    world = World(copy.deepcopy(dict(graph)))
+    hidden = {nid for nid in world.graph.nodes if world.is_hidden(nid)}
+    out = copy.deepcopy(dict(graph))
+    out["nodes"] = [n for n in out["nodes"] if n["id"] not in hidden]
+    out["edges"] = [e for e in out["edges"]
+                    if e["from_id"] not in hidden and e["to_id"] not in hidden]
+    return out
+
+
+def pinned_digests(name: str) -> dict[str, str] | None:
+    """The published sha256 of suite ``name``'s exported files (``{file: sha256}``) for the
+    installed generator, or None if none ship with the package."""
+    _suite(name)
+    try:
+        table = json.loads(_DIGESTS_FILE.read_text())
+    except (OSError, ValueError):
+        return None
+    entry = table.get(name)
+    if not isinstance(entry, dict) or entry.get("generator") != GENERATOR_VERSION:
+        return None
+    return {f: entry[f] for f in (PUBLIC_FILE, REFERENCE_FILE) if isinstance(entry.get(f), str)}
 
 
 def reference_record(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -669,6 +726,13 @@ def validate_suite_dir(path: str | os.PathLike[str], *, replay: bool = True) -> 
             problems.append(f"{MANIFEST_FILE}: generator {manifest['generator']!r} differs from "
                             f"the installed {GENERATOR_VERSION!r}; episodes cannot be replayed")
             can_replay = False
+    if known and manifest is not None:
+        pinned = pinned_digests(suite)
+        for fname, data in ((PUBLIC_FILE, pub_data), (REFERENCE_FILE, ref_data)):
+            if pinned and data is not None and fname in pinned \
+                    and hashlib.sha256(data).hexdigest() != pinned[fname]:
+                problems.append(f"{fname}: sha256 differs from the digest published for "
+                                f"{suite} ({pinned[fname][:12]}…): this is not the published suite")
     if known and SUITES[suite]["generator"] != GENERATOR_VERSION:
         problems.append(f"{suite}: built with generator {SUITES[suite]['generator']!r}, "
                         f"installed is {GENERATOR_VERSION!r}; episodes cannot be replayed")

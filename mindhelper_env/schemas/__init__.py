@@ -1,4 +1,4 @@
-"""JSON Schemas (Draft 2020-12) of the MindHelper data layer (DESIGN.md §8).
+"""JSON Schemas (Draft 2020-12) of the MindHelper data layer (docs/data-format.md).
 
 =================  ============================================================
 name               describes

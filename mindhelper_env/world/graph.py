@@ -134,6 +134,17 @@ class SceneGraph:
         self._n_edges -= len(old)
         return old
 
+    def remove_node(self, node_id: int) -> Node:
+        """Remove a node and every edge from or to it."""
+        for rel, targets in list(self._out[node_id].items()):
+            for t in list(targets):
+                self.remove_edge(node_id, rel, t)
+        for rel, sources in list(self._in[node_id].items()):
+            for f in list(sources):
+                self.remove_edge(f, rel, node_id)
+        del self._out[node_id], self._in[node_id]
+        return self.nodes.pop(node_id)
+
     # -- queries ------------------------------------------------------------------------
     def targets(self, from_id: int, relation: str) -> set[int] | frozenset[int]:
         return self._out[from_id].get(relation, _EMPTY)

@@ -6,8 +6,12 @@ Verbs are case-insensitive. An optional VirtualHome character prefix (``<char0>`
 accepted and ignored. A *program* is several lines separated by newlines or ``;``.
 The single word ``none`` (any case, surrounding white space ignored) is silence.
 
-Robot-only extensions: ``[give] <apple> (31) <character> (2)`` and
-``[tell] <character> (2) <apple> (31) <fridge> (12)``.
+Extensions: ``[give] <apple> (31) <character> (2)`` (hand an object to a person; anyone may
+give) and the robot-only ``[tell] <character> (2) <apple> (31) <fridge> (12)``.
+
+:data:`MOVEMENT_VERBS` are the verbs that only move the speaker (walk, find, standup); every
+other verb acts on an object or a person. For scoring, a robot's *intervention* is its first
+executed line whose verb is not a movement verb.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 __all__ = [
     "VERB_ARITY",
     "ROBOT_ONLY_VERBS",
+    "MOVEMENT_VERBS",
     "ScriptLine",
     "ScriptParseError",
     "parse_line",
@@ -45,7 +50,11 @@ VERB_ARITY: dict[str, int] = {
 }
 
 #: Verbs only the robot may use.
-ROBOT_ONLY_VERBS = frozenset({"give", "tell"})
+ROBOT_ONLY_VERBS = frozenset({"tell"})
+
+#: Verbs that only move the one who executes them. Robot lines with these verbs are free: they
+#: are not interventions (the robot may walk over to look).
+MOVEMENT_VERBS = frozenset({"walk", "find", "standup"})
 
 # Spellings VirtualHome programs use for the same verbs.
 _VERB_ALIASES = {"run": "walk", "walktowards": "walk", "putobjback": "putback"}

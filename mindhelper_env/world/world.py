@@ -25,9 +25,11 @@ Semantics follow VirtualHome's evolving-graph executor closely. Deliberate diffe
   is updated), so reach checks stay meaningful after the object moves. VirtualHome leaves
   bounding boxes unchanged.
 * **``drop``** puts the held object on the floor of the character's room (INSIDE the room).
-* **Robot-only verbs.** ``give <obj> <character>`` hands a held object to a person in the same
-  room who has a free hand; ``tell <character> <obj> <location>`` tells a person in the same
-  room where an object is (the world records the event; actors decide what to believe).
+* **Extension verbs.** ``give <obj> <character>`` hands a held object to another character in
+  the same room who has a free hand (people may give too, e.g. an adult handing a child what
+  it could not reach); the robot-only ``tell <character> <obj> <location>`` tells a person in
+  the same room where an object is (the world records the event; actors decide what to
+  believe).
 * VirtualHome's ``PUTOFF`` crash and similar executor bugs are not reproduced; unknown verbs
   are rejected by the parser with a reason.
 
@@ -506,6 +508,21 @@ class World:
         else:
             self.move_object(node.id, relation, parent)
         return node.id
+
+    def remove_object(self, obj: int) -> None:
+        """Take an object (not a character, room or container with contents) out of the world."""
+        if obj not in self.graph.nodes or obj in self.chars or obj in self._room_members:
+            raise ValueError(f"node {obj} is not an object")
+        if self._contents.get(obj):
+            raise ValueError(f"{self.name(obj)} still holds other nodes")
+        h = self._holder.get(obj)
+        if h is not None:
+            self._release(h, obj)
+        self._unplace(obj)
+        self._set_room(obj, None)
+        self._room_of.pop(obj, None)
+        self._contents.pop(obj, None)
+        self.graph.remove_node(obj)
 
     def move_object(self, obj: int, relation: str, parent: int) -> None:
         """Scenario-level relocation (no character involved): put ``obj`` in/on ``parent``."""

@@ -1,0 +1,371 @@
+"""Belief tracking from observations only: who saw what, who holds what, who stands where.
+
+:class:`BeliefTracker` reads nothing but what a Gymnasium agent gets — ``obs["events"]`` (the
+structured behaviour of each window) and ``info["candidates"]`` (what the robot sees at the
+end of a window) — and keeps
+
+* **visual facts**: where the robot last saw each object (a container, a surface, a room's
+  floor, or the person holding it), which containers are open, the class and room of every
+  place;
+* **people**: room, the furniture they stand at, what they hold, their kind (and so their
+  reach);
+* **per-person belief tables**: where each person believes each object is, updated by the
+  same perception rules the people follow (they see their room when they enter it; in a room
+  they see what others take, put and reveal; a place in view that lacks what they expected
+  erases that belief); each entry keeps the tick and the evidence that set it;
+* **struggle cues**: a look that took nothing (a surface looked over, a container opened and
+  closed again), a stretch toward something out of reach, standing at a closed container with
+  full hands — each judged with :mod:`mindhelper_env.scenarios.observer`'s rules on the
+  state just before it.
+
+It is the memory of the ``belief-tracker`` reference agent and of MindClaw's symbolic
+backend. It never reads ``env.unwrapped``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mindhelper_env.actors.actor import ACTOR_KINDS
+from mindhelper_env.scenarios.observer import (
+    Need,
+    PersonView,
+    SceneView,
+    judge_look,
+    judge_stand,
+    judge_stretch,
+)
+
+__all__ = ["BeliefTracker", "Belief", "Person", "Cue", "parse_events"]
+
+
+@dataclass
+class Belief:
+    """One entry of a person's belief table: where, since when, and why."""
+
+    place: int
+    tick: int
+    evidence: str
+
+
+@dataclass
+class Person:
+    id: int
+    name: str
+    kind: str
+    room: int | None = None
+    near: int | None = None
+    holding: list[int] = field(default_factory=list)
+    beliefs: dict[int, Belief] = field(default_factory=dict)
+    last_room: int | None = None
+    looked: bool = False
+
+    @property
+    def reach(self) -> float:
+        return ACTOR_KINDS.get(self.kind, ACTOR_KINDS["adult"])
+
+
+@dataclass
+class Cue:
+    """A visible struggle and the observer's judgement of it (``need`` None: not blocked)."""
+
+    tick: int
+    person: int
+    kind: str  # look | stretch | stand
+    place: int
+    need: Need | None
+
+
+def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The events of an observation as dicts (an empty list for malformed JSON)."""
+    raw = obs.get("events", "[]") if isinstance(obs, Mapping) else "[]"
+    try:
+        events = json.loads(raw) if isinstance(raw, str) else []
+    except ValueError:
+        return []
+    return [e for e in events if isinstance(e, dict) and isinstance(e.get("tick"), int)]
+
+
+class BeliefTracker:
+    """Per-episode memory built from observations (see the module docstring)."""
+
+    def __init__(self, robot_id: int = 1) -> None:
+        self.robot_id = robot_id
+        self.reset()
+
+    def reset(self) -> None:
+        self.where: dict[int, int] = {}
+        self.classes: dict[int, str] = {}
+        self.room_of: dict[int, int | None] = {}
+        self.is_container: set[int] = set()
+        self.open: dict[int, bool] = {}
+        self.rooms: set[int] = set()
+        self.people: dict[int, Person] = {}
+        self.robot_room: int | None = None
+        self.cues: list[Cue] = []
+        self.tick = 0
+        self._opened: dict[tuple[int, int], dict[int, int]] = {}
+        self._started = False
+        #: belief-table changes of the last :meth:`update` (for traces): (person, object,
+        #: old place or None, new place or None)
+        self.changes: list[tuple[int, int, int | None, int | None]] = []
+
+    # ------------------------------------------------------------------ input
+    def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
+        """Take in one observation window; return the new cues (in tick order)."""
+        self.changes = []
+        cands = info.get("candidates", {}) if isinstance(info, Mapping) else {}
+        robot = info.get("robot") if isinstance(info, Mapping) else None
+        if isinstance(robot, Mapping):
+            self.robot_room = robot.get("room")
+        self._learn_static(cands)
+        if not self._started:
+            self._started = True
+            self._sync(cands)
+            for p in self.people.values():
+                self._look_around(p, -1)
+            return []
+        events = parse_events(obs)
+        new: list[Cue] = []
+        by_tick: dict[int, list[dict[str, Any]]] = {}
+        for ev in events:
+            by_tick.setdefault(int(ev["tick"]), []).append(ev)
+        for tick in sorted(by_tick):
+            new.extend(self._tick(tick, by_tick[tick]))
+        self._sync(cands)
+        tick = info.get("tick") if isinstance(info, Mapping) else None
+        if isinstance(tick, int):
+            self.tick = tick
+        self.cues.extend(new)
+        return new
+
+    def _learn_static(self, cands: Mapping[str, Any]) -> None:
+        for r in cands.get("rooms", []) or []:
+            self.rooms.add(int(r["id"]))
+            self.classes[int(r["id"])] = str(r["class"])
+            self.room_of[int(r["id"])] = int(r["id"])
+        for loc in cands.get("locations", []) or []:
+            lid = int(loc["id"])
+            self.classes[lid] = str(loc["class"])
+            self.room_of[lid] = loc.get("room")
+            if loc.get("open") is not None:
+                self.is_container.add(lid)
+                # the snapshot is taken at the end of the window: the window's events decide
+                # the state while they are replayed; _sync applies the snapshot afterwards
+                self.open.setdefault(lid, bool(loc["open"]))
+        for a in cands.get("actors", []) or []:
+            aid = int(a["id"])
+            if aid not in self.people:
+                self.people[aid] = Person(aid, str(a.get("name", aid)), str(a.get("kind", "adult")))
+            self.classes[aid] = "character"
+
+    def _sync(self, cands: Mapping[str, Any]) -> None:
+        """End-of-window snapshot: what the robot sees now overrides reconstruction."""
+        for loc in cands.get("locations", []) or []:
+            if loc.get("open") is not None:
+                self.open[int(loc["id"])] = bool(loc["open"])
+        for o in cands.get("objects", []) or []:
+            oid = int(o["id"])
+            self.classes[oid] = str(o["class"])
+            if o.get("location") is not None:
+                self.where[oid] = int(o["location"])
+        for a in cands.get("actors", []) or []:
+            p = self.people[int(a["id"])]
+            p.room = a.get("room")
+            p.holding = [int(h) for h in a.get("holding", [])]
+            for h in p.holding:
+                self.where[h] = p.id
+
+    # ------------------------------------------------------------------ one tick
+    def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
+        before = self._views()
+        scene = SceneView(dict(self.where), self.classes, self.room_of, before)
+        cues: list[Cue] = []
+        for ev in events:
+            who = int(ev.get("actor", -1))
+            verb = ev.get("verb")
+            args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
+            for a in ev.get("args", []):
+                if isinstance(a, dict) and "id" in a and "class" in a:
+                    self.classes.setdefault(int(a["id"]), str(a["class"]))
+            pv = before.get(who)
+            if pv is None:
+                continue
+            if verb == "open" and args:
+                self._opened[(who, args[0])] = dict(pv.beliefs)
+            elif verb in ("grab", "putin"):
+                for key in [k for k in self._opened if k[0] == who]:
+                    del self._opened[key]
+            elif verb == "close" and args and (who, args[0]) in self._opened:
+                view = PersonView(pv.id, pv.reach, pv.room, pv.near, pv.holding,
+                                  self._opened.pop((who, args[0])))
+                cues.append(Cue(tick, who, "look", args[0], judge_look(view, args[0], scene)))
+            elif verb == "look" and args:
+                cues.append(Cue(tick, who, "look", args[0], judge_look(pv, args[0], scene)))
+            elif verb == "stretch" and len(args) >= 2:
+                anchor = self._anchor(args[1])
+                cues.append(Cue(tick, who, "stretch", args[0],
+                                judge_stretch(pv, args[0], anchor, scene)))
+            elif verb == "stand" and args:
+                cues.append(Cue(tick, who, "stand", args[0], judge_stand(pv, args[0], scene)))
+        for ev in events:
+            self._apply(ev)
+        for p in self.people.values():
+            self._perceive(p, tick, events)
+        return cues
+
+    def _anchor(self, place: int) -> int:
+        loc = self.where.get(place)
+        return place if loc is None or loc in self.rooms else loc
+
+    def _views(self) -> dict[int, PersonView]:
+        out = {}
+        for p in self.people.values():
+            out[p.id] = PersonView(p.id, p.reach, p.room, p.near, tuple(p.holding),
+                                   {o: b.place for o, b in p.beliefs.items()})
+        return out
+
+    def _apply(self, ev: dict[str, Any]) -> None:
+        who = int(ev.get("actor", -1))
+        verb = ev.get("verb")
+        args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
+        room = ev.get("room")
+        p = self.people.get(who)
+        if verb in ("walk", "find"):
+            if p is not None:
+                p.room = room
+                p.near = args[0] if args and args[0] not in self.rooms else None
+            elif who == self.robot_id:
+                self.robot_room = room
+        elif verb == "grab" and args:
+            self.where[args[0]] = who
+            if p is not None and args[0] not in p.holding:
+                p.holding.append(args[0])
+        elif verb in ("putin", "putback") and len(args) >= 2:
+            self.where[args[0]] = args[1]
+            if p is not None and args[0] in p.holding:
+                p.holding.remove(args[0])
+        elif verb == "drop" and args:
+            self.where[args[0]] = room if isinstance(room, int) else -1
+            if p is not None and args[0] in p.holding:
+                p.holding.remove(args[0])
+        elif verb == "give" and len(args) >= 2:
+            obj, to = args[0], args[1]
+            self.where[obj] = to
+            if p is not None:
+                if obj in p.holding:
+                    p.holding.remove(obj)
+                p.near = to
+            q = self.people.get(to)
+            if q is not None and obj not in q.holding:
+                q.holding.append(obj)
+        elif verb == "open" and args:
+            self.open[args[0]] = True
+            self.is_container.add(args[0])
+            for c in ev.get("contents", []) or []:
+                if isinstance(c, dict) and "id" in c:
+                    self.where[int(c["id"])] = args[0]
+                    self.classes.setdefault(int(c["id"]), str(c.get("class", "?")))
+        elif verb == "close" and args:
+            self.open[args[0]] = False
+
+    # ------------------------------------------------------------------ perception of people
+    def _hidden(self, obj: int) -> bool:
+        loc = self.where.get(obj)
+        return loc is not None and loc in self.is_container and not self.open.get(loc, False)
+
+    def _room_of_obj(self, obj: int) -> int | None:
+        loc = self.where.get(obj)
+        if loc is None:
+            return None
+        if loc in self.people:
+            return self.people[loc].room
+        if loc == self.robot_id:
+            return self.robot_room
+        if loc in self.rooms:
+            return loc
+        return self.room_of.get(loc)
+
+    def _set_belief(self, p: Person, obj: int, place: int | None, tick: int, why: str) -> None:
+        old = p.beliefs.get(obj)
+        if place is None:
+            if old is not None:
+                del p.beliefs[obj]
+                self.changes.append((p.id, obj, old.place, None))
+            return
+        if old is None or old.place != place:
+            self.changes.append((p.id, obj, None if old is None else old.place, place))
+        p.beliefs[obj] = Belief(place, tick, why)
+
+    def _look_around(self, p: Person, tick: int) -> None:
+        p.last_room = p.room
+        p.looked = True
+        if p.room is None:
+            return
+        in_view_places: set[int] = set()
+        for obj, loc in list(self.where.items()):
+            if self._room_of_obj(obj) == p.room and not self._hidden(obj):
+                self._set_belief(p, obj, loc, tick, "saw it on entering the room")
+        for place, r in self.room_of.items():
+            if r == p.room and place not in self.rooms and place in self.classes \
+                    and (place not in self.is_container or self.open.get(place, False)):
+                in_view_places.add(place)
+        for obj, b in list(p.beliefs.items()):
+            if b.place in in_view_places and self.where.get(obj) != b.place:
+                self._set_belief(p, obj, None, tick, "saw it was not there")
+
+    def _perceive(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
+        if p.room != p.last_room or not p.looked:
+            self._look_around(p, tick)
+            return
+        for ev in events:
+            if ev.get("room") != p.room:
+                continue
+            verb = ev.get("verb")
+            args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
+            if verb in ("grab", "putback", "putin", "drop", "give") and args:
+                loc = self.where.get(args[0])
+                if loc is not None:
+                    self._set_belief(p, args[0], loc, tick, f"saw {verb}")
+            elif verb == "open" and args:
+                box = args[0]
+                for c in ev.get("contents", []) or []:
+                    if isinstance(c, dict) and "id" in c:
+                        self._set_belief(p, int(c["id"]), box, tick, "saw it when opened")
+                for obj, b in list(p.beliefs.items()):
+                    if b.place == box and self.where.get(obj) != box:
+                        self._set_belief(p, obj, None, tick, "saw it was not inside")
+            elif verb == "tell" and len(args) >= 3 and args[0] == p.id:
+                self._set_belief(p, args[1], args[2], tick, "was told")
+
+    # ------------------------------------------------------------------ queries
+    def anchor_of(self, obj: int) -> int | None:
+        """The furniture (or person) where the robot last saw ``obj``."""
+        return self.where.get(obj)
+
+    def help_program(self, need: Need) -> list[str]:
+        """The minimal helpful program for a judged need, from the robot's knowledge."""
+        cls = self.classes
+        target = need.target
+        if need.cue == "stand" or target in self.is_container and target not in self.where:
+            c = cls.get(target, "container")
+            return [f"[walk] <{c}> ({target})", f"[open] <{c}> ({target})"]
+        loc = self.where.get(target)
+        if loc is None:
+            return []
+        lines = []
+        if loc not in self.people:
+            lines.append(f"[walk] <{cls.get(loc, 'place')}> ({loc})")
+            if loc in self.is_container and not self.open.get(loc, False):
+                lines.append(f"[open] <{cls.get(loc, 'container')}> ({loc})")
+        elif loc != self.robot_id:
+            return []
+        oc = cls.get(target, "object")
+        if loc != self.robot_id:
+            lines.append(f"[grab] <{oc}> ({target})")
+        lines.append(f"[walk] <character> ({need.person})")
+        lines.append(f"[give] <{oc}> ({target}) <character> ({need.person})")
+        return lines

@@ -1,0 +1,147 @@
+"""The ideal observer: when does what the robot perceived show that someone needs help?
+
+A person's task is *blocked by a mental state* (and so needs the robot) only in these cases,
+each judged at a visible struggle cue and only from what the robot can know — where it has
+seen things, what each person has seen (their beliefs), who is where, who holds what and who
+can reach what:
+
+``look`` — the person looked over a place, or opened a container and closed it again, and
+took nothing. Blocked if
+
+* **false belief**: the person believed an object was at that place (they saw it there and
+  did not see it leave), the robot knows it is elsewhere, and the person knows of no other
+  object of that class; or
+* **implicit goal (search)**: the place is one where people keep some class of object, the
+  person knows of no object of that class, and every object of that class the robot knows
+  of is somewhere people do not keep it (so searching the usual places cannot succeed).
+
+``stretch`` — the person stretched toward an object (or container) out of their reach.
+Blocked unless an adult with a free hand is already standing at it.
+
+``stand`` — the person stood at a closed container with both hands full. Blocked unless an
+adult with a free hand is already standing at it.
+
+Where people keep things is household common sense, shared by the people and the robot:
+:data:`~mindhelper_env.world.house.OBJECT_CATALOG` lists it per class.
+
+The scenario generator runs these rules on the true simulation state to make every episode
+*decidable*: a help episode's first struggle is judged blocked (with the right object) and
+nothing before it is; a silent episode has no struggle judged blocked. Agents can apply the
+same rules to what they reconstruct from observations (see the ``belief-tracker`` agent);
+the rules themselves carry no ground truth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mindhelper_env.world.house import OBJECT_CATALOG
+
+__all__ = ["Need", "PersonView", "SceneView", "is_usual_place", "judge_look", "judge_stretch",
+           "judge_stand", "ADULT_REACH"]
+
+#: Reach (metres) of an adult; adults can reach every shelf and cabinet of a generated house.
+ADULT_REACH = 2.0
+
+
+@dataclass(frozen=True)
+class Need:
+    """A person blocked by a mental state: ``kind`` is ``false_belief`` or ``implicit_goal``;
+    ``target`` is the object they need (or the container that must be opened)."""
+
+    kind: str
+    person: int
+    target: int
+    cue: str
+
+
+@dataclass
+class PersonView:
+    """What the observer knows about one person at the moment of a cue."""
+
+    id: int
+    reach: float
+    room: int | None
+    #: the piece of furniture (anchor) the person stands at, if any
+    near: int | None
+    holding: tuple[int, ...]
+    #: object id -> the place (anchor id, or a person's id) the person believes it is at
+    beliefs: Mapping[int, int]
+
+    @property
+    def free_hand(self) -> bool:
+        return len(self.holding) < 2
+
+
+@dataclass
+class SceneView:
+    """What the observer knows about the scene: where it last saw each object (anchor id, or
+    the id of the person holding it), the class of every node and the room of every anchor."""
+
+    where: Mapping[int, int]
+    classes: Mapping[int, str]
+    room_of: Mapping[int, int | None]
+    people: Mapping[int, PersonView] = field(default_factory=dict)
+
+
+def is_usual_place(obj_class: str, place_class: str) -> bool:
+    """Do people keep objects of ``obj_class`` on or in furniture of ``place_class``?"""
+    entry = OBJECT_CATALOG.get(obj_class)
+    return entry is not None and place_class in entry[1]
+
+
+def _classes_kept_at(place_class: str) -> list[str]:
+    return [c for c, (_, places) in sorted(OBJECT_CATALOG.items()) if place_class in places]
+
+
+def judge_look(person: PersonView, place: int, scene: SceneView) -> Need | None:
+    """Judge a look at ``place`` that ended with nothing taken (``beliefs`` as before it)."""
+    cls = scene.classes
+    # false belief: expected something here that the robot knows is elsewhere
+    for obj, believed in sorted(person.beliefs.items()):
+        if believed != place or obj not in scene.where or scene.where[obj] == place:
+            continue
+        c = cls.get(obj)
+        knows_other = any(
+            o != obj and cls.get(o) == c and scene.where.get(o) == loc
+            for o, loc in person.beliefs.items()
+        )
+        if not knows_other:
+            return Need("false_belief", person.id, obj, "look")
+    # implicit goal: searching the usual places for something that is not in any of them
+    place_class = cls.get(place, "")
+    known_classes = {cls.get(o) for o in person.beliefs}
+    for c in _classes_kept_at(place_class):
+        if c in known_classes:
+            continue
+        seen = [o for o, loc in sorted(scene.where.items())
+                if cls.get(o) == c and loc not in scene.people]
+        if seen and all(not is_usual_place(c, cls.get(scene.where[o], "")) for o in seen):
+            return Need("implicit_goal", person.id, seen[0], "look")
+    return None
+
+
+def _someone_can_help(person: PersonView, anchor: int, height_needed: float,
+                      scene: SceneView) -> bool:
+    for other in scene.people.values():
+        if other.id == person.id or other.room != person.room:
+            continue
+        if other.near == anchor and other.free_hand and other.reach >= height_needed:
+            return True
+    return False
+
+
+def judge_stretch(person: PersonView, target: int, anchor: int, scene: SceneView) -> Need | None:
+    """Judge a stretch toward ``target`` (standing at ``anchor``) that the person could not
+    reach."""
+    if _someone_can_help(person, anchor, ADULT_REACH, scene):
+        return None
+    return Need("implicit_goal", person.id, target, "stretch")
+
+
+def judge_stand(person: PersonView, container: int, scene: SceneView) -> Need | None:
+    """Judge a person standing at a closed ``container`` with both hands full."""
+    if _someone_can_help(person, container, ADULT_REACH, scene):
+        return None
+    return Need("implicit_goal", person.id, container, "stand")
