@@ -2,10 +2,10 @@
 
 ::
 
-    mindhelper evaluate --suite vh-dev-v0 --agents silent,random,oracle --out runs/dev
-    mindhelper score runs/dev/*.jsonl --suite vh-dev-v0 [--json]
-    mindhelper suite export vh-dev-v0 data/vh-dev-v0
-    mindhelper suite validate data/vh-dev-v0
+    mindhelper evaluate --suite vh-dev-v1 --agents silent,random,oracle --out runs/dev
+    mindhelper score runs/dev/*.jsonl --suite vh-dev-v1 [--json]
+    mindhelper suite export vh-dev-v1 data/vh-dev-v1
+    mindhelper suite validate data/vh-dev-v1
     mindhelper list
 
 Bad input (a corrupt or truncated result file, records of another suite, unknown agents or
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", parents=[common],
                         help="run agents on a suite and write result records")
-    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v0")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
     ev.add_argument("--agents", required=True, type=_agent_list,
                     help="comma-separated agent names, e.g. silent,random,oracle")
     ev.add_argument("--out", required=True, type=Path, help="output directory")
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
                                parser_class=_Parser)
     ex = su_sub.add_parser("export", parents=[common],
                            help="write public.jsonl, reference.jsonl and a manifest")
-    ex.add_argument("name", help="suite name, e.g. vh-dev-v0")
+    ex.add_argument("name", help="suite name, e.g. vh-dev-v1")
     ex.add_argument("dir", type=Path, help="output directory")
     ex.set_defaults(func=_cmd_suite_export)
     va = su_sub.add_parser("validate", parents=[common], help="check an exported suite directory")
@@ -128,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rd = sub.add_parser("render", parents=[common],
                         help="play one suite episode with an agent; write a video and a timeline")
-    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v0")
+    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
     rd.add_argument("--index", required=True, type=int, help="episode index in the suite")
     rd.add_argument("--agent", required=True, help="agent name, e.g. oracle")
     rd.add_argument("--out", required=True, type=Path,
@@ -165,19 +165,20 @@ def _fmt(value: Any) -> str:
 
 def _print_table(title: str, table: Mapping[str, Mapping[str, Any]],
                  metrics: Mapping[str, Mapping[str, Any]]) -> None:
-    """A rich table shaped like the paper's Table II, plus silent-all and harm rate."""
+    """A rich table: the headline PHA and PHR, the paper's Table II, silent-all and harm."""
     from rich.table import Table
 
-    t = Table(title=title, caption="percentages; TA SR AC = action evaluation, PIR PSR PIA = "
+    t = Table(title=title, caption="percentages; PHA = (PHR + PSR) / 2, PHR = precise, "
+              "successful and harmless help; TA SR AC = action evaluation, PIR PSR PIA = "
               "precision intervention; n/a: no episode to measure")
     t.add_column("Agent", style="bold")
-    for col in ("TA ↑", "SR ↑", "AC ↑", "PIR ↑", "PSR ↑", "PIA ↑", "Silent-all", "Harm ↓",
-                "Episodes (help/silent)"):
+    for col in ("PHA ↑", "PHR ↑", "TA ↑", "SR ↑", "AC ↑", "PIR ↑", "PSR ↑", "PIA ↑",
+                "Silent-all", "Harm ↓", "Episodes (help/silent)"):
         t.add_column(col, justify="right")
     for agent, row in table.items():
         m = metrics.get(agent, {})
-        t.add_row(agent, *(_fmt(row.get(k)) for k in ("TA", "SR", "AC", "PIR", "PSR", "PIA",
-                                                        "silent_all", "harm_rate")),
+        t.add_row(agent, *(_fmt(row.get(k)) for k in ("PHA", "PHR", "TA", "SR", "AC", "PIR",
+                                                        "PSR", "PIA", "silent_all", "harm_rate")),
                   f"{m.get('episodes', 0)} ({m.get('n_help', 0)}/{m.get('n_silent', 0)})")
     _console().print(t)
 

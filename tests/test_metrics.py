@@ -68,14 +68,22 @@ def make_rec(
     agent: str = "a",
     trigger_ops: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """A result record acting at ``ticks`` (one ``[walk]`` program per tick)."""
+    """A result record acting at ``ticks``: one program per tick whose acting line
+    (``[open]``, failed, so it adds no atoms) was executed; ``executed`` lines are added after
+    them as issued at the first tick."""
+    first = (ticks or [0])[0]
     rec: dict[str, Any] = {
         "episode_id": eid,
         "agent": agent,
         "suite": "unit",
-        "actions": [{"tick": t, "program": "[walk] <fridge> (12)"} for t in ticks or []],
+        "actions": [{"tick": t, "program": "[open] <fridge> (12)"} for t in ticks or []],
         "executed": [
-            {"tick": 0, "line": line, "ok": ok, "reason": None if ok else "blocked"}
+            {"tick": t + 1, "line": "[open] <fridge> (12)", "ok": False, "reason": "blocked",
+             "issued": t}
+            for t in ticks or []
+        ] + [
+            {"tick": first + 1, "line": line, "ok": ok, "reason": None if ok else "blocked",
+             "issued": first}
             for line, ok in executed or []
         ],
         "focus_success": success,
@@ -247,6 +255,39 @@ def test_none_program_does_not_count_as_action() -> None:
     # the 'none' at tick 3 is silence; t_I = 15 is inside [10, 20]
     assert out["t_I"] == 15 and out["precise"] and not out["premature"]
     assert out["n_actions"] == 1
+
+
+def test_movement_is_not_an_intervention() -> None:
+    rec = make_rec("e", [])
+    rec["actions"] = [{"tick": 2, "program": "[walk] <fridge> (12)"}]
+    rec["executed"] = [{"tick": 3, "line": "[walk] <fridge> (12)", "ok": True, "reason": None,
+                        "issued": 2},
+                       {"tick": 4, "line": "[find] <fridge> (12)", "ok": True, "reason": None,
+                        "issued": 2}]
+    silent = episode_outcome(rec, make_ref("e", needs=False))
+    assert silent["silent"] and not silent["false_alarm"] and silent["t_I"] is None
+    # the first acting line decides t_I, by the tick its program was issued
+    rec["executed"].append({"tick": 14, "line": "[open] <fridge> (12)", "ok": True,
+                            "reason": None, "issued": 12})
+    out = episode_outcome(rec, make_ref("e", needs=True))
+    assert out["t_I"] == 12 and out["precise"]
+    # records without "issued" fall back to the line's own tick
+    del rec["executed"][2]["issued"]
+    assert episode_outcome(rec, make_ref("e", needs=True))["t_I"] == 14
+
+
+def test_phr_needs_precise_successful_harmless_help() -> None:
+    refs = {e: make_ref(e, needs=True) for e in ("ok", "late", "fail", "harm")}
+    refs["quiet"] = make_ref("quiet", needs=False)
+    recs = [make_rec("ok", [11], success=True), make_rec("late", [25], success=True),
+            make_rec("fail", [11], success=False), make_rec("harm", [11], success=True, harm=True),
+            make_rec("quiet", [], success=True)]
+    m = compute_metrics(recs, refs)
+    assert m["PIR"] == pytest.approx(3 / 4)
+    assert m["PHR"] == pytest.approx(1 / 4)
+    assert m["PSR"] == 1.0
+    assert m["PHA"] == pytest.approx((1 / 4 + 1) / 2)
+    assert m["PIA"] == pytest.approx((3 / 4 + 1) / 2)
 
 
 def test_compute_metrics_mixed() -> None:

@@ -18,15 +18,15 @@ from mindhelper_env.scenarios import suites as S
 from mindhelper_env.scenarios.generator import generate_episode
 from mindhelper_env.scenarios.spec import FAMILIES, HELP_FAMILIES, SILENT_FAMILIES
 from mindhelper_env.schemas import SCHEMA_NAMES, get_validator, load_schema
+from mindhelper_env.world.world import World
 
-DEV = "vh-dev-v0"
-TEST = "vh-test-v0"
+DEV = "vh-dev-v1"
+TEST = "vh-test-v1"
 
-# Pinned digests of `export_suite("vh-dev-v0", ...)`. If this test fails, episode generation
-# changed: bump the suite version (add vh-dev-v1 / vh-test-v1) and GENERATOR_VERSION instead of
-# changing the episodes of a published suite, then re-pin.
-DEV_PUBLIC_SHA256 = "53788c4abf8a198f2759f91cb32b189749493c46af0947a4004ce4f9f9758fd4"
-DEV_REFERENCE_SHA256 = "140ae45231dbec768676f4a354acd9ce9763e33630833b83e48a5e5b77161dac"
+# The published digests ship inside the package (scenarios/suites/digests.json). If the
+# pinned-digest test fails, episode generation changed: bump the suite version and
+# GENERATOR_VERSION instead of changing the episodes of a published suite, then re-pin with
+# suites.pin_digests().
 
 PUBLIC_KEYS = {"episode_id", "suite", "index", "graph", "robot_id", "people", "horizon"}
 
@@ -34,8 +34,8 @@ PUBLIC_KEYS = {"episode_id", "suite", "index", "graph", "robot_id", "people", "h
 # ----------------------------------------------------------------------------- helpers
 @pytest.fixture(scope="module")
 def dev_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """vh-dev-v0 exported once for the module (do not modify; copy with `fresh`)."""
-    return S.export_suite(DEV, tmp_path_factory.mktemp("dev") / "vh-dev-v0")
+    """vh-dev-v1 exported once for the module (do not modify; copy with `fresh`)."""
+    return S.export_suite(DEV, tmp_path_factory.mktemp("dev") / "vh-dev-v1")
 
 
 @pytest.fixture()
@@ -88,41 +88,53 @@ def test_dev_suite_has_100_balanced_episodes() -> None:
     assert len(specs) == 100
     fams = Counter(s["family"] for s in specs)
     assert set(fams) == set(FAMILIES)
-    # 100 is not a multiple of 8: counts differ by at most one (12 or 13 each)
-    assert max(fams.values()) - min(fams.values()) <= 1
     assert sum(s["reference"]["needs_intervention"] for s in specs) == 50
     assert sum(fams[f] for f in HELP_FAMILIES) == sum(fams[f] for f in SILENT_FAMILIES) == 50
+    # each side is split evenly: counts differ by at most one within a side
+    for side in (HELP_FAMILIES, SILENT_FAMILIES):
+        counts = [fams[f] for f in side]
+        assert max(counts) - min(counts) <= 1
     assert [s["family"] for s in specs] == [S.suite_family(DEV, i) for i in range(100)]
     assert S.suite_info(DEV)["families"] == {f: fams[f] for f in FAMILIES}
 
 
-def test_test_suite_has_equal_family_counts() -> None:
+def test_test_suite_has_balanced_family_counts() -> None:
     info = S.suite_info(TEST)
     assert info["n"] == 1000
-    assert info["families"] == {f: 125 for f in FAMILIES}
+    assert all(info["families"][f] == 125 for f in HELP_FAMILIES)
+    assert all(info["families"][f] in (71, 72) for f in SILENT_FAMILIES)
     assert info["help_episodes"] == info["silent_episodes"] == 500
 
 
 @settings(max_examples=30, deadline=None)
 @given(suite=st.sampled_from([DEV, TEST]), data=st.data())
-def test_every_block_of_8_holds_each_family_once(suite: str, data: st.DataObject) -> None:
+def test_every_pair_holds_one_help_and_one_silent_episode(suite: str, data: st.DataObject) -> None:
     n = S.SUITES[suite]["n"]
-    block = data.draw(st.integers(0, n // 8 - 1))
-    fams = [S.suite_family(suite, i) for i in range(8 * block, 8 * block + 8)]
-    assert sorted(fams) == sorted(FAMILIES)
+    pair = data.draw(st.integers(0, n // 2 - 1))
+    fams = [S.suite_family(suite, i) for i in (2 * pair, 2 * pair + 1)]
+    assert sum(f in HELP_FAMILIES for f in fams) == 1
 
 
 def test_family_does_not_follow_the_index() -> None:
-    # a plain FAMILIES[i % 8] assignment would let an agent read the family off the id
     fams = [S.suite_family(TEST, i) for i in range(1000)]
-    assert fams != [FAMILIES[i % 8] for i in range(1000)]
-    for pos in range(8):
-        assert len({fams[i] for i in range(pos, 1000, 8)}) > 1
+    for period in (2, 4, 7, 8, 11):
+        for pos in range(period):
+            assert len({fams[i] for i in range(pos, 1000, period)}) > 2
+    # help comes first in some pairs and second in others
+    firsts = {fams[i] in HELP_FAMILIES for i in range(0, 1000, 2)}
+    assert firsts == {True, False}
+
+
+def test_withdrawn_suites_are_refused_with_the_replacement() -> None:
+    for old, new in (("vh-dev-v0", "vh-dev-v1"), ("vh-test-v0", "vh-test-v1")):
+        assert old not in S.suite_names()
+        with pytest.raises(ValueError, match=f"withdrawn.*{new}"):
+            S.suite_episode(old, 0)
 
 
 def test_ids_and_seeds() -> None:
     spec = S.suite_episode(DEV, 3)
-    assert spec["episode_id"] == "vh-dev-v0-0003" == S.suite_episode_id(DEV, 3)
+    assert spec["episode_id"] == "vh-dev-v1-0003" == S.suite_episode_id(DEV, 3)
     assert spec["seed"] == S.suite_seed(DEV, 3) == S.SUITES[DEV]["seed_base"] + 3
     seeds = {name: {S.suite_seed(name, i) for i in range(s["n"])} for name, s in S.SUITES.items()}
     assert not seeds[DEV] & seeds[TEST]
@@ -151,7 +163,7 @@ def test_generation_is_deterministic_and_returns_copies() -> None:
 
 
 def test_unknown_suite_and_bad_index() -> None:
-    with pytest.raises(ValueError, match="known suites: vh-dev-v0, vh-test-v0"):
+    with pytest.raises(ValueError, match="known suites: vh-dev-v1, vh-test-v1"):
         S.suite_episode("vh-nope-v0", 0)
     with pytest.raises(ValueError, match=r"valid range is 0\.\.99"):
         S.suite_episode(DEV, 100)
@@ -174,10 +186,10 @@ def test_suite_generator_version_is_enforced(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_suite_references() -> None:
     refs = S.suite_references(DEV)
-    assert list(refs) == [f"vh-dev-v0-{i:04d}" for i in range(100)]
-    assert refs["vh-dev-v0-0003"] == S.reference_record(S.suite_episode(DEV, 3))
-    refs["vh-dev-v0-0003"]["family"] = "tampered"
-    assert S.suite_references(DEV)["vh-dev-v0-0003"]["family"] != "tampered"
+    assert list(refs) == [f"vh-dev-v1-{i:04d}" for i in range(100)]
+    assert refs["vh-dev-v1-0003"] == S.reference_record(S.suite_episode(DEV, 3))
+    refs["vh-dev-v1-0003"]["family"] = "tampered"
+    assert S.suite_references(DEV)["vh-dev-v1-0003"]["family"] != "tampered"
 
 
 # ----------------------------------------------------------------------------- records
@@ -188,7 +200,13 @@ def test_public_record_reveals_nothing() -> None:
     assert rec["suite"] == DEV and rec["index"] == 11
     assert rec["people"] == [{"id": a["id"], "name": a["name"], "kind": a["kind"]}
                              for a in sorted(spec["actors"], key=lambda a: a["id"])]
-    assert rec["graph"] == spec["graph"] and rec["robot_id"] == 1
+    assert rec["graph"] == S.perceived_graph(spec["graph"]) and rec["robot_id"] == 1
+    # nothing hidden in a closed container is listed
+    world = World(spec["graph"])
+    hidden = {n for n in world.graph.nodes if world.is_hidden(n)}
+    listed = {n["id"] for n in rec["graph"]["nodes"]}
+    assert hidden and not hidden & listed
+    assert listed == set(world.graph.nodes) - hidden
     assert not get_validator("public").is_valid(dict(rec, family=spec["family"]))
     with pytest.raises(ValueError, match="not a suite episode id"):
         S.public_record(generate_episode("routine", 5))
@@ -236,9 +254,27 @@ def test_export_is_byte_deterministic(dev_dir: Path, tmp_path: Path) -> None:
 
 def test_pinned_dev_digests(dev_dir: Path) -> None:
     # If this fails, episode generation changed: bump the suite version / GENERATOR_VERSION.
-    assert hashlib.sha256((dev_dir / "public.jsonl").read_bytes()).hexdigest() == DEV_PUBLIC_SHA256
-    assert hashlib.sha256(
-        (dev_dir / "reference.jsonl").read_bytes()).hexdigest() == DEV_REFERENCE_SHA256
+    pinned = S.pinned_digests(DEV)
+    assert pinned is not None and set(pinned) == {"public.jsonl", "reference.jsonl"}
+    for name, digest in pinned.items():
+        assert hashlib.sha256((dev_dir / name).read_bytes()).hexdigest() == digest
+    assert S.pinned_digests(TEST) is not None
+
+
+def test_digests_ship_with_the_package() -> None:
+    import importlib.resources
+
+    data = importlib.resources.files("mindhelper_env.scenarios").joinpath("suites/digests.json")
+    table = json.loads(data.read_text())
+    assert set(table) == set(S.suite_names())
+
+
+def test_rebuilt_suite_that_differs_from_the_published_one_is_reported(fresh: Path) -> None:
+    edit_record(fresh, "public.jsonl", 1, horizon=149)
+    resign(fresh)  # a self-consistent export, but not the published suite
+    problems = S.validate_suite_dir(fresh, replay=False)
+    assert has(problems, "public.jsonl", "not the published suite")
+    assert not has(problems, "reference.jsonl", "not the published suite")
 
 
 def test_tampered_byte_is_a_sha256_problem(fresh: Path) -> None:
@@ -305,7 +341,7 @@ def test_id_closure(fresh: Path) -> None:
     resign(fresh)
     problems = S.validate_suite_dir(fresh, replay=False)
     assert has(problems, "reference.jsonl:100", "no public record")
-    assert has(problems, "public.jsonl", "1 episode(s) of vh-dev-v0 missing", "99")
+    assert has(problems, "public.jsonl", "1 episode(s) of vh-dev-v1 missing", "99")
 
 
 def test_bad_family_and_inconsistent_need(fresh: Path) -> None:
@@ -344,7 +380,9 @@ def test_replay_rejects_a_program_that_does_not_help(fresh: Path) -> None:
     assert has(problems, f"reference.jsonl:{n}", "replay", "does not make the focus person succeed")
     assert has(problems, f"reference.jsonl:{n}", "differs from the rebuilt ground truth",
                "reference_actions")
-    assert S.validate_suite_dir(fresh, replay=False) == []
+    # without replay, only the published digest catches the change
+    quick = S.validate_suite_dir(fresh, replay=False)
+    assert len(quick) == 1 and "not the published suite" in quick[0]
 
 
 def test_generator_mismatch_is_reported(fresh: Path) -> None:
@@ -389,7 +427,7 @@ def test_load_jsonl(tmp_path: Path) -> None:
 
 def good_result() -> dict[str, Any]:
     return {
-        "episode_id": "vh-dev-v0-0000", "agent": "oracle", "suite": DEV,
+        "episode_id": "vh-dev-v1-0000", "agent": "oracle", "suite": DEV,
         "actions": [{"tick": 3, "program": "[walk] <fridge> (108)"}],
         "executed": [{"tick": 4, "line": "[walk] <fridge> (108)", "ok": True, "reason": None}],
         "focus_success": True, "harm": False, "ticks": 20, "steps": 5,

@@ -121,7 +121,7 @@ def test_realistic_script_on_loaded_graph(vh):
         ("[putin] <apple> (120) <fridge> (103)", "not holding"),
         ("[grab] <banana> (120)", "not a banana"),
         ("[grab] <apple> (4242)", "unknown node id 4242"),
-        ("[give] <apple> (120) <character> (1)", "only the robot"),
+        ("[tell] <character> (1) <apple> (120) <fridge> (103)", "only the robot"),
         ("[standup]", "not sitting"),
         ("[fly] <apple> (120)", "unknown verb"),
         ("[walk] <fridge>", "argument"),

@@ -1,8 +1,10 @@
 """``PrecisionInterventionMetrics``: per-episode and running precision-intervention metrics.
 
-The wrapper watches the actions sent to the env, notes the tick ``t_I`` of the robot's
-first intervention (first non-silent action), and at the end of each episode compares it
-with the episode's intervention window (docs/metrics.md):
+The wrapper takes the tick ``t_I`` of the robot's first intervention from the final
+``info["episode_record"]["intervention_tick"]`` (the MindHelper envs: the first executed
+line acting on an object or a person; movement is free; ``-1`` for none). For other envs it
+watches the actions sent and takes the first non-silent one. At the end of each episode it
+compares ``t_I`` with the episode's intervention window (docs/metrics.md):
 
 * an episode that needs help counts toward PIR when ``onset <= t_I <= deadline`` and toward
   TA when the focus person succeeded;
@@ -283,6 +285,9 @@ class PrecisionInterventionMetrics(gym.Wrapper, gym.utils.RecordConstructorArgs)
         ref = self._reference(info)
         success = self._success(info)
         t_i = self._t_i
+        record = info.get("episode_record")
+        if isinstance(record, Mapping) and isinstance(record.get("intervention_tick"), int):
+            t_i = record["intervention_tick"] if record["intervention_tick"] >= 0 else None
         intervened = t_i is not None
         out: dict[str, Any] = dict.fromkeys(EPISODE_FIELDS)
         out.update({

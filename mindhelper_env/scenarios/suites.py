@@ -90,6 +90,8 @@ __all__ = [
     "SuiteVersionError",
     "WITHDRAWN",
     "pinned_digests",
+    "pin_digests",
+    "perceived_graph",
     "is_training_seed",
     "suite_names",
     "suite_info",
@@ -405,6 +407,25 @@ def pinned_digests(name: str) -> dict[str, str] | None:
     if not isinstance(entry, dict) or entry.get("generator") != GENERATOR_VERSION:
         return None
     return {f: entry[f] for f in (PUBLIC_FILE, REFERENCE_FILE) if isinstance(entry.get(f), str)}
+
+
+def pin_digests(names: list[str] | None = None) -> dict[str, dict[str, str]]:
+    """Export the suites and write their sha256 into the package's ``digests.json``.
+
+    For maintainers, after a deliberate change of the generator (with a new suite version):
+    ``python -c "from mindhelper_env.scenarios.suites import pin_digests; pin_digests()"``.
+    """
+    import tempfile
+
+    table = json.loads(_DIGESTS_FILE.read_text()) if _DIGESTS_FILE.exists() else {}
+    for name in names or suite_names():
+        with tempfile.TemporaryDirectory() as tmp:
+            out = export_suite(name, tmp)
+            table[name] = {"generator": GENERATOR_VERSION, **{
+                f: hashlib.sha256((out / f).read_bytes()).hexdigest()
+                for f in (PUBLIC_FILE, REFERENCE_FILE)}}
+    _write_atomic(_DIGESTS_FILE, (json.dumps(table, indent=2, sort_keys=True) + "\n").encode())
+    return table
 
 
 def reference_record(spec: Mapping[str, Any]) -> dict[str, Any]:
