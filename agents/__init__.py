@@ -28,7 +28,7 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "random": lambda p=0.1, seed=None, **kw: RandomAgent(p=p, seed=seed),
     "oracle": lambda env=None, **kw: OracleAgent(env),
     "belief-tracker": lambda **kw: BeliefTrackerAgent(),
-    "reactive": lambda **kw: ReactiveAgent(),
+    "reactive": lambda min_struggles=1, **kw: ReactiveAgent(min_struggles=min_struggles),
     "moved-absent": lambda **kw: MovedAbsentAgent(),
     "prior": lambda act_window=4, **kw: PriorAgent(act_window=act_window),
 }

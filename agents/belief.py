@@ -104,14 +104,27 @@ class BeliefTrackerAgent(_OnceAgent):
 
 
 class ReactiveAgent(_OnceAgent):
-    """Intervene on the first visible struggle, whoever shows it, with a best guess."""
+    """Intervene on the first visible struggle, whoever shows it, with a best guess.
+
+    ``min_struggles=k`` waits until one person has struggled ``k`` times (the agent that
+    "waits for repeated failure"; with the deadline at onset + 5 ticks it is mostly late).
+    """
 
     name = "reactive"
+
+    def __init__(self, min_struggles: int = 1) -> None:
+        super().__init__()
+        if int(min_struggles) < 1:
+            raise ValueError(f"min_struggles must be >= 1, got {min_struggles!r}")
+        self.min_struggles = int(min_struggles)
 
     def decide(self, observation: Mapping[str, Any], info: Mapping[str, Any],
                cues: list[Any]) -> list[str]:
         t = self.tracker
         for cue in cues:
+            self._count[cue.person] = self._count.get(cue.person, 0) + 1
+            if self._count[cue.person] < self.min_struggles:
+                continue
             if cue.kind == "stand":
                 return self.open_box(cue.place)
             if cue.kind == "stretch":
@@ -147,6 +160,7 @@ class ReactiveAgent(_OnceAgent):
     def reset(self, *, seed: int | None = None) -> None:
         super().reset(seed=seed)
         self._was_at: dict[int, int] = {}
+        self._count: dict[int, int] = {}
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
         # remember where objects were taken from (before the tracker applies the window)

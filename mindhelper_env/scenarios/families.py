@@ -251,10 +251,20 @@ class Draft:
         self.fetch(cid, z, dest, [src])
 
     def bystander(self, room: int | None = None, kind: str | None = None) -> int:
+        """Another person going about chores, sometimes carrying one or two things to a table.
+
+        Help families have one person carrying two things by construction (the blocked
+        family) in a quarter of cases, silent families in a seventh: bystanders of silent
+        families carry two things a little more often, so that "someone holds two things at
+        reset" is equally common on both sides.
+        """
         cid = self.person(kind=kind, room=room)
-        if self.chance(0.3):
-            objs = [self.hold(cid, self.pick(sorted(OBJECT_CATALOG)))
-                    for _ in range(1 if self.chance(0.6) else 2)]
+        roll = self.rng.random()
+        two = 0.12 if self.family in _HELP else 0.25
+        if roll < two + 0.2:
+            n = 2 if roll < two else 1
+            pool = list(self.pick(sorted(_FITS.items()))[1]) if n == 2 else sorted(OBJECT_CATALOG)
+            objs = [self.hold(cid, self.pick(pool)) for _ in range(n)]
             self.deliver(cid, objs, self.pick(self.reachable_for(cid, self.surfaces())))
         self.chores(cid)
         return cid
@@ -324,6 +334,14 @@ class Draft:
         }
 
 
+_HELP = frozenset({"false_belief_relocation", "implicit_goal_search", "implicit_goal_reach",
+                   "implicit_goal_blocked"})
+_FITS = {"fridge": ("milk", "juice", "apple", "cupcake"),
+         "dishwasher": ("plate", "mug", "wineglass"),
+         "kitchencabinet": ("plate", "mug", "chips", "wineglass"),
+         "other": ("book", "folder", "towel", "magazine", "wallet")}
+
+
 class _Reject(Exception):
     """The draft cannot be built from this rng state; the generator resamples."""
 
@@ -360,7 +378,7 @@ def _relocation(d: Draft, variant: str) -> None:
     d.deliver(a, [x], l1)
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
-    b_room = r1 if variant == "witnessed" else d.pick(d.rooms)
+    b_room = r1 if variant == "witnessed" or d.chance(0.5) else d.pick(d.rooms)
     b = d.person(kind="adult", room=b_room)
     d.believe(b, x, l1)  # B knows where A keeps it (B is not judged: B never struggles)
     if variant == "witnessed":
@@ -373,9 +391,12 @@ def _relocation(d: Draft, variant: str) -> None:
             cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
         else:
             cands = [p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
+            boxes = [p for p in cands if "CAN_OPEN" in d.g.nodes[p].properties]
+            if boxes and d.chance(0.7):
+                cands = boxes  # out of sight on the way back (a surface may be passed)
         l2 = d.pick(cands)
-        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(12, 18)))
-        d.idle(b, int(d.rng.integers(4, 8)) + d.world.distance(r1, r_away))
+        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(14, 20)))
+        d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away))
     d.fetch(b, x, l2, [l1])
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -495,8 +516,10 @@ def _reach(d: Draft, helped: bool) -> None:
         d.mental_state = {"type": "none"}
     else:
         d.needs_help = True
-    for _ in range(_others(d) - int(helped)):
-        d.bystander()
+    for k in range(_others(d) - int(helped)):
+        # the twin has an adult waiting in the room: help episodes often have one too
+        near = k == 0 and not helped and d.chance(0.7)
+        d.bystander(room=room if near else None, kind="adult" if near else None)
     d.scenery()
 
 
@@ -509,18 +532,13 @@ def reach_helped(d: Draft) -> None:
 
 
 # ------------------------------------------------------------------------------ blocked
-_FITS = {"fridge": ("milk", "juice", "apple", "cupcake"),
-         "dishwasher": ("plate", "mug", "wineglass"),
-         "kitchencabinet": ("plate", "mug", "chips", "wineglass")}
-
-
 def _blocked(d: Draft, helped: bool) -> None:
     kind = _any_kind(d)
     box = d.pick(d.containers(max_top=ACTOR_KINDS[kind]))
     room = d.room_of(box)
     a = d.person(kind=kind, room=d.pick(d.rooms))
     d.focus = a
-    pool = _FITS.get(d.g.nodes[box].key, ("book", "folder", "towel", "magazine", "wallet"))
+    pool = _FITS.get(d.g.nodes[box].key, _FITS["other"])
     o1 = d.hold(a, d.pick(list(pool)))
     o2 = d.hold(a, d.pick(list(pool)))
     d.target = box
@@ -539,8 +557,9 @@ def _blocked(d: Draft, helped: bool) -> None:
         d.mental_state = {"type": "none"}
     else:
         d.needs_help = True
-    for _ in range(_others(d) - int(helped)):
-        d.bystander()
+    for k in range(_others(d) - int(helped)):
+        near = k == 0 and not helped and d.chance(0.7)
+        d.bystander(room=room if near else None, kind="adult" if near else None)
     d.scenery()
 
 
