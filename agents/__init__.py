@@ -23,6 +23,16 @@ AGENTS: dict[str, Callable[..., Any]] = {
 }
 
 
+def _direct_vlm(model: Any = None, env: Any = None, seed: int | None = None,
+                **kw: Any) -> Any:
+    from mindhelper_env.agents.direct_vlm import DirectVLMAgent  # imports no SDK yet
+
+    return DirectVLMAgent(model=model, **kw)
+
+
+AGENTS["direct-vlm"] = _direct_vlm
+
+
 def register_agent(name: str, factory: Callable[..., Any]) -> None:
     """Add an agent factory under ``name`` (used by ``make_agent`` and the CLI)."""
     AGENTS[name] = factory

@@ -39,6 +39,9 @@ def client_for(server, tmp_path, **opts):
 
 def test_importing_the_package_loads_no_heavy_dependency():
     code = ("import sys, mindhelper_env, mindhelper_env.models, mindhelper_env.agents\n"
+            "from mindhelper_env.agents import AGENTS, make_agent\n"
+            "assert 'direct-vlm' in AGENTS\n"
+            "import mindhelper_env.agents.direct_vlm\n"
             "print(sorted(m for m in ('openai', 'torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
