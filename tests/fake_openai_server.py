@@ -3,17 +3,29 @@
 ``ScriptedServer(script)`` answers ``POST /v1/chat/completions``. ``script`` is a callable
 ``(request_json, n) -> Reply`` (``n`` counts requests from 0) or a list of replies used in
 order (the last one repeats). The server keeps every request body and the peak number of
-requests in flight.
+requests in flight. :func:`need` imports an optional dependency for a test module.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+import pytest
+
+
+def need(module: str) -> Any:
+    """Import an ``llm``-extra module; skip without it, but fail when
+    ``MINDHELPER_REQUIRE_LLM=1`` (set by ``.ci/run``, so CI never skips these tests)."""
+    if os.environ.get("MINDHELPER_REQUIRE_LLM") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason="needs the llm extra: pip install -e '.[llm]'")
 
 
 @dataclass

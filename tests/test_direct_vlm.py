@@ -8,12 +8,12 @@ import re
 import gymnasium as gym
 import numpy as np
 import pytest
-from fake_openai_server import Reply, ScriptedServer, image_parts
+from fake_openai_server import Reply, ScriptedServer, image_parts, need
 
 from mindhelper_env.agents import make_agent
 from mindhelper_env.agents.direct_vlm import DirectVLMAgent, parse_answer
 
-pytest.importorskip("openai", reason="needs the llm extra")  # CI installs it
+need("openai")
 
 SILENT = '{"intervene": false, "program": []}'
 

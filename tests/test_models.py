@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from fake_openai_server import Reply, ScriptedServer, image_parts
+from fake_openai_server import Reply, ScriptedServer, image_parts, need
 
 from mindhelper_env.models import (
     Completion,
@@ -26,7 +26,7 @@ from mindhelper_env.models import (
 )
 from mindhelper_env.models.limits import FileSemaphore, backoff_delay
 
-pytest.importorskip("openai", reason="needs the llm extra")  # CI installs it
+need("openai")
 
 USER = [{"role": "user", "content": "Say hi."}]
 
@@ -276,7 +276,7 @@ def _tiny_chat_model(path):
 
 
 def test_hf_client_with_a_tiny_local_model(tmp_path):
-    pytest.importorskip("transformers", reason="needs the llm extra")
+    need("transformers")
     tok = _tiny_chat_model(tmp_path / "tiny")
     client = make_client(f"hf:{tmp_path / 'tiny'}", device="cpu")
     msgs = [{"role": "system", "content": "you are a robot helper"},
@@ -292,3 +292,11 @@ def test_hf_client_with_a_tiny_local_model(tmp_path):
     assert 1 <= a.completion_tokens <= 6 and not a.tokens_estimated
     with pytest.raises(ValueError, match="hf:"):
         make_client(f"hf:{tmp_path / 'missing'}")
+
+
+@pytest.mark.parametrize("spec, module", [("openai:m@http://127.0.0.1:9/v1", "openai"),
+                                          ("hf:/nonexistent", "transformers")])
+def test_missing_extra_says_what_to_install(monkeypatch, spec, module):
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
+    with pytest.raises(ImportError, match=r"mindhelper-env\[llm\]"):
+        make_client(spec)
