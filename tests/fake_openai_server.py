@@ -36,6 +36,7 @@ class Reply:
         "prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18})
     delay: float = 0.0
     raw: bytes | None = None  # sent as-is (with status) instead of a completion
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class ScriptedServer:
@@ -102,7 +103,8 @@ class ScriptedServer:
                         self._send(reply.status, reply.raw)
                     elif reply.status != 200:
                         self._send(reply.status, json.dumps(
-                            {"error": {"message": f"scripted {reply.status}"}}).encode())
+                            {"error": {"message": f"scripted {reply.status}"}}).encode(),
+                            reply.headers)
                     else:
                         out: dict[str, Any] = {
                             "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
@@ -116,9 +118,12 @@ class ScriptedServer:
                 finally:
                     server._done()
 
-            def _send(self, status: int, payload: bytes) -> None:
+            def _send(self, status: int, payload: bytes,
+                      headers: dict[str, str] | None = None) -> None:
                 try:
                     self.send_response(status)
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()

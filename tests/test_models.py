@@ -102,6 +102,19 @@ def test_retry_after_500_and_429(tmp_path):
     assert c.text == "ok"
 
 
+def test_retry_after_header_is_honoured_up_to_max_backoff(tmp_path):
+    with ScriptedServer([Reply(status=429, headers={"Retry-After": "0.4"}),
+                         Reply(text="ok")]) as srv:
+        t0 = time.perf_counter()
+        assert client_for(srv, tmp_path, max_retries=1).complete(USER).text == "ok"
+        assert time.perf_counter() - t0 >= 0.4
+    with ScriptedServer([Reply(status=429, headers={"Retry-After": "100"}),
+                         Reply(text="ok")]) as srv:
+        t0 = time.perf_counter()
+        client_for(srv, tmp_path, max_retries=1, max_backoff=0.05).complete(USER)
+        assert time.perf_counter() - t0 < 2.0
+
+
 def test_retries_run_out_and_client_errors_do_not_retry(tmp_path):
     with ScriptedServer([Reply(status=503)]) as srv:
         with pytest.raises(ModelError, match="InternalServerError"):

@@ -44,7 +44,11 @@ class HFClient:
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(name, **kwargs)
             if dtype is not None:
-                kwargs["dtype"] = getattr(torch, dtype)
+                if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
+                    raise ValueError(f"hf:{name}: unknown dtype {dtype!r}")
+                major = int(transformers.__version__.split(".")[0])
+                # transformers 5 calls it dtype; 4.x torch_dtype
+                kwargs["dtype" if major >= 5 else "torch_dtype"] = getattr(torch, dtype)
             self.model = transformers.AutoModelForCausalLM.from_pretrained(name, **kwargs)
         except OSError as err:
             raise ValueError(f"hf:{name}: cannot load a local model there ({err})") from err

@@ -1,8 +1,9 @@
 """Chat completions from any OpenAI-compatible server, through the official ``openai`` SDK.
 
-The SDK's own retries are switched off; this client retries itself (exponential back-off
-with deterministic jitter, see :func:`~mindhelper_env.models.limits.backoff_delay`) on HTTP
-429 and 5xx, connection errors and timeouts, and raises
+The SDK's own retries are switched off; this client retries itself on HTTP 429 and 5xx,
+connection errors and timeouts (exponential back-off with deterministic jitter, see
+:func:`~mindhelper_env.models.limits.backoff_delay`, but at least the server's
+``Retry-After`` seconds, capped by ``max_backoff``), and raises
 :class:`~mindhelper_env.models.base.ModelError` once they are used up or for any other
 error (4xx, a response that is not a chat completion).
 """
@@ -63,6 +64,17 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 wire.append({"type": "image_url", "image_url": {"url": png_data_url(value)}})
         out.append({"role": msg["role"], "content": wire})
     return out
+
+
+def _retry_after(err: Exception, cap: float) -> float:
+    """Seconds a 429/503 response asks us to wait (``Retry-After``), capped; else 0."""
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None)
+    try:
+        value = float(headers.get("retry-after", 0)) if headers is not None else 0.0
+    except (TypeError, ValueError):  # an HTTP date: fall back to the back-off
+        return 0.0
+    return min(max(value, 0.0), cap)
 
 
 class OpenAIClient:
@@ -129,8 +141,8 @@ class OpenAIClient:
             except self._openai.OpenAIError as err:
                 if not self._retryable(err) or attempt >= self.max_retries:
                     raise ModelError(f"{self.model_id}: {type(err).__name__}: {err}") from err
-                delay = backoff_delay(attempt, base=self.backoff, cap=self.max_backoff,
-                                      seed=seed)
+                delay = max(backoff_delay(attempt, base=self.backoff, cap=self.max_backoff,
+                                          seed=seed), _retry_after(err, self.max_backoff))
                 logger.info("%s: %s, retry %d/%d in %.2f s", self.model_id,
                             type(err).__name__, attempt + 1, self.max_retries, delay)
                 time.sleep(delay)
