@@ -2,6 +2,9 @@
 
 >>> from mindhelper_env.agents import make_agent
 >>> agent = make_agent("random", p=0.1)
+
+``direct-vlm`` (model-backed, needs the ``llm`` extra) is imported only when built:
+``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``.
 """
 
 from __future__ import annotations
