@@ -2,6 +2,9 @@
 
 >>> from mindhelper_env.agents import make_agent
 >>> agent = make_agent("random", p=0.1)
+
+``direct-vlm`` (model-backed, needs the ``llm`` extra) is imported only when built:
+``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,16 @@ AGENTS: dict[str, Callable[..., Any]] = {
 
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")
+
+
+def _direct_vlm(model: Any = None, env: Any = None, seed: int | None = None,
+                **kw: Any) -> Any:
+    from mindhelper_env.agents.direct_vlm import DirectVLMAgent  # imports no SDK yet
+
+    return DirectVLMAgent(model=model, **kw)
+
+
+AGENTS["direct-vlm"] = _direct_vlm
 
 
 def register_agent(name: str, factory: Callable[..., Any]) -> None:

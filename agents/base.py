@@ -10,7 +10,12 @@ __all__ = ["Agent", "Usage"]
 
 @dataclass
 class Usage:
-    """What an agent spent in one episode (model calls, tokens, wall time)."""
+    """What an agent spent in one episode (model calls, tokens, wall time).
+
+    ``parse_failures`` counts model answers that could not be turned into an action
+    (answered with ``"none"``); ``tokens_estimated`` is True when some token count was an
+    estimate rather than the server's or tokenizer's number.
+    """
 
     model_calls: int = 0
     prompt_tokens: int = 0
@@ -18,6 +23,8 @@ class Usage:
     seconds: float = 0.0
     decisions: int = 0
     fallbacks: int = 0
+    parse_failures: int = 0
+    tokens_estimated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

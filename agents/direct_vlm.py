@@ -1,0 +1,335 @@
+"""``direct-vlm``: the paper's direct-prompting baseline.
+
+Every observation window the agent sends one chat prompt to a model and acts on its answer:
+
+* **system message** — the task (intervene only when a false belief or an implicit goal
+  blocks a person's task, otherwise answer none), the action grammar (verbs and their
+  arguments, generated from :data:`~mindhelper_env.world.script.VERB_ARITY`) and the answer
+  format: one JSON object ``{"intervene": bool, "program": [script lines]}``;
+* **user message** — the current tick, the robot's own state, the candidates from
+  ``info["candidates"]`` (people, objects, places, rooms, with ids), the narration so far and,
+  when the observation has ``"rgb"``, the window's frames (the last ``max_images``).
+
+Narration budget: the reset description (the home at tick 0) is always kept, cut to at most
+half of ``history_chars`` characters; then whole windows are added newest first while the
+total stays within ``history_chars``; older windows are dropped and replaced by a line
+saying how many were left out. The newest window is always included (its tail, if it alone
+exceeds the budget). Windows with no narration are skipped.
+
+Answer parsing: the first JSON object in the reply (code fences and surrounding prose are
+fine). ``intervene`` must be a boolean; when true, ``program`` must be a non-empty list of
+script lines (or one string of lines) that all parse with
+:func:`~mindhelper_env.world.script.parse_program` and mention only known ids: the current
+candidates, the robot, and ids the robot saw in earlier events (an object put into a closed
+container drops out of the candidates but the robot saw where it went). Anything else is
+answered with ``"none"`` and counted in ``usage.parse_failures``. An exception from the
+model client (timeout, HTTP error, replay miss) gives ``"none"`` and counts in
+``usage.fallbacks``.
+
+One intervention per episode: after the agent has acted once it answers ``"none"`` for the
+rest of the episode without calling the model (the metrics score the first intervention;
+the env runs the program to completion).
+
+Usage: ``model_calls`` counts every call made (answered or failed), ``prompt_tokens`` /
+``completion_tokens`` add up the clients' counts, ``seconds`` the time spent in model calls,
+and ``tokens_estimated`` is True if any count in the episode was an estimate.
+
+>>> from mindhelper_env.agents import make_agent
+>>> agent = make_agent("direct-vlm", model="openai:gpt-4o-mini")  # doctest: +SKIP
+
+Without ``model=``, the spec comes from ``$MINDHELPER_MODEL`` (so ``mindhelper evaluate
+--agents direct-vlm`` works); other keyword arguments go to
+:func:`~mindhelper_env.models.make_client` (``cache_dir``, ``concurrency``, ``record`` ...).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import time
+from typing import Any
+
+import numpy as np
+
+from mindhelper_env.agents.base import Usage
+from mindhelper_env.models import ModelClient, make_client
+from mindhelper_env.world.script import VERB_ARITY, parse_program, split_program
+
+__all__ = ["DirectVLMAgent", "parse_answer", "SYSTEM_PROMPT"]
+
+logger = logging.getLogger(__name__)
+
+_ARG_NAMES = {
+    "walk": "<place|object|character|room> (id)", "find": "<object> (id)",
+    "open": "<container> (id)", "close": "<container> (id)", "grab": "<object> (id)",
+    "putback": "<object> (id) <surface> (id)", "putin": "<object> (id) <container> (id)",
+    "drop": "<object> (id)", "switchon": "<appliance> (id)", "switchoff": "<appliance> (id)",
+    "sit": "<seat> (id)", "standup": "",
+    "give": "<object> (id) <character> (person id)",
+    "tell": "<character> (person id) <object> (id) <place> (id)",
+}
+
+
+def _grammar() -> str:
+    lines = []
+    for verb in VERB_ARITY:
+        args = _ARG_NAMES.get(verb, " ".join(["<class> (id)"] * VERB_ARITY[verb]))
+        lines.append(f"  [{verb}] {args}".rstrip())
+    return "\n".join(lines)
+
+
+SYSTEM_PROMPT = f"""You are a household robot helper. You watch the people in a home, one \
+observation window at a time, and decide whether to help.
+
+Intervene ONLY when a person's current task is blocked by
+- a false belief: they will look for an object where they last saw it, but it was moved \
+while they were not watching; or
+- an implicit goal they cannot reach alone: they keep searching the wrong places for \
+something, cannot reach an object (a child, a wheelchair user), or have their hands full \
+and cannot open what they must fill.
+Otherwise (the task goes as planned, the person saw the move, or the moved object is not \
+needed) do nothing. Helping when no help is needed, too early or too late is penalised. You \
+can intervene once per episode.
+
+An intervention is a program of script lines, executed one per tick:
+{_grammar()}
+Use the exact class names and ids from the candidate list; people are <character> (id). \
+Examples: "[walk] <fridge> (132)", "[open] <fridge> (132)", "[grab] <apple> (151)", \
+"[walk] <character> (5)", "[give] <apple> (151) <character> (5)", \
+"[tell] <character> (5) <apple> (151) <fridge> (132)".
+
+Answer with one JSON object and nothing else:
+{{"intervene": false, "program": []}}
+or
+{{"intervene": true, "program": ["[walk] <fridge> (132)", "[open] <fridge> (132)"]}}"""
+
+
+def _first_json_object(text: str) -> dict[str, Any] | None:
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def parse_answer(text: str, known_ids: set[int] | None = None,
+                 max_lines: int = 32) -> tuple[str | None, str]:
+    """Turn a model reply into an action: ``(action, "")`` or ``(None, reason)``.
+
+    ``action`` is ``"none"`` or the program's canonical lines joined by newlines.
+    """
+    obj = _first_json_object(text or "")
+    if obj is None:
+        return None, "no JSON object in the answer"
+    intervene = obj.get("intervene")
+    if isinstance(intervene, str) and intervene.strip().lower() in ("true", "false"):
+        intervene = intervene.strip().lower() == "true"
+    if not isinstance(intervene, bool):
+        return None, "'intervene' is not a boolean"
+    if not intervene:
+        return "none", ""
+    program = obj.get("program")
+    if isinstance(program, str):
+        program = split_program(program)
+    if not isinstance(program, list) or not program \
+            or not all(isinstance(x, str) for x in program):
+        return None, "'program' is not a non-empty list of strings"
+    if len(program) > max_lines:
+        return None, f"program longer than {max_lines} lines"
+    lines, errors = parse_program("\n".join(p.replace(";", "\n") for p in program))
+    if errors:
+        raw, why = errors[0]
+        return None, f"bad line {raw!r}: {why}"
+    if not lines:
+        return None, "empty program"
+    if known_ids is not None:
+        for line in lines:
+            unknown = [i for i in line.ids if i not in known_ids]
+            if unknown:
+                return None, f"unknown id {unknown[0]} in {str(line)!r}"
+    return "\n".join(str(x) for x in lines), ""
+
+
+def _frames(rgb: Any, limit: int) -> list[np.ndarray]:
+    if rgb is None or limit <= 0:
+        return []
+    arr = np.asarray(rgb)
+    if arr.ndim == 3:
+        frames = [arr]
+    elif arr.ndim == 4:
+        frames = list(arr)
+    else:
+        return []
+    return [np.ascontiguousarray(f, dtype=np.uint8) for f in frames[-limit:]]
+
+
+class DirectVLMAgent:
+    """Direct prompting of a (vision-)language model; see the module docstring."""
+
+    name = "direct-vlm"
+
+    def __init__(self, model: str | ModelClient | None = None, *, max_tokens: int = 256,
+                 temperature: float = 0.0, history_chars: int = 6000, max_images: int = 4,
+                 **client_opts: Any) -> None:
+        if model is None:
+            model = os.environ.get("MINDHELPER_MODEL")
+            if not model:
+                raise ValueError("direct-vlm needs a model: make_agent('direct-vlm', "
+                                 "model='openai:MODEL@http://host:port/v1') or set "
+                                 "MINDHELPER_MODEL")
+        if isinstance(model, str):
+            self.client: ModelClient = make_client(model, **client_opts)
+        elif client_opts:
+            raise ValueError("client options need a spec string, not a client instance")
+        else:
+            self.client = model
+        if int(history_chars) < 200:
+            raise ValueError(f"history_chars must be at least 200, got {history_chars!r}")
+        self.max_tokens = int(max_tokens)
+        self.temperature = float(temperature)
+        self.history_chars = int(history_chars)
+        self.max_images = int(max_images)
+        self.usage = Usage()
+        self.last_prompt: list[dict[str, Any]] | None = None
+        self.last_reply: str | None = None
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._scene: str | None = None
+        self._windows: list[str] = []
+        self._seen_ids: set[int] = set()
+        self._acted = False
+
+    def reset(self, *, seed: int | None = None) -> None:
+        self.usage = Usage()
+        self._reset_state()
+
+    # -- prompt ------------------------------------------------------------------------
+
+    def _observe(self, observation: dict[str, Any]) -> None:
+        text = str(observation.get("narration", "")).strip()
+        if self._scene is None:
+            self._scene = text
+        elif text:
+            self._windows.append(text)
+        try:
+            events = json.loads(observation.get("events") or "[]")
+        except (TypeError, ValueError):
+            events = []
+        for ev in events if isinstance(events, list) else []:
+            for arg in ev.get("args", []) if isinstance(ev, dict) else []:
+                if isinstance(arg, dict) and isinstance(arg.get("id"), int):
+                    self._seen_ids.add(arg["id"])
+
+    def narration(self) -> str:
+        """The bounded narration history (see the module docstring)."""
+        budget = self.history_chars
+        scene = (self._scene or "")[: budget // 2]
+        left = budget - len(scene)
+        kept: list[str] = []
+        for i, w in enumerate(reversed(self._windows)):
+            if len(w) + 1 > left:
+                if i == 0:
+                    kept.append(w[-max(left - 1, 0):])
+                    left = 0
+                break
+            kept.append(w)
+            left -= len(w) + 1
+        dropped = len(self._windows) - len(kept)
+        parts = [scene]
+        if dropped:
+            parts.append(f"[... {dropped} earlier window(s) left out ...]")
+        parts += list(reversed(kept))
+        return "\n".join(p for p in parts if p)
+
+    @staticmethod
+    def _candidates(info: dict[str, Any]) -> str:
+        c = info.get("candidates") or {}
+        names = {d["id"]: d.get("class", "?") for k in ("objects", "locations", "rooms")
+                 for d in c.get(k) or [] if isinstance(d, dict) and "id" in d}
+        names.update({a["id"]: f"character {a.get('name', '')}".rstrip()
+                      for a in c.get("actors") or [] if isinstance(a, dict) and "id" in a})
+        def place(i: Any) -> str:
+            return f"{names.get(i, '?')} ({i})" if i is not None else "?"
+        out = ["People (use <character> (id)):"]
+        for a in c.get("actors") or []:
+            held = ", ".join(place(h) for h in a.get("holding") or []) or "nothing"
+            out.append(f"- {a.get('name')} ({a.get('id')}), {a.get('kind')}, in "
+                       f"{place(a.get('room'))}, holding {held}")
+        out.append("Objects:")
+        out += [f"- <{o['class']}> ({o['id']}) at {place(o.get('location'))} in "
+                f"{place(o.get('room'))}" for o in c.get("objects") or []]
+        out.append("Places:")
+        for loc in c.get("locations") or []:
+            state = {True: ", open", False: ", closed"}.get(loc.get("open"), "")
+            out.append(f"- <{loc['class']}> ({loc['id']}) in {place(loc.get('room'))}{state}")
+        out.append("Rooms: " + ", ".join(f"<{r['class']}> ({r['id']})"
+                                         for r in c.get("rooms") or []))
+        robot = info.get("robot") or {}
+        held = ", ".join(place(h) for h in robot.get("holding") or []) or "nothing"
+        out.append(f"You are the robot ({robot.get('id')}), in {place(robot.get('room'))}, "
+                   f"holding {held}.")
+        return "\n".join(out)
+
+    def build_messages(self, observation: dict[str, Any],
+                       info: dict[str, Any]) -> list[dict[str, Any]]:
+        """The prompt for the current window (call after the window was observed)."""
+        text = (f"Tick {int(observation.get('tick', info.get('tick', 0)))}.\n\n"
+                f"Candidates:\n{self._candidates(info)}\n\n"
+                f"What you observed so far:\n{self.narration()}\n")
+        frames = _frames(observation.get("rgb"), self.max_images)
+        if frames:
+            text += f"\nThe {len(frames)} image(s) below show the home at the end of the window.\n"
+        text += "\nShould you intervene now? Answer with the JSON object only."
+        return [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": [text, *frames]}]
+
+    def _known_ids(self, info: dict[str, Any]) -> set[int]:
+        ids = set(self._seen_ids)
+        c = info.get("candidates") or {}
+        for key in ("actors", "objects", "locations", "rooms"):
+            ids.update(d["id"] for d in c.get(key) or [] if isinstance(d, dict) and "id" in d)
+        robot = info.get("robot") or {}
+        if isinstance(robot.get("id"), int):
+            ids.add(robot["id"])
+        return ids
+
+    # -- acting ------------------------------------------------------------------------
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+        self.usage.decisions += 1
+        self._observe(observation)
+        if self._acted:
+            return "none"
+        messages = self.build_messages(observation, info)
+        self.last_prompt = messages
+        self.usage.model_calls += 1
+        t0 = time.perf_counter()
+        try:
+            answer = self.client.complete(messages, max_tokens=self.max_tokens,
+                                          temperature=self.temperature)
+        except Exception as err:  # a model failure must not end the episode
+            self.usage.seconds += time.perf_counter() - t0
+            self.usage.fallbacks += 1
+            logger.warning("direct-vlm: model call failed (%s: %s); answering none",
+                           type(err).__name__, err)
+            return "none"
+        self.usage.seconds += answer.seconds
+        self.usage.prompt_tokens += answer.prompt_tokens
+        self.usage.completion_tokens += answer.completion_tokens
+        self.usage.tokens_estimated = self.usage.tokens_estimated or answer.tokens_estimated
+        self.last_reply = answer.text
+        action, why = parse_answer(answer.text, self._known_ids(info))
+        if action is None:
+            self.usage.parse_failures += 1
+            logger.info("direct-vlm: unusable answer (%s); answering none", why)
+            return "none"
+        if action != "none":
+            self._acted = True
+        return action

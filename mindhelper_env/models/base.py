@@ -1,0 +1,182 @@
+"""The model-client protocol, the completion record, messages and request keys.
+
+A *message* is ``{"role": "system" | "user" | "assistant", "content": ...}`` where
+``content`` is a string or a list of parts. A part is a string, a ``numpy`` ``uint8``
+``H x W x 3`` frame, ``{"type": "text", "text": str}`` or ``{"type": "image", "image":
+frame}``. :func:`normalize_messages` turns all of these into one canonical form:
+``{"role": str, "content": [("text", str) | ("image", ndarray), ...]}``.
+
+:func:`request_key` is the sha256 of the canonical JSON of ``(model, messages, params)``
+with every frame replaced by the sha256 of its raw bytes plus its shape, so the key does
+not depend on how (or whether) images are PNG-encoded. Cassettes and the response cache
+use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Completion",
+    "ModelClient",
+    "ModelError",
+    "ReplayMissError",
+    "normalize_messages",
+    "canonical_request",
+    "request_key",
+    "estimate_tokens",
+    "IMAGE_TOKEN_ESTIMATE",
+]
+
+#: Tokens assumed per image when the server reports no ``usage`` (see :func:`estimate_tokens`).
+IMAGE_TOKEN_ESTIMATE = 85
+
+
+class ModelError(RuntimeError):
+    """A model call failed for good (after retries): timeout, HTTP error, bad response."""
+
+
+class ReplayMissError(ModelError):
+    """A replayed cassette has no answer for this request."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model answer and what it cost.
+
+    ``prompt_tokens``/``completion_tokens`` come from the server's ``usage`` (or the
+    tokenizer for local models); ``tokens_estimated`` is True when they are the estimate of
+    :func:`estimate_tokens`. ``seconds`` is the wall time of the call that produced the
+    answer (for a cached or replayed answer: the recorded time of the original call, so
+    efficiency figures re-run identically); ``cached`` marks answers from a cache or
+    cassette.
+    """
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    tokens_estimated: bool = False
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, cached: bool | None = None) -> Completion:
+        try:
+            out = cls(
+                text=str(data["text"]),
+                prompt_tokens=int(data.get("prompt_tokens", 0)),
+                completion_tokens=int(data.get("completion_tokens", 0)),
+                seconds=float(data.get("seconds", 0.0)),
+                tokens_estimated=bool(data.get("tokens_estimated", False)),
+                cached=bool(data.get("cached", False)),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ModelError(f"malformed stored completion: {err!r}") from None
+        if cached is not None:
+            out = cls(**{**out.to_dict(), "cached": cached})
+        return out
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that answers chat messages.
+
+    ``model_id`` names the model in request keys (e.g. ``"openai:gpt-4o"``; never the
+    server address, so a cassette recorded against one server replays against none).
+    """
+
+    model_id: str
+
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
+                 temperature: float = 0.0) -> Completion: ...
+
+
+def _check_frame(frame: Any) -> np.ndarray:
+    arr = np.asarray(frame)
+    if arr.dtype != np.uint8 or arr.ndim != 3 or arr.shape[2] != 3:
+        raise ValueError(f"an image must be a uint8 H x W x 3 array, got dtype {arr.dtype} "
+                         f"and shape {arr.shape}")
+    return arr
+
+
+def normalize_messages(messages: Any) -> list[dict[str, Any]]:
+    """Canonical messages (see the module docstring); ValueError for anything else."""
+    if not isinstance(messages, (list, tuple)) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict) or not isinstance(msg.get("role"), str):
+            raise ValueError(f"message {i} must be a dict with a string 'role'")
+        content = msg.get("content")
+        raw = [content] if isinstance(content, (str, np.ndarray)) else content
+        if not isinstance(raw, (list, tuple)):
+            raise ValueError(f"message {i}: content must be a string or a list of parts")
+        parts: list[tuple[str, Any]] = []
+        for part in raw:
+            if isinstance(part, str):
+                parts.append(("text", part))
+            elif isinstance(part, np.ndarray):
+                parts.append(("image", _check_frame(part)))
+            elif isinstance(part, tuple) and len(part) == 2 and part[0] in ("text", "image"):
+                # already canonical
+                parts.append((part[0], str(part[1]) if part[0] == "text"
+                              else _check_frame(part[1])))
+            elif isinstance(part, dict) and part.get("type") == "text":
+                parts.append(("text", str(part.get("text", ""))))
+            elif isinstance(part, dict) and part.get("type") == "image":
+                parts.append(("image", _check_frame(part.get("image"))))
+            else:
+                raise ValueError(f"message {i}: unsupported content part {type(part).__name__}")
+        out.append({"role": msg["role"], "content": parts})
+    return out
+
+
+def canonical_request(model_id: str, messages: list[dict[str, Any]],
+                      params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-able description of a request; frames become ``{"sha256", "shape"}``."""
+    msgs = []
+    for msg in normalize_messages(messages):
+        parts: list[Any] = []
+        for kind, value in msg["content"]:
+            if kind == "text":
+                parts.append({"text": value})
+            else:
+                arr = np.ascontiguousarray(value)
+                parts.append({"image": {"sha256": hashlib.sha256(arr.tobytes()).hexdigest(),
+                                        "shape": list(arr.shape)}})
+        msgs.append({"role": msg["role"], "content": parts})
+    return {"model": model_id, "messages": msgs, "params": dict(sorted(params.items()))}
+
+
+def request_key(canonical: dict[str, Any]) -> str:
+    """sha256 (hex) of the canonical request's compact, key-sorted JSON."""
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def estimate_tokens(text_chars: int, images: int = 0) -> int:
+    """The token estimate used when no exact count is known: ``ceil(chars / 4)`` plus
+    :data:`IMAGE_TOKEN_ESTIMATE` per image."""
+    return math.ceil(max(0, text_chars) / 4) + IMAGE_TOKEN_ESTIMATE * max(0, images)
+
+
+def prompt_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
+    """(text characters, images) of canonical messages, roles included."""
+    chars = images = 0
+    for msg in messages:
+        chars += len(msg["role"])
+        for kind, value in msg["content"]:
+            if kind == "text":
+                chars += len(value)
+            else:
+                images += 1
+    return chars, images

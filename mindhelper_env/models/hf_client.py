@@ -1,0 +1,104 @@
+"""Local generation with Hugging Face ``transformers`` (``hf:NAME_OR_PATH``).
+
+The prompt is built with the tokenizer's chat template (``add_generation_prompt=True``);
+decoding is greedy unless ``temperature > 0``. Token counts are exact: the prompt's and the
+newly generated token ids. The client is text-only: image parts become the text
+``[image]`` (logged once). Weights load from local files only unless ``download=True``, so
+an evaluation never fetches a model behind your back.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from mindhelper_env.models.base import Completion, ModelError, normalize_messages
+
+__all__ = ["HFClient"]
+
+logger = logging.getLogger(__name__)
+
+_INSTALL_HINT = ("pip install torch==2.13.0 (CPU build) and then "
+                 "pip install 'mindhelper-env[llm]'")
+
+
+class HFClient:
+    """``hf:NAME_OR_PATH`` — see :func:`mindhelper_env.models.make_client` for the options."""
+
+    def __init__(self, name: str, *, device: str | None = None, dtype: str | None = None,
+                 download: bool = False, seed: int = 0) -> None:
+        if not name:
+            raise ValueError("hf: needs a model name or path, e.g. 'hf:/models/qwen'")
+        try:
+            import torch
+            import transformers
+        except ImportError as err:
+            raise ImportError(f"the 'hf:' model client needs torch and transformers: "
+                              f"{_INSTALL_HINT}") from err
+        self._torch = torch
+        self.model_id = f"hf:{name}"
+        self.name = name
+        self.seed = int(seed)
+        kwargs: dict[str, Any] = {"local_files_only": not download}
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(name, **kwargs)
+            if dtype is not None:
+                if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
+                    raise ValueError(f"hf:{name}: unknown dtype {dtype!r}")
+                major = int(transformers.__version__.split(".")[0])
+                # transformers 5 calls it dtype; 4.x torch_dtype
+                kwargs["dtype" if major >= 5 else "torch_dtype"] = getattr(torch, dtype)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(name, **kwargs)
+        except OSError as err:
+            raise ValueError(f"hf:{name}: cannot load a local model there ({err})") from err
+        if getattr(self.tokenizer, "chat_template", None) is None:
+            raise ValueError(f"hf:{name}: the tokenizer has no chat_template")
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.model.to(self.device)
+        self.model.eval()
+        self._warned_images = False
+
+    def _prompt_ids(self, messages: list[dict[str, Any]]) -> Any:
+        chat = []
+        for msg in normalize_messages(messages):
+            texts = []
+            for kind, value in msg["content"]:
+                if kind == "text":
+                    texts.append(value)
+                else:
+                    texts.append("[image]")
+                    if not self._warned_images:
+                        logger.warning("%s is text-only: images are replaced by '[image]'",
+                                       self.model_id)
+                        self._warned_images = True
+            chat.append({"role": msg["role"], "content": "".join(texts)})
+        out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True,
+                                                 tokenize=True, return_dict=True,
+                                                 return_tensors="pt")
+        return out["input_ids"]
+
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
+                 temperature: float = 0.0) -> Completion:
+        torch = self._torch
+        t0 = time.perf_counter()
+        ids = self._prompt_ids(messages).to(self.device)
+        gen: dict[str, Any] = {"max_new_tokens": int(max_tokens)}
+        if temperature and temperature > 0:
+            gen.update(do_sample=True, temperature=float(temperature))
+            torch.manual_seed(self.seed)
+        else:
+            gen.update(do_sample=False)
+        pad = self.tokenizer.pad_token_id
+        if pad is None:
+            pad = self.tokenizer.eos_token_id
+        try:
+            with torch.no_grad():
+                out = self.model.generate(ids, attention_mask=torch.ones_like(ids),
+                                          pad_token_id=pad, **gen)
+        except (RuntimeError, ValueError) as err:
+            raise ModelError(f"{self.model_id}: generation failed: {err}") from err
+        new = out[0, ids.shape[-1]:]
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        return Completion(text, int(ids.shape[-1]), int(new.shape[-1]),
+                          time.perf_counter() - t0, tokens_estimated=False)

@@ -1,0 +1,167 @@
+"""Chat completions from any OpenAI-compatible server, through the official ``openai`` SDK.
+
+The SDK's own retries are switched off; this client retries itself on HTTP 429 and 5xx,
+connection errors and timeouts (exponential back-off with deterministic jitter, see
+:func:`~mindhelper_env.models.limits.backoff_delay`, but at least the server's
+``Retry-After`` seconds, capped by ``max_backoff``), and raises
+:class:`~mindhelper_env.models.base.ModelError` once they are used up or for any other
+error (4xx, a response that is not a chat completion).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from mindhelper_env.models.base import (
+    Completion,
+    ModelError,
+    canonical_request,
+    estimate_tokens,
+    normalize_messages,
+    prompt_size,
+    request_key,
+)
+from mindhelper_env.models.limits import FileSemaphore, backoff_delay
+
+__all__ = ["OpenAIClient", "png_data_url"]
+
+logger = logging.getLogger(__name__)
+
+_INSTALL_HINT = "pip install 'mindhelper-env[llm]'"
+
+
+def png_data_url(frame: np.ndarray) -> str:
+    """``data:image/png;base64,...`` of a uint8 H x W x 3 frame (needs Pillow)."""
+    try:
+        from PIL import Image
+    except ImportError as err:  # pragma: no cover - Pillow comes with the llm/video extras
+        raise ImportError(f"sending images needs Pillow: {_INSTALL_HINT}") from err
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(frame)).save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Canonical messages in the chat-completions wire format (images as data URLs)."""
+    out = []
+    for msg in messages:
+        parts = msg["content"]
+        if all(kind == "text" for kind, _ in parts):
+            out.append({"role": msg["role"], "content": "".join(v for _, v in parts)})
+            continue
+        wire = []
+        for kind, value in parts:
+            if kind == "text":
+                wire.append({"type": "text", "text": value})
+            else:
+                wire.append({"type": "image_url", "image_url": {"url": png_data_url(value)}})
+        out.append({"role": msg["role"], "content": wire})
+    return out
+
+
+def _retry_after(err: Exception, cap: float) -> float:
+    """Seconds a 429/503 response asks us to wait (``Retry-After``), capped; else 0."""
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None)
+    try:
+        value = float(headers.get("retry-after", 0)) if headers is not None else 0.0
+    except (TypeError, ValueError):  # an HTTP date: fall back to the back-off
+        return 0.0
+    return min(max(value, 0.0), cap)
+
+
+class OpenAIClient:
+    """``openai:MODEL`` — see :func:`mindhelper_env.models.make_client` for the options."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float = 60.0, max_retries: int = 4, backoff: float = 0.5,
+                 max_backoff: float = 30.0, concurrency: int | None = None,
+                 lock_dir: str | os.PathLike[str] | None = None) -> None:
+        try:
+            import openai
+        except ImportError as err:
+            raise ImportError(f"the 'openai:' model client needs the openai SDK: "
+                              f"{_INSTALL_HINT}") from err
+        if not model:
+            raise ValueError("openai: needs a model name, e.g. 'openai:gpt-4o-mini'")
+        if float(timeout) <= 0 or int(max_retries) < 0 or float(backoff) < 0:
+            raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+        self._openai = openai
+        self.model = model
+        self.model_id = f"openai:{model}"
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url is None:
+                raise ValueError(f"openai:{model}: set OPENAI_API_KEY (or pass api_key=)")
+            key = "sk-local"  # local OpenAI-compatible servers accept any key
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout,
+                                     max_retries=0)
+        endpoint = str(self._client.base_url)
+        self.semaphore = (FileSemaphore(int(concurrency), endpoint, lock_dir)
+                          if concurrency else None)
+
+    def _retryable(self, err: Exception) -> bool:
+        o = self._openai
+        if isinstance(err, (o.APITimeoutError, o.APIConnectionError, o.RateLimitError)):
+            return True
+        return isinstance(err, o.APIStatusError) and err.status_code >= 500
+
+    def _create(self, wire: list[dict[str, Any]], max_tokens: int, temperature: float) -> Any:
+        if self.semaphore is None:
+            return self._client.chat.completions.create(
+                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature)
+        with self.semaphore.hold():
+            return self._client.chat.completions.create(
+                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature)
+
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
+                 temperature: float = 0.0) -> Completion:
+        msgs = normalize_messages(messages)
+        wire = _wire_messages(msgs)
+        seed = request_key(canonical_request(
+            self.model_id, msgs, {"max_tokens": max_tokens, "temperature": temperature}))
+        t0 = time.perf_counter()
+        attempt = 0
+        while True:
+            try:
+                resp = self._create(wire, max_tokens, temperature)
+                break
+            except self._openai.OpenAIError as err:
+                if not self._retryable(err) or attempt >= self.max_retries:
+                    raise ModelError(f"{self.model_id}: {type(err).__name__}: {err}") from err
+                delay = max(backoff_delay(attempt, base=self.backoff, cap=self.max_backoff,
+                                          seed=seed), _retry_after(err, self.max_backoff))
+                logger.info("%s: %s, retry %d/%d in %.2f s", self.model_id,
+                            type(err).__name__, attempt + 1, self.max_retries, delay)
+                time.sleep(delay)
+                attempt += 1
+            except Exception as err:  # e.g. a body that is not JSON
+                raise ModelError(f"{self.model_id}: bad response: {type(err).__name__}: "
+                                 f"{err}") from err
+        seconds = time.perf_counter() - t0
+        try:
+            text = resp.choices[0].message.content or ""
+        except (AttributeError, IndexError, TypeError) as err:
+            raise ModelError(f"{self.model_id}: response has no message: {err!r}") from None
+        if not isinstance(text, str):
+            raise ModelError(f"{self.model_id}: response message is not text")
+        usage = getattr(resp, "usage", None)
+        pt = getattr(usage, "prompt_tokens", None)
+        ct = getattr(usage, "completion_tokens", None)
+        if isinstance(pt, int) and isinstance(ct, int):
+            return Completion(text, pt, ct, seconds, tokens_estimated=False)
+        chars, images = prompt_size(msgs)
+        return Completion(text, estimate_tokens(chars, images), estimate_tokens(len(text)),
+                          seconds, tokens_estimated=True)

@@ -1,0 +1,202 @@
+"""The direct-vlm baseline end to end: real env, scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from fake_openai_server import Reply, ScriptedServer, image_parts, need
+
+from mindhelper_env.agents import make_agent
+from mindhelper_env.agents.direct_vlm import DirectVLMAgent, parse_answer
+
+need("openai")
+
+SILENT = '{"intervene": false, "program": []}'
+
+
+def user_text(body):
+    content = body["messages"][-1]["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(p["text"] for p in content if p.get("type") == "text")
+
+
+def helpful_script(body, n):
+    """Malformed every third call; from tick 6 on, walks to the first person listed."""
+    text = user_text(body)
+    if n % 3 == 1:
+        return Reply(text="I think everything is fine, no need to act.")
+    tick = int(re.search(r"Tick (\d+)\.", text).group(1))
+    person = re.search(r"^- \w+ \((\d+)\), ", text, re.M)
+    if tick >= 6 and person:
+        answer = {"intervene": True, "program": [f"[walk] <character> ({person.group(1)})"]}
+        return Reply(text="```json\n" + json.dumps(answer) + "\n```")
+    return Reply(text=SILENT)
+
+
+def play(env, agent, seed, trace=None):
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed=seed)
+    steps = 0
+    while True:
+        action = agent.act(obs, info)
+        if trace is not None:
+            trace.append((action, agent.usage.model_calls))
+        obs, _, term, trunc, info = env.step(action)
+        steps += 1
+        if term or trunc:
+            return info["episode_record"], steps
+
+
+def test_parse_answer():
+    ids = {1, 2, 132, 151}
+    assert parse_answer(SILENT, ids) == ("none", "")
+    fenced = ('Sure!\n```json\n{"intervene": true, "program": '
+              '["[walk] <fridge> (132)", "[grab] <apple> (151)"]}\n```')
+    assert parse_answer(fenced, ids) == ("[walk] <fridge> (132)\n[grab] <apple> (151)", "")
+    one_string = '{"intervene": "true", "program": "[walk] <fridge> (132); [open] <fridge> (132)"}'
+    assert parse_answer(one_string, ids)[0] == "[walk] <fridge> (132)\n[open] <fridge> (132)"
+    for bad, why in [("no json here", "no JSON"), ('{"program": []}', "boolean"),
+                     ('{"intervene": true, "program": []}', "non-empty"),
+                     ('{"intervene": true, "program": ["[fly] <fridge> (132)"]}', "bad line"),
+                     ('{"intervene": true, "program": ["[walk] <fridge> (999)"]}', "unknown id"),
+                     ('{"intervene": true, "program": [3]}', "list of strings"),
+                     ('{"intervene": tru', "no JSON")]:
+        action, reason = parse_answer(bad, ids)
+        assert action is None and why in reason, (bad, reason)
+
+
+def test_narration_is_bounded_and_keeps_scene_and_newest_windows():
+    agent = DirectVLMAgent(model=_NullClient(), history_chars=400)
+    agent._observe({"narration": "SCENE " * 20, "events": "[]"})
+    for i in range(50):
+        agent._observe({"narration": f"[t={i}] window {i} " + "x" * 20, "events": "[]"})
+    text = agent.narration()
+    assert len(text) <= 400 + 60
+    assert text.startswith("SCENE") and "window 49" in text and "window 0 " not in text
+    assert re.search(r"\[\.\.\. \d+ earlier window\(s\) left out \.\.\.\]", text)
+
+
+class _NullClient:
+    model_id = "null"
+
+    def complete(self, messages, *, max_tokens=256, temperature=0.0):
+        raise AssertionError("not called")
+
+
+def test_make_agent_needs_a_model(monkeypatch):
+    monkeypatch.delenv("MINDHELPER_MODEL", raising=False)
+    with pytest.raises(ValueError, match="MINDHELPER_MODEL"):
+        make_agent("direct-vlm")
+    monkeypatch.setenv("MINDHELPER_MODEL", "openai:m@http://127.0.0.1:9/v1")
+    assert make_agent("direct-vlm", env=None, seed=0).client.model_id == "openai:m"
+
+
+def test_end_to_end_on_the_env_counts_parse_failures_and_acts_once(vh_env):
+    with ScriptedServer(helpful_script) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:test-vlm@{srv.url}", api_key="k")
+        totals = {"calls": 0, "failures": 0, "acted": 0}
+        for seed in range(3):
+            before = len(srv.requests)
+            trace = []
+            record, steps = play(vh_env, agent, seed, trace)
+            u = agent.usage
+            assert u.decisions == steps
+            assert u.model_calls == len(srv.requests) - before
+            assert u.prompt_tokens == 11 * u.model_calls
+            assert u.completion_tokens == 7 * u.model_calls
+            assert not u.tokens_estimated and u.fallbacks == 0
+            programs = [a for a in record["actions"]]
+            assert len(programs) <= 1  # silent after acting once
+            if programs:
+                assert programs[0]["program"].startswith("[walk] <character> (")
+                first = next(i for i, (a, _) in enumerate(trace) if a != "none")
+                assert u.model_calls == trace[first][1] == first + 1  # no calls after acting
+                assert all(a == "none" for a, _ in trace[first + 1:])
+                totals["acted"] += 1
+            totals["calls"] += u.model_calls
+            totals["failures"] += u.parse_failures
+        body = srv.requests[0]
+    assert totals["failures"] >= 1 and totals["acted"] >= 1
+    system, user = body["messages"][0]["content"], user_text(body)
+    assert "false belief" in system and "[give]" in system and '"intervene"' in system
+    assert "Candidates:" in user and "The home has:" in user and "<character>" in user
+
+
+def test_frames_are_sent_as_images():
+    env = gym.make("MindHelper-VirtualHome-v0", obs_mode="text+rgb", frame_size=64,
+                   frame_stack=2)
+    with ScriptedServer([Reply(text=SILENT)]) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:test-vlm@{srv.url}", api_key="k")
+        _, steps = play(env, agent, 0)
+        assert len(srv.requests) == steps
+        for body in srv.requests:
+            urls = image_parts(body)
+            assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
+    env.close()
+
+
+def test_model_failures_fall_back_to_none(vh_env):
+    with ScriptedServer([Reply(status=500)]) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:test-vlm@{srv.url}", api_key="k",
+                           max_retries=0)
+        record, steps = play(vh_env, agent, 1)
+    assert record["actions"] == []
+    assert agent.usage.fallbacks == agent.usage.model_calls == steps
+    assert agent.usage.parse_failures == 0
+
+
+def test_missing_usage_marks_tokens_estimated(vh_env):
+    with ScriptedServer([Reply(text=SILENT, usage=None)]) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:test-vlm@{srv.url}", api_key="k")
+        play(vh_env, agent, 2)
+    assert agent.usage.tokens_estimated and agent.usage.prompt_tokens > 0
+
+
+def test_recorded_episodes_replay_identically_without_server(vh_env, tmp_path):
+    cassette = tmp_path / "run.jsonl"
+    with ScriptedServer(helpful_script) as srv:
+        agent = make_agent("direct-vlm", model=f"record:{cassette}=openai:test-vlm@{srv.url}",
+                           api_key="k")
+        first = [(play(vh_env, agent, s)[0]["actions"], agent.usage.to_dict()) for s in (0, 1)]
+    agent = make_agent("direct-vlm", model=f"replay:{cassette}")
+    again = [(play(vh_env, agent, s)[0]["actions"], agent.usage.to_dict()) for s in (0, 1)]
+    assert again == first
+    # an episode never recorded: every call misses, the agent stays silent, nothing crashes
+    record, steps = play(vh_env, agent, 7)
+    assert record["actions"] == [] and agent.usage.fallbacks == steps
+
+
+def test_recorded_evaluation_reruns_bit_identically(tmp_path):
+    from mindhelper_env.evaluation import evaluate
+
+    cassette = tmp_path / "cassette.jsonl"
+    with ScriptedServer(helpful_script) as srv:
+        evaluate("vh-dev-v1", ["direct-vlm"], tmp_path / "rec", workers=2, limit=4,
+                 progress=False, plots=False, timing=False,
+                 agent_kwargs={"direct-vlm": {
+                     "model": f"record:{cassette}=openai:test-vlm@{srv.url}",
+                     "api_key": "k", "concurrency": 1, "lock_dir": str(tmp_path / "locks")}})
+        assert srv.peak == 1
+    evaluate("vh-dev-v1", ["direct-vlm"], tmp_path / "rep", limit=4, progress=False,
+             plots=False, timing=False,
+             agent_kwargs={"direct-vlm": {"model": f"replay:{cassette}"}})
+    recorded = (tmp_path / "rec" / "direct-vlm.jsonl").read_bytes()
+    assert recorded == (tmp_path / "rep" / "direct-vlm.jsonl").read_bytes()
+    records = [json.loads(x) for x in recorded.decode().splitlines()]
+    assert len(records) == 4 and all(r["usage"]["model_calls"] > 0 for r in records)
+    assert all(r["usage"]["fallbacks"] == 0 for r in records)
+
+
+def test_images_in_prompt_are_limited():
+    agent = DirectVLMAgent(model=_NullClient(), max_images=1)
+    frames = np.zeros((3, 4, 4, 3), np.uint8)
+    frames[-1] += 9
+    agent._observe({"narration": "scene", "events": "[]"})
+    msgs = agent.build_messages({"tick": 0, "rgb": frames}, {"candidates": {}})
+    images = [p for p in msgs[1]["content"] if isinstance(p, np.ndarray)]
+    assert len(images) == 1 and images[0][0, 0, 0] == 9

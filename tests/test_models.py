@@ -1,0 +1,315 @@
+"""Model clients: the openai SDK against a scripted local server, cassettes, cache, limits,
+and a tiny random-weight transformers chat model built offline."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+from fake_openai_server import Reply, ScriptedServer, image_parts, need
+
+from mindhelper_env.models import (
+    Completion,
+    ModelError,
+    ReplayMissError,
+    estimate_tokens,
+    make_client,
+    parse_spec,
+)
+from mindhelper_env.models.limits import FileSemaphore, backoff_delay
+
+need("openai")
+
+USER = [{"role": "user", "content": "Say hi."}]
+
+
+def client_for(server, tmp_path, **opts):
+    opts.setdefault("backoff", 0.01)
+    opts.setdefault("lock_dir", tmp_path / "locks")
+    return make_client(f"openai:test-model@{server.url}", api_key="sk-test", **opts)
+
+
+def test_importing_the_package_loads_no_heavy_dependency():
+    code = ("import sys, mindhelper_env, mindhelper_env.models, mindhelper_env.agents\n"
+            "from mindhelper_env.agents import AGENTS, make_agent\n"
+            "assert 'direct-vlm' in AGENTS\n"
+            "import mindhelper_env.agents.direct_vlm\n"
+            "print(sorted(m for m in ('openai', 'torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("spec", ["gpt", "nope:x", "openai:", "record:c.jsonl",
+                                  "record:c.jsonl=replay:d.jsonl", "openai:@http://h/v1"])
+def test_bad_specs_raise_value_error_naming_the_spec(spec):
+    with pytest.raises(ValueError, match="model spec"):
+        make_client(spec)
+
+
+def test_spec_parsing():
+    assert parse_spec("openai:qwen2.5:7b@http://127.0.0.1:8000/v1") == (
+        "openai", "qwen2.5:7b", {"base_url": "http://127.0.0.1:8000/v1"})
+    assert parse_spec("record:a/b.jsonl=openai:m") == ("record", "openai:m",
+                                                       {"record": "a/b.jsonl"})
+    with pytest.raises(ValueError, match="no such cassette"):
+        make_client("replay:/nonexistent/cassette.jsonl")
+    with pytest.raises(ValueError, match="bad option"):
+        make_client("openai:m@http://127.0.0.1:9/v1", colour="red")
+
+
+def test_completion_and_usage_from_the_server(tmp_path):
+    with ScriptedServer([Reply(text="hello")]) as srv:
+        c = client_for(srv, tmp_path).complete(USER, max_tokens=5, temperature=0.0)
+        body = srv.requests[0]
+    assert isinstance(c, Completion)
+    assert (c.text, c.prompt_tokens, c.completion_tokens) == ("hello", 11, 7)
+    assert not c.tokens_estimated and not c.cached and c.seconds > 0
+    assert body["model"] == "test-model" and body["max_tokens"] == 5
+    assert body["messages"] == [{"role": "user", "content": "Say hi."}]
+
+
+def test_base_url_and_key_from_environment(tmp_path, monkeypatch):
+    with ScriptedServer([Reply(text="env")]) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        assert make_client("openai:m").complete(USER).text == "env"
+
+
+def test_missing_usage_is_estimated(tmp_path):
+    frame = np.zeros((8, 8, 3), np.uint8)
+    msgs = [{"role": "user", "content": ["abcdefgh", frame]}]
+    with ScriptedServer([Reply(text="twelve chars", usage=None)]) as srv:
+        c = client_for(srv, tmp_path).complete(msgs)
+    assert c.tokens_estimated
+    assert c.prompt_tokens == estimate_tokens(len("user") + 8, images=1) == 3 + 85
+    assert c.completion_tokens == 3
+
+
+def test_retry_after_500_and_429(tmp_path):
+    script = [Reply(status=500), Reply(status=429), Reply(text="ok")]
+    with ScriptedServer(script) as srv:
+        c = client_for(srv, tmp_path, max_retries=3).complete(USER)
+        assert len(srv.requests) == 3
+    assert c.text == "ok"
+
+
+def test_retry_after_header_is_honoured_up_to_max_backoff(tmp_path):
+    with ScriptedServer([Reply(status=429, headers={"Retry-After": "0.4"}),
+                         Reply(text="ok")]) as srv:
+        t0 = time.perf_counter()
+        assert client_for(srv, tmp_path, max_retries=1).complete(USER).text == "ok"
+        assert time.perf_counter() - t0 >= 0.4
+    with ScriptedServer([Reply(status=429, headers={"Retry-After": "100"}),
+                         Reply(text="ok")]) as srv:
+        t0 = time.perf_counter()
+        client_for(srv, tmp_path, max_retries=1, max_backoff=0.05).complete(USER)
+        assert time.perf_counter() - t0 < 2.0
+
+
+def test_retries_run_out_and_client_errors_do_not_retry(tmp_path):
+    with ScriptedServer([Reply(status=503)]) as srv:
+        with pytest.raises(ModelError, match="InternalServerError"):
+            client_for(srv, tmp_path, max_retries=2).complete(USER)
+        assert len(srv.requests) == 3
+    with ScriptedServer([Reply(status=400)]) as srv:
+        with pytest.raises(ModelError, match="BadRequest"):
+            client_for(srv, tmp_path, max_retries=2).complete(USER)
+        assert len(srv.requests) == 1
+
+
+def test_timeout_is_retried_then_reported(tmp_path):
+    with ScriptedServer([Reply(delay=1.5)]) as srv:
+        t0 = time.perf_counter()
+        with pytest.raises(ModelError, match="Timeout"):
+            client_for(srv, tmp_path, timeout=0.2, max_retries=1).complete(USER)
+        assert time.perf_counter() - t0 < 1.4
+        assert len(srv.requests) == 2
+
+
+def test_malformed_response_body_is_a_model_error(tmp_path):
+    with ScriptedServer([Reply(raw=b"{this is not json")]) as srv:
+        with pytest.raises(ModelError):
+            client_for(srv, tmp_path, max_retries=0).complete(USER)
+    with ScriptedServer([Reply(raw=b'{"choices": []}')]) as srv:
+        with pytest.raises(ModelError):
+            client_for(srv, tmp_path, max_retries=0).complete(USER)
+
+
+def test_images_are_sent_as_png_data_urls(tmp_path):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    frame = rng.integers(0, 256, (6, 5, 3), dtype=np.uint8)
+    msgs = [{"role": "system", "content": "You see frames."},
+            {"role": "user", "content": ["Look:", frame, {"type": "image", "image": frame}]}]
+    with ScriptedServer() as srv:
+        client_for(srv, tmp_path).complete(msgs)
+        body = srv.requests[0]
+    assert body["messages"][0] == {"role": "system", "content": "You see frames."}
+    assert body["messages"][1]["content"][0] == {"type": "text", "text": "Look:"}
+    urls = image_parts(body)
+    assert len(urls) == 2 and all(u.startswith("data:image/png;base64,") for u in urls)
+    img = Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))
+    assert np.array_equal(np.asarray(img), frame)
+    with pytest.raises(ValueError, match="uint8"):
+        client_for(srv, tmp_path).complete([{"role": "user", "content": [frame[..., 0]]}])
+
+
+def test_backoff_is_exponential_with_deterministic_jitter():
+    d = [backoff_delay(k, base=1.0, cap=5.0, seed="abc") for k in range(5)]
+    assert d == [backoff_delay(k, base=1.0, cap=5.0, seed="abc") for k in range(5)]
+    assert 1.0 <= d[0] < 1.5 and 2.0 <= d[1] < 3.0 and 4.0 <= d[2] < 6.0
+    assert all(5.0 <= x < 7.5 for x in d[3:])
+    assert d != [backoff_delay(k, base=1.0, cap=5.0, seed="xyz") for k in range(5)]
+
+
+def _parallel(n, fn):
+    threads = [threading.Thread(target=fn) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_concurrency_limit_is_shared_by_threads_and_processes(tmp_path):
+    lock_dir = tmp_path / "locks"
+    with ScriptedServer([Reply(delay=0.3)]) as srv:
+        # without a limit, three threads overlap
+        _parallel(3, lambda: client_for(srv, tmp_path).complete(USER))
+        assert srv.peak >= 2
+        srv.peak = 0
+        # with concurrency=1: another process plus two threads (separate clients) never overlap
+        child = textwrap.dedent(f"""
+            from mindhelper_env.models import make_client
+            c = make_client("openai:test-model@{srv.url}", api_key="k", concurrency=1,
+                            lock_dir={str(lock_dir)!r})
+            for _ in range(2):
+                c.complete([{{"role": "user", "content": "from the child"}}])
+        """)
+        proc = subprocess.Popen([sys.executable, "-c", child])
+        _parallel(2, lambda: client_for(srv, tmp_path, concurrency=1,
+                                        lock_dir=lock_dir).complete(USER))
+        assert proc.wait(timeout=30) == 0
+        contents = [r["messages"][0]["content"] for r in srv.requests[3:]]
+        assert contents.count("from the child") == 2 and len(contents) == 4
+        assert srv.peak == 1
+
+
+def test_file_semaphore_slots(tmp_path):
+    sem = FileSemaphore(2, "endpoint", tmp_path)
+    with sem.hold() as a, sem.hold() as b:
+        assert {a, b} == {0, 1}
+        with pytest.raises(TimeoutError):
+            with sem.hold(timeout=0.05):
+                pass
+    with sem.hold(timeout=0.05) as c:
+        assert c == 0
+    with pytest.raises(ValueError):
+        FileSemaphore(0, "x", tmp_path)
+
+
+def test_record_then_replay_without_server(tmp_path):
+    cassette = tmp_path / "cassette.jsonl"
+    frame = np.full((4, 4, 3), 7, np.uint8)
+    requests = [USER, [{"role": "user", "content": ["with a frame", frame]}], USER]
+
+    def script(body, n):
+        return Reply(text=f"answer {n}", usage={"prompt_tokens": 10 + n,
+                                                "completion_tokens": n})
+
+    with ScriptedServer(script) as srv:
+        rec = make_client(f"record:{cassette}=openai:test-model@{srv.url}", api_key="k")
+        recorded = [rec.complete(m, max_tokens=9) for m in requests]
+        assert len(srv.requests) == 2  # the repeated request was answered from the cassette
+    lines = [json.loads(x) for x in cassette.read_text().splitlines()]
+    assert len(lines) == 2 and lines[0]["model"] == "openai:test-model"
+    assert recorded[0].text == recorded[2].text == "answer 0"
+    # the server is gone: replay answers identically
+    rep = make_client(f"replay:{cassette}")
+    replayed = [rep.complete(m, max_tokens=9) for m in requests]
+    strip = lambda c: {k: v for k, v in c.to_dict().items() if k != "cached"}  # noqa: E731
+    assert [strip(c) for c in replayed] == [strip(c) for c in recorded]
+    assert all(c.cached for c in replayed)
+    with pytest.raises(ReplayMissError, match="no recorded answer"):
+        rep.complete(USER, max_tokens=10)
+    # the record= option is the same as the record: prefix
+    with ScriptedServer(script) as srv:
+        again = make_client(f"openai:test-model@{srv.url}", api_key="k", record=cassette)
+        assert again.complete(USER, max_tokens=9).text == "answer 0"
+        assert srv.requests == []
+
+
+def test_response_cache(tmp_path):
+    with ScriptedServer([Reply(text="cached answer")]) as srv:
+        first = client_for(srv, tmp_path, cache_dir=tmp_path / "cache").complete(USER)
+        second = client_for(srv, tmp_path, cache_dir=tmp_path / "cache").complete(USER)
+        other = client_for(srv, tmp_path, cache_dir=tmp_path / "cache").complete(
+            USER, temperature=0.5)
+        assert len(srv.requests) == 2
+    assert not first.cached and second.cached and not other.cached
+    assert (second.text, second.prompt_tokens) == (first.text, first.prompt_tokens)
+
+
+def _tiny_chat_model(path):
+    """A random-weight Llama with a word-level tokenizer trained here, saved to ``path``."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    specials = ["<unk>", "<pad>", "<s>", "</s>"]
+    trainer = trainers.WordLevelTrainer(special_tokens=specials)
+    sentences = ["system: you are a robot helper", "user: say hi to the person",
+                 "assistant: hi none apple fridge walk open grab give tell",
+                 "the person looks for the apple in the fridge"]
+    tok.train_from_iterator(sentences, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
+                                   bos_token="<s>", eos_token="</s>")
+    fast.chat_template = ("{{ bos_token }}{% for m in messages %}{{ m['role'] }}: "
+                          "{{ m['content'] }} {% endfor %}"
+                          "{% if add_generation_prompt %}assistant: {% endif %}")
+    fast.save_pretrained(path)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(fast), hidden_size=16, intermediate_size=32,
+                         num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+                         max_position_embeddings=128, bos_token_id=2, eos_token_id=3,
+                         pad_token_id=1)
+    LlamaForCausalLM(config).save_pretrained(path)
+    return fast
+
+
+def test_hf_client_with_a_tiny_local_model(tmp_path):
+    need("transformers")
+    tok = _tiny_chat_model(tmp_path / "tiny")
+    client = make_client(f"hf:{tmp_path / 'tiny'}", device="cpu")
+    msgs = [{"role": "system", "content": "you are a robot helper"},
+            {"role": "user", "content": ["say hi to the person", np.zeros((4, 4, 3), np.uint8)]}]
+    a = client.complete(msgs, max_tokens=6)
+    b = client.complete(msgs, max_tokens=6)
+    assert a.text == b.text and isinstance(a.text, str)  # greedy: deterministic
+    expected = tok.apply_chat_template(
+        [{"role": "system", "content": "you are a robot helper"},
+         {"role": "user", "content": "say hi to the person[image]"}],
+        add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"]
+    assert a.prompt_tokens == len(expected)
+    assert 1 <= a.completion_tokens <= 6 and not a.tokens_estimated
+    with pytest.raises(ValueError, match="hf:"):
+        make_client(f"hf:{tmp_path / 'missing'}")
+
+
+@pytest.mark.parametrize("spec, module", [("openai:m@http://127.0.0.1:9/v1", "openai"),
+                                          ("hf:/nonexistent", "transformers")])
+def test_missing_extra_says_what_to_install(monkeypatch, spec, module):
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
+    with pytest.raises(ImportError, match=r"mindhelper-env\[llm\]"):
+        make_client(spec)
