@@ -245,7 +245,8 @@ class Actor:
                 self._started = True
                 self.markers.append(Marker(world.tick, "activity_start", self._idx, act["type"]))
             line = getattr(self, "_act_" + act["type"])(world, act)
-            if line is not None or self.status != "active" or not self._activity_done:
+            if line is not None or self.status != "active" or not self._activity_done \
+                    or self.outbox:  # a visible look or struggle takes the whole tick
                 return line
         return None
 
