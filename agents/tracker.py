@@ -30,14 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mindhelper_env.actors.actor import ACTOR_KINDS
-from mindhelper_env.scenarios.observer import (
-    Need,
-    PersonView,
-    SceneView,
-    judge_look,
-    judge_stand,
-    judge_stretch,
-)
+from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 
 __all__ = ["BeliefTracker", "Belief", "Person", "Cue", "parse_events"]
 
@@ -183,34 +176,15 @@ class BeliefTracker:
     def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
         before = self._views()
         scene = SceneView(dict(self.where), self.classes, self.room_of, before)
-        cues: list[Cue] = []
+        norm = []
         for ev in events:
-            who = int(ev.get("actor", -1))
-            verb = ev.get("verb")
             args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
             for a in ev.get("args", []):
                 if isinstance(a, dict) and "id" in a and "class" in a:
                     self.classes.setdefault(int(a["id"]), str(a["class"]))
-            pv = before.get(who)
-            if pv is None:
-                continue
-            if verb == "open" and args:
-                self._opened[(who, args[0])] = dict(pv.beliefs)
-            elif verb in ("grab", "putin"):
-                for key in [k for k in self._opened if k[0] == who]:
-                    del self._opened[key]
-            elif verb == "close" and args and (who, args[0]) in self._opened:
-                view = PersonView(pv.id, pv.reach, pv.room, pv.near, pv.holding,
-                                  self._opened.pop((who, args[0])))
-                cues.append(Cue(tick, who, "look", args[0], judge_look(view, args[0], scene)))
-            elif verb == "look" and args:
-                cues.append(Cue(tick, who, "look", args[0], judge_look(pv, args[0], scene)))
-            elif verb == "stretch" and len(args) >= 2:
-                anchor = self._anchor(args[1])
-                cues.append(Cue(tick, who, "stretch", args[0],
-                                judge_stretch(pv, args[0], anchor, scene)))
-            elif verb == "stand" and args:
-                cues.append(Cue(tick, who, "stand", args[0], judge_stand(pv, args[0], scene)))
+            norm.append((int(ev.get("actor", -1)), str(ev.get("verb")), tuple(args)))
+        cues = [Cue(t, who, kind, place, need) for t, who, kind, place, need in
+                judge_tick(tick, norm, before, scene, self._opened, self._anchor)]
         for ev in events:
             self._apply(ev)
         for p in self.people.values():

@@ -491,6 +491,26 @@ def search_self_found(d: Draft) -> None:
 
 
 # ------------------------------------------------------------------------------ reach
+def _helper_or_not(d: Draft, helped: bool, a: int, anchor: int, room: int, *,
+                   obj: int | None, box: int | None, max_wait: int) -> None:
+    """The twin's difference: an adult already standing at ``anchor`` who will hand over
+    ``obj`` or open ``box`` when ``a`` struggles there (silent), or nobody (help)."""
+    if helped:
+        q = d.person(kind="adult", room=room)
+        d.actor(q)["activities"].append({"type": "assist", "person": a, "anchor": anchor,
+                                         "object": obj, "container": box,
+                                         "max_wait": max_wait})
+        d.chores(q, int(d.rng.integers(0, 2)))
+        d.mental_state = {"type": "none"}
+    else:
+        d.needs_help = True
+    for k in range(_others(d) - int(helped)):
+        # the twin has an adult waiting in the room: help episodes often have one too
+        near = k == 0 and not helped and d.chance(0.7)
+        d.bystander(room=room if near else None, kind="adult" if near else None)
+    d.scenery()
+
+
 def _reach(d: Draft, helped: bool) -> None:
     shelf = d.pick(d.furniture(cls=("wallshelf",)))
     room = d.room_of(shelf)
@@ -508,19 +528,7 @@ def _reach(d: Draft, helped: bool) -> None:
     d.fetch(a, x, dest, [shelf])
     d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls} from the high shelf",
                       "object": x}
-    if helped:
-        q = d.person(kind="adult", room=room)
-        d.actor(q)["activities"].append({"type": "assist", "person": a, "anchor": shelf,
-                                         "object": x, "container": None, "max_wait": 16})
-        d.chores(q, int(d.rng.integers(0, 2)))
-        d.mental_state = {"type": "none"}
-    else:
-        d.needs_help = True
-    for k in range(_others(d) - int(helped)):
-        # the twin has an adult waiting in the room: help episodes often have one too
-        near = k == 0 and not helped and d.chance(0.7)
-        d.bystander(room=room if near else None, kind="adult" if near else None)
-    d.scenery()
+    _helper_or_not(d, helped, a, shelf, room, obj=x, box=None, max_wait=16)
 
 
 def implicit_goal_reach(d: Draft) -> None:
@@ -549,18 +557,7 @@ def _blocked(d: Draft, helped: bool) -> None:
     d.deliver(a, [o1, o2], box)
     d.mental_state = {"type": "implicit_goal", "goal": f"open the {d.g.nodes[box].class_name}",
                       "object": box}
-    if helped:
-        q = d.person(kind="adult", room=room)
-        d.actor(q)["activities"].append({"type": "assist", "person": a, "anchor": box,
-                                         "object": None, "container": box, "max_wait": 24})
-        d.chores(q, int(d.rng.integers(0, 2)))
-        d.mental_state = {"type": "none"}
-    else:
-        d.needs_help = True
-    for k in range(_others(d) - int(helped)):
-        near = k == 0 and not helped and d.chance(0.7)
-        d.bystander(room=room if near else None, kind="adult" if near else None)
-    d.scenery()
+    _helper_or_not(d, helped, a, box, room, obj=None, box=box, max_wait=24)
 
 
 def implicit_goal_blocked(d: Draft) -> None:

@@ -33,14 +33,7 @@ import numpy as np
 from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
-from mindhelper_env.scenarios.observer import (
-    Need,
-    PersonView,
-    SceneView,
-    judge_look,
-    judge_stand,
-    judge_stretch,
-)
+from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 from mindhelper_env.scenarios.spec import (
     DEFAULT_FAMILY_WEIGHTS,
     FAMILIES,
@@ -144,27 +137,10 @@ def observe_cues(sim: Simulation, max_ticks: int | None = None) -> list[tuple[in
         scene = SceneView(dict(seen), classes, room_of, before)
         tick = sim.tick
         events = sim.step_tick()
-        for ev in events:
-            p = before.get(ev.actor)
-            if p is None:
-                continue
-            if ev.verb == "open":
-                opened[(ev.actor, ev.args[0])] = dict(p.beliefs)
-            elif ev.verb in ("grab", "putin"):
-                for key in [k for k in opened if k[0] == ev.actor]:
-                    del opened[key]
-            elif ev.verb == "close" and (ev.actor, ev.args[0]) in opened:
-                pv = copy.copy(p)
-                pv.beliefs = opened.pop((ev.actor, ev.args[0]))
-                cues.append((tick, ev.actor, "look", judge_look(pv, ev.args[0], scene)))
-            elif ev.verb == "look":
-                cues.append((tick, ev.actor, "look", judge_look(p, ev.args[0], scene)))
-            elif ev.verb == "stretch":
-                obj, place = ev.args
-                cues.append((tick, ev.actor, "stretch",
-                             judge_stretch(p, obj, w.anchor(place), scene)))
-            elif ev.verb == "stand":
-                cues.append((tick, ev.actor, "stand", judge_stand(p, ev.args[0], scene)))
+        for t, who, kind, _place, need in judge_tick(
+                tick, ((e.actor, e.verb, e.args) for e in events), before, scene, opened,
+                w.anchor):
+            cues.append((t, who, kind, need))
         look_around()
     return cues
 

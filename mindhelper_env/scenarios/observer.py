@@ -33,13 +33,13 @@ the rules themselves carry no ground truth.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mindhelper_env.world.house import OBJECT_CATALOG
 
 __all__ = ["Need", "PersonView", "SceneView", "is_usual_place", "judge_look", "judge_stretch",
-           "judge_stand", "ADULT_REACH"]
+           "judge_stand", "judge_tick", "ADULT_REACH"]
 
 #: Reach (metres) of an adult; adults can reach every shelf and cabinet of a generated house.
 ADULT_REACH = 2.0
@@ -145,3 +145,43 @@ def judge_stand(person: PersonView, container: int, scene: SceneView) -> Need | 
     if _someone_can_help(person, container, ADULT_REACH, scene):
         return None
     return Need("implicit_goal", person.id, container, "stand")
+
+
+def judge_tick(
+    tick: int,
+    events: Iterable[tuple[int, str, tuple[int, ...]]],
+    before: Mapping[int, PersonView],
+    scene: SceneView,
+    opened: dict[tuple[int, int], dict[int, int]],
+    anchor_of: Callable[[int], int],
+) -> list[tuple[int, int, str, int, Need | None]]:
+    """Find and judge the struggle cues among one tick's events.
+
+    ``events`` are ``(actor, verb, arg ids)`` in order; ``before`` and ``scene`` describe the
+    state at the start of the tick. ``opened`` carries, across ticks, the beliefs a person
+    had when they opened a container (``(person, container) -> beliefs``): a container closed
+    again with nothing taken is a look judged with those beliefs. Returns
+    ``(tick, person, cue, place or target, need)`` for each cue.
+    """
+    cues: list[tuple[int, int, str, int, Need | None]] = []
+    for who, verb, args in events:
+        p = before.get(who)
+        if p is None:
+            continue
+        if verb == "open" and args:
+            opened[(who, args[0])] = dict(p.beliefs)
+        elif verb in ("grab", "putin"):
+            for key in [k for k in opened if k[0] == who]:
+                del opened[key]
+        elif verb == "close" and args and (who, args[0]) in opened:
+            view = PersonView(p.id, p.reach, p.room, p.near, p.holding,
+                              opened.pop((who, args[0])))
+            cues.append((tick, who, "look", args[0], judge_look(view, args[0], scene)))
+        elif verb == "look" and args:
+            cues.append((tick, who, "look", args[0], judge_look(p, args[0], scene)))
+        elif verb == "stretch" and len(args) >= 2:
+            cues.append((tick, who, "stretch", args[0],
+                         judge_stretch(p, args[0], anchor_of(args[1]), scene)))
+        elif verb == "stand" and args:
+            cues.append((tick, who, "stand", args[0], judge_stand(p, args[0], scene)))
+    return cues
