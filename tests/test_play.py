@@ -1,0 +1,89 @@
+"""`mindhelper play` as a library: a scripted person plays the robot; the record is scored."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from mindhelper_env.agents.human import HumanAgent, candidate_words
+from mindhelper_env.metrics import compute_metrics
+from mindhelper_env.play import play
+from mindhelper_env.scenarios import suites as S
+
+DEV = "vh-dev-v1"
+
+
+def _first(help_needed: bool) -> int:
+    return next(i for i in range(100) if S.suite_episode(DEV, i)["reference"][
+        "needs_intervention"] == help_needed)
+
+
+class Person:
+    """Types commands, then the reference program once the onset tick has been shown."""
+
+    def __init__(self, program: list[str], onset: int | None) -> None:
+        self.program = "; ".join(program)
+        self.onset = onset
+        self.tick = 0
+        self.said: list[str] = []
+        self.first = ["?", "help", "[fly] <moon> (1)"]
+        self.done = False
+
+    def output(self, text: str) -> None:
+        self.said.append(text)
+        m = re.match(r"--- tick (\d+) ---", text)
+        if m:
+            self.tick = int(m.group(1))
+
+    def input(self, prompt: str) -> str:
+        if self.first:
+            return self.first.pop(0)
+        if self.onset is not None and not self.done and self.tick >= self.onset:
+            self.done = True
+            return self.program
+        return ""
+
+
+def test_person_helps_in_time_and_is_scored(tmp_path):
+    idx = _first(True)
+    ref = S.suite_episode(DEV, idx)["reference"]
+    person = Person(ref["reference_actions"], ref["window"]["onset_tick"])
+    result = play(suite=DEV, index=idx, out_dir=tmp_path, input_fn=person.input,
+                  output_fn=person.output)
+    assert result["outcome"]["precise"] and result["outcome"]["success"]
+    assert "in time" in result["verdict"]
+    text = "\n".join(person.said)
+    assert "people:" in text  # the ? command showed what is in view
+    assert "Verbs:" in text  # help
+    assert "not understood" in text  # the bad line was refused, not sent
+    rec = json.loads((tmp_path / "human.jsonl").read_text().splitlines()[0])
+    assert rec["agent"] == "human" and rec["usage"]["decisions"] >= 1
+    m = compute_metrics([rec], S.suite_references(DEV))
+    assert m["PHR"] == 1.0 and m["TA"] == 1.0
+
+
+def test_silent_person_on_a_silent_episode_and_end_of_input(tmp_path):
+    idx = _first(False)
+
+    def no_more(prompt: str) -> str:
+        raise EOFError
+
+    result = play(suite=DEV, index=idx, out_dir=tmp_path, input_fn=no_more,
+                  output_fn=lambda s: None)
+    assert result["outcome"]["silent"] and "rightly" in result["verdict"]
+    assert len((tmp_path / "human.jsonl").read_text().splitlines()) == 1
+
+
+def test_completion_words_cover_what_is_in_view():
+    info = {"candidates": {"actors": [{"id": 5, "name": "A", "kind": "adult", "room": 1,
+                                       "holding": []}],
+                           "objects": [{"id": 31, "class": "apple", "location": 12, "room": 1}],
+                           "locations": [{"id": 12, "class": "fridge", "room": 1,
+                                          "open": False}]}}
+    words = candidate_words(info)
+    assert "[give]" in words and "<character> (5)" in words
+    assert "<apple> (31)" in words and "<fridge> (12)" in words
+    agent = HumanAgent(input_fn=lambda p: "quit", output_fn=lambda s: None)
+    agent.reset()
+    assert agent.act({"narration": "x"}, {"tick": 0}) == "none"
+    assert agent.act({"narration": "x"}, {"tick": 3}) == "none"  # quit holds
