@@ -13,8 +13,9 @@ Activities (JSON dicts, in order):
 
 * ``{"type": "goto", "target": id, "stay": k, "use": "sit" | "switchon" | None}`` — walk to a
   room or a piece of furniture, optionally sit on it or switch it on, stay ``k`` ticks.
-* ``{"type": "fetch", "object": id, "dest": id | None, "search": [ids]}`` — get the object
-  (from belief, else by searching ``search`` in order) and, if ``dest`` is set, put it there.
+* ``{"type": "fetch", "object": id, "dest": id | None, "search": [ids], "alternatives":
+  [ids]}`` — get the object, or one of the equally good ``alternatives`` (from belief, else
+  by searching ``search`` in order) and, if ``dest`` is set, put it there.
 * ``{"type": "deliver", "objects": [ids], "dest": id}`` — put the held objects in/on ``dest``
   (opening it first if it is closed, which needs a free hand).
 * ``{"type": "idle", "ticks": k}``.
@@ -330,15 +331,17 @@ class Actor:
 
     # fetch --------------------------------------------------------------
     def _act_fetch(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
-        obj = int(act["object"])
-        cls = world.graph.nodes[obj].class_name
-        if world.holder(obj) == self.id:
+        wanted = [int(act["object"])] + [int(o) for o in act.get("alternatives", ())
+                                         if int(o) in world.graph.nodes]
+        obj = wanted[0]
+        held = next((o for o in wanted if world.holder(o) == self.id), None)
+        if held is not None:
             dest = act.get("dest")
             if dest is None:
                 self._complete()
                 return None
-            self._doing = f"carrying the {cls}"
-            return self._put(world, obj, int(dest))
+            self._doing = f"carrying the {world.graph.nodes[held].class_name}"
+            return self._put(world, held, int(dest))
         stand = self._stand_if_sitting(world)
         if stand is not None:
             return stand
@@ -360,7 +363,10 @@ class Actor:
                 return None
             self._opened = place
             return self._line(world, "open", place)
-        if world.location(obj) is not None and world.anchor(obj) == place and not world.is_hidden(obj):
+        here = next((o for o in wanted if world.location(o) is not None
+                     and world.anchor(o) == place and not world.is_hidden(o)), None)
+        if here is not None:
+            obj = here
             if not world.reachable(self.id, obj):
                 self.outbox.append(("stretch", (obj, world.location(obj) or place)))
                 self._fail_attempt(world, f"{obj} out of reach")
@@ -375,8 +381,9 @@ class Actor:
             return self._line(world, "grab", obj)
         # not here: negative evidence
         self._checked.add(place)
-        if self.beliefs.get(obj) is not None and world.anchor(self.beliefs[obj]) == place:
-            del self.beliefs[obj]
+        for o in wanted:
+            if self.beliefs.get(o) is not None and world.anchor(self.beliefs[o]) == place:
+                del self.beliefs[o]
         self._target = None
         self._fail_attempt(world, f"not at {place}")
         if self._opened == place and world.is_open(place):
@@ -399,15 +406,19 @@ class Actor:
         return None
 
     def _choose_place(self, world: World, act: dict[str, Any], obj: int) -> int | None:
-        believed = self.beliefs.get(obj)
-        if believed is not None and believed in world.graph.nodes:
-            if believed in world.chars:
-                believed = None  # with someone else: look where it usually is
-            else:
-                anchor = world.anchor(believed)
-                if anchor not in self._checked:
-                    self._target = anchor
-                    return anchor
+        # where it believes the object is; then finish looking where it is looking; then
+        # where it believes an equally good one is
+        alternatives = [int(x) for x in act.get("alternatives", ())]
+        for k, o in enumerate([obj, *alternatives]):
+            if k == 1 and self._target is not None and self._target not in self._checked:
+                return self._target
+            believed = self.beliefs.get(o)
+            if believed is None or believed not in world.graph.nodes or believed in world.chars:
+                continue  # unknown, or with someone else: look where such things are kept
+            anchor = world.anchor(believed)
+            if anchor not in self._checked:
+                self._target = anchor
+                return anchor
         if self._target is not None and self._target not in self._checked:
             return self._target
         for p in act.get("search", []):

@@ -135,6 +135,7 @@ class Simulation:
         for act in f.activities:
             if "object" in act:
                 objs.add(int(act["object"]))
+            objs.update(int(o) for o in act.get("alternatives", []))
             objs.update(int(o) for o in act.get("objects", []))
         return objs
 

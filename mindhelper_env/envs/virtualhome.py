@@ -51,7 +51,7 @@ class MindHelperEnv(gym.Env):
     returns what happened in it. The robot answers with an executable program of
     VirtualHome-style script lines or ``"none"``. It should intervene only when a false
     belief or an implicit goal blocks the focus person's task — and then quickly and
-    helpfully — and stay silent otherwise. Episodes come from eleven scenario families
+    helpfully — and stay silent otherwise. Episodes come from twelve scenario families
     (:mod:`mindhelper_env.scenarios`), each validated by simulation.
 
     ## Action Space
@@ -101,7 +101,7 @@ class MindHelperEnv(gym.Env):
     ## Arguments
 
     * ``families``: family names (list) or ``{family: weight}`` to sample from (default: all
-      eleven, weighted so that half the episodes need help:
+      twelve, weighted so that half the episodes need help:
       :data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`).
     * ``window_ticks`` (3): ticks per observation window. Help issued at any tick from onset
       to the deadline (onset + 5) is validated to work; windows longer than 5 ticks may make
@@ -123,7 +123,7 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
-    * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, eleven families with
+    * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, twelve families with
       silent twins, deadline = onset + 5 ticks, shuffled ids, movement is not an
       intervention. Suites ``vh-dev-v1``/``vh-test-v1``; the leaky v0 suites are withdrawn.
     * v0 (0.1.0): initial release.

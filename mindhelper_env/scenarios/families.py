@@ -12,6 +12,7 @@ Help families and their *silent twins* (same visible cue, different minds):
 | false_belief_irrelevant | no | the same relocation, but A never needs X again (and looks elsewhere) |
 | false_belief_witnessed | no | B moves X while A watches; A later takes X from L2 |
 | false_belief_self_corrected | no | B moves X while A is away, but A sees X at L2 before needing it |
+| false_belief_spare | no | the same relocation and the same empty look in L1, but A saw another X lying in the room and takes that |
 | implicit_goal_search | yes | A needs an X; the only X lies where nobody keeps one; A searches the usual places |
 | search_self_found | no | A searches for an X, the first place is empty, A finds one at the next usual place |
 | implicit_goal_reach | yes | a child or wheelchair user stretches for X on a high shelf; no one able to help is there |
@@ -66,6 +67,8 @@ class Draft:
         self.target: int | None = None
         self.mental_state: dict[str, Any] = {"type": "none"}
         self.needs_help = False
+        #: objects other people's chores must leave alone
+        self.keep: set[int] = set()
         names = list(NAMES)
         order = rng.permutation(len(names))
         self._names = [names[int(i)] for i in order]
@@ -241,7 +244,7 @@ class Draft:
         objs = [o for o in self.world.graph.nodes.values()
                 if o.category == "Props" and self.world.holder(o.id) is None
                 and not self.world.is_hidden(o.id) and o.id != self.target
-                and self.world.reachable(cid, o.id)]
+                and o.id not in self.keep and self.world.reachable(cid, o.id)]
         if not objs:
             return
         z = self.pick(sorted(o.id for o in objs))
@@ -254,7 +257,7 @@ class Draft:
         """Another person going about chores, sometimes carrying one or two things to a table.
 
         Help families have one person carrying two things by construction (the blocked
-        family) in a quarter of cases, silent families in a seventh: bystanders of silent
+        family) in a quarter of cases, silent families in an eighth: bystanders of silent
         families carry two things a little more often, so that "someone holds two things at
         reset" is equally common on both sides.
         """
@@ -311,13 +314,15 @@ class Draft:
                         new[k] = m(new[k])
                 if "search" in new:
                     new["search"] = [m(s) for s in new["search"]]
+                if "alternatives" in new:
+                    new["alternatives"] = [m(o) for o in new["alternatives"]]
                 if "objects" in new:
                     new["objects"] = [m(o) for o in new["objects"]]
                 acts.append(new)
             actors.append({**a, "id": m(a["id"]), "activities": acts,
                            "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()}})
         ms = dict(self.mental_state)
-        for k in ("object", "believed", "true"):
+        for k in ("object", "believed", "true", "spare"):
             if ms.get(k) is not None:
                 ms[k] = m(ms[k])
         return {
@@ -415,6 +420,15 @@ def _relocation(d: Draft, variant: str) -> None:
                                if p not in (l1, l2)]))
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = {"type": "none"}
+    elif variant == "spare":
+        # A also saw another X lying in the room: after the empty look A takes that one
+        spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
+        spare = d.obj(cls, spot)
+        d.keep.add(spare)
+        d.actor(a)["activities"].append({"type": "fetch", "object": x, "dest": dest,
+                                         "search": d.search_order(cls, {l1, l2}),
+                                         "alternatives": [spare]})
+        d.mental_state = dict(d.mental_state, spare=spare)
     elif variant == "self_corrected":
         d.goto(a, d.pick(d.furniture(d.room_of(l2))), int(d.rng.integers(2, 4)))
         if d.chance(0.6):
@@ -442,6 +456,10 @@ def false_belief_witnessed(d: Draft) -> None:
 
 def false_belief_self_corrected(d: Draft) -> None:
     _relocation(d, "self_corrected")
+
+
+def false_belief_spare(d: Draft) -> None:
+    _relocation(d, "spare")
 
 
 # ------------------------------------------------------------------------------ search
@@ -605,6 +623,7 @@ BUILDERS: dict[str, Callable[[Draft], None]] = {
     "false_belief_irrelevant": false_belief_irrelevant,
     "false_belief_witnessed": false_belief_witnessed,
     "false_belief_self_corrected": false_belief_self_corrected,
+    "false_belief_spare": false_belief_spare,
     "implicit_goal_search": implicit_goal_search,
     "search_self_found": search_self_found,
     "implicit_goal_reach": implicit_goal_reach,

@@ -48,6 +48,8 @@ __all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS
 MAX_ATTEMPTS = 80
 #: Ticks from onset to the deadline (inclusive window ``[onset, onset + DEADLINE_TICKS]``).
 DEADLINE_TICKS = 5
+#: Silent twins whose focus person must show the visible cue of the help family they mirror.
+TWINS = frozenset({"false_belief_spare", "search_self_found", "reach_helped", "blocked_helped"})
 #: The focus person must keep trying at least this many ticks past the deadline.
 _SLACK_AFTER_DEADLINE = 4
 
@@ -164,6 +166,8 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
             raise EpisodeInvalid("silent episode fails without help")
         if needs:
             raise EpisodeInvalid(f"silent episode has a cue judged blocked at tick {needs[0][0]}")
+        if family in TWINS and not any(p == focus for _, p, _, _ in cues):
+            raise EpisodeInvalid("a silent twin whose focus person shows no struggle cue")
         if family in ("false_belief_witnessed", "false_belief_self_corrected"):
             t = _last_fetch_start(sim)
             _check_belief_at(spec, focus, target, t, want_true=True)

@@ -37,6 +37,7 @@ SILENT_FAMILIES = (
     "false_belief_irrelevant",
     "false_belief_witnessed",
     "false_belief_self_corrected",
+    "false_belief_spare",
     "search_self_found",
     "reach_helped",
     "blocked_helped",

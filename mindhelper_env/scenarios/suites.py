@@ -24,10 +24,10 @@ seeds the package draws for random episodes (``sample_episode`` and the envs dra
 **Families.** Half of every suite needs help. Indices are cut into pairs; each pair holds
 one help and one silent episode, in an order fixed by a sha256 hash of
 ``(seed_base, pair)``. The help episodes cycle through the four help families and the silent
-ones through the seven silent families, each list then shuffled by hash, so family counts on
+ones through the eight silent families, each list then shuffled by hash, so family counts on
 each side differ by at most one and neither the index nor the episode id reveals the family.
-``vh-test-v1`` has 125 episodes of each help family and 71–72 of each silent family;
-``vh-dev-v1`` has 12–13 and 7–8. The assignment uses only :mod:`hashlib`, so it does not
+``vh-test-v1`` has 125 episodes of each help family and 62–63 of each silent family;
+``vh-dev-v1`` has 12–13 and 6–7. The assignment uses only :mod:`hashlib`, so it does not
 depend on the NumPy version.
 
 **Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
