@@ -189,3 +189,20 @@ def test_set_up_cues_occur_on_both_sides():
         rate_silent = counts[False][cue] / n[False]
         assert rate_help > 0.2 and rate_silent > 0.2, cue
         assert abs(rate_help - rate_silent) < 0.35, (cue, rate_help, rate_silent)
+
+
+def test_room_observability_shows_only_the_robots_room():
+    env = gym.make("MindHelper-VirtualHome-v0", observability="room")
+    for index in range(0, 100, 13):
+        obs, info = env.reset(options={"suite": DEV, "index": index})
+        sim = env.unwrapped.simulation
+        done = False
+        while not done:
+            room = sim.world.chars[1].room
+            shown_rooms = {a["room"] for a in info["candidates"]["actors"]}
+            shown_rooms |= {o["room"] for o in info["candidates"]["objects"]}
+            assert shown_rooms <= {room}
+            obs, _, term, trunc, info = env.step("none")
+            done = term or trunc
+            for ev in json.loads(obs["events"]):
+                assert ev["room"] == room or ev["actor"] == 1
