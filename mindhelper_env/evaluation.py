@@ -419,8 +419,8 @@ def read_result_file(
 ) -> list[tuple[int, dict[str, Any]]]:
     """Parse a result JSONL file into ``[(line_number, record), ...]``.
 
-    Lines are parsed strictly: ``NaN``/``Infinity``, duplicate keys and nesting deeper than
-    100 levels are errors. Blank lines are skipped. A line that is not a JSON object raises
+    Lines are parsed strictly: ``NaN``/``Infinity`` (also as ``1e400``), duplicate keys and
+    nesting deeper than 100 levels are errors. Blank lines are skipped. A line that is not a JSON object raises
     ``ValueError``
     ``"<file>:<line>: <reason>"`` — except, with ``repair_tail=True``, the last line when it
     is cut short (no JSON, or no final newline and no JSON): that line is removed from the
@@ -472,6 +472,13 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"{token} is not valid JSON")
 
 
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"number {token[:20]} is out of range")
+    return value
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -508,7 +515,7 @@ def _strict_json(text: str) -> Any:
     if text.count("[") + text.count("{") > _MAX_DEPTH and _nesting_depth(text) > _MAX_DEPTH:
         raise ValueError(f"nested deeper than {_MAX_DEPTH} levels")
     try:
-        return json.loads(text, parse_constant=_reject_constant,
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
                           object_pairs_hook=_no_duplicates)
     except RecursionError:
         raise ValueError(f"nested deeper than {_MAX_DEPTH} levels") from None
