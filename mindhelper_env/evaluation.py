@@ -416,6 +416,7 @@ def read_result_file(
     path: str | os.PathLike[str],
     *,
     repair_tail: bool = False,
+    _write: bool = True,
 ) -> list[tuple[int, dict[str, Any]]]:
     """Parse a result JSONL file into ``[(line_number, record), ...]``.
 
@@ -445,6 +446,8 @@ def read_result_file(
                 raise ValueError(f"expected a JSON object, got {type(rec).__name__}")
         except (UnicodeDecodeError, ValueError) as exc:
             if repair_tail and i == last_content:
+                if not _write:  # a dry run: report the line as dropped, change nothing
+                    break
                 logger.warning("%s: dropping truncated last line (%s); its episode is redone",
                                _loc(p, lineno), exc)
                 with open(p, "r+b") as fh:
@@ -455,7 +458,7 @@ def read_result_file(
             reason = (f"{exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
                       else str(exc))
             raise ValueError(f"{_loc(p, lineno)}: invalid JSON ({reason})") from None
-        if repair_tail and i == len(lines) - 1:
+        if repair_tail and _write and i == len(lines) - 1:
             # A complete record that lost only its newline: keep it, restore the newline.
             with open(p, "ab") as fh:
                 fh.write(b"\n")
@@ -538,7 +541,7 @@ def _rewrite_sorted(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
 
 
 def _load_existing(
-    path: Path, *, agent: str, suite: str, ids: Sequence[str]
+    path: Path, *, agent: str, suite: str, ids: Sequence[str], repair: bool = True
 ) -> dict[int, dict[str, Any]]:
     """Finished records of a previous run of ``agent`` (for ``resume``), by index. Every
     record is checked against the result schema, its suite, agent, index and episode id."""
@@ -546,7 +549,7 @@ def _load_existing(
 
     done: dict[int, dict[str, Any]] = {}
     where: dict[int, int] = {}
-    for lineno, rec in read_result_file(path, repair_tail=True):
+    for lineno, rec in read_result_file(path, repair_tail=True, _write=repair):
         loc = _loc(path, lineno)
         problems = schema_errors("result", rec, limit=1)
         if problems:
@@ -807,8 +810,9 @@ def _settings_diff(previous: Any, settings: Mapping[str, Any]) -> list[str]:
 
 
 def _prepare_run_file(out: Path, settings: Mapping[str, Any], resume: bool,
-                      agent_files: Sequence[Path]) -> None:
-    """On resume, check ``run.json`` against ``settings``; then (re)write it atomically."""
+                      agent_files: Sequence[Path], *, write: bool = True) -> None:
+    """On resume, check ``run.json`` against ``settings``; then (with ``write``) (re)write
+    it atomically."""
     run_path = out / _RUN_FILE
     if resume:
         existing = [p for p in agent_files if p.exists()]
@@ -826,6 +830,8 @@ def _prepare_run_file(out: Path, settings: Mapping[str, Any], resume: bool,
             raise ValueError(f"{run_path}: missing, so the settings of the results in {out} "
                              f"(e.g. {existing[0].name}) are unknown; cannot resume (use a new "
                              "output directory)")
+    if not write:
+        return
     _safety.atomic_write_bytes(
         run_path, (json.dumps(settings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
@@ -976,6 +982,11 @@ def _evaluate_locked(
     for path in [*files.values(), out / _RUN_FILE, out / _SUMMARY_FILE,
                  *(out / name for name in _PLOT_FILES), out / _VIDEO_DIR]:
         _safety.refuse_symlink(path)
+    _prepare_run_file(out, settings, resume, list(files.values()), write=False)
+    if resume:  # check every kept record before changing anything
+        for agent in agents:
+            if files[agent].exists():
+                _load_existing(files[agent], agent=agent, suite=suite, ids=ids, repair=False)
     _prepare_run_file(out, settings, resume, list(files.values()))
     with contextlib.suppress(FileNotFoundError):
         (out / _SUMMARY_FILE).unlink()  # never leave a summary of other records behind
