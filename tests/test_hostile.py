@@ -653,6 +653,7 @@ ENV_BAD_KWARGS: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # gymnasium's own render_mode warning
 @pytest.mark.parametrize("kwargs", ENV_BAD_KWARGS, ids=lambda kw: repr(kw)[:40])
 def test_env_rejects_bad_kwargs(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
