@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -95,15 +96,27 @@ def _remote_play(ray: Any) -> Any:
 
 
 def _init(ray: Any, workers: int, address: str | None) -> bool:
-    """Connect to / start Ray; return True when this call started it (and must stop it)."""
+    """Connect to / start Ray; return True when this call started it (and must stop it).
+
+    Ray's core worker installs its own SIGTERM/SIGINT handlers (a stack dump, then exit);
+    the Python handlers in place before (the runner's: a clean, resumable interrupt) are
+    put back.
+    """
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"namespace": NAMESPACE, "log_to_driver": False,
                               "configure_logging": False}
+    main_thread = threading.current_thread() is threading.main_thread()
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)} \
+        if main_thread else {}
     if address:
         ray.init(address=address, **kwargs)
     else:
         ray.init(num_cpus=workers, include_dashboard=False, **kwargs)
+    for sig, handler in saved.items():
+        if handler is not None:
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(sig, handler)
     return True
 
 
