@@ -12,7 +12,8 @@ Bad input (a corrupt or truncated result file, records of another suite, unknown
 suites, a tampered suite directory ...) ends with one line on stderr,
 ``mindhelper: error: <file>:<line>: <reason>`` where a file is at fault, and exit code 2.
 Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
-130 an interrupt.
+130 an interrupt (Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked
+before ``evaluate`` touches its output folder, and errors name the flag.
 """
 
 from __future__ import annotations

@@ -34,7 +34,15 @@ not depend on the number of workers or on completion order.
 
 Agents run in worker processes when ``workers > 1`` (``spawn`` start method): an agent must
 be registered in an importable module (or at the top level of the main script), not only
-inside ``if __name__ == "__main__":``.
+inside ``if __name__ == "__main__":``. With ``backend="ray"`` they run as Ray tasks
+(:mod:`mindhelper_env.ray_backend`); the module that registers an agent is imported in the
+Ray worker (the driver's ``sys.path`` is passed along).
+
+Safety (issue 10, :mod:`mindhelper_env.runner_safety`): arguments are checked before any
+file is touched; one writer per output folder (a ``flock`` lock naming its holder); files are
+replaced atomically and symlinks never followed; result file names are derived safely from
+agent names; workers die with the runner; SIGTERM is an interrupt like Ctrl-C; ``resume``
+revalidates every kept record and refuses a missing or different ``run.json``.
 """
 
 from __future__ import annotations
