@@ -844,6 +844,21 @@ def _prepare_run_file(out: Path, settings: Mapping[str, Any], resume: bool,
         run_path, (json.dumps(settings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
+def _remove_stale_temporaries(out: Path) -> None:
+    """Temporary files and plot folders a killed run left in ``out`` (we hold the lock, so
+    no other run is writing them)."""
+    import shutil
+
+    for path in out.glob(".*"):
+        if path.is_symlink():
+            continue
+        if path.is_file() and path.name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        elif path.is_dir() and path.name.startswith(".plots-"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _write_plots_atomic(metrics: Mapping[str, Any], out: Path) -> list[str]:
     """Plots go to a private temporary folder, then each is renamed into ``out``."""
     import shutil
@@ -954,16 +969,25 @@ def evaluate(
     except (TypeError, ValueError) as exc:
         raise ValueError(f"env_kwargs must be JSON-serializable: {exc}") from None
 
-    # 2. One writer per folder.
+    # 2. One writer per folder; Ray (if used) reachable before any file changes.
     out.mkdir(parents=True, exist_ok=True)
     lock = _safety.OutputLock(out).acquire()
+    ray_started = False
     try:
         with _safety.sigterm_as_interrupt():
+            if backend == "ray":
+                from mindhelper_env import ray_backend
+
+                ray_started = ray_backend.connect(workers, address)
             return _evaluate_locked(
                 job, agents, out, files, settings, ids, n, resume=resume, workers=workers,
                 progress=progress, plots=plots, on_record=on_record, videos=videos,
                 backend=backend, address=address, agent_kwargs=agent_kwargs)
     finally:
+        if ray_started:
+            from mindhelper_env import ray_backend
+
+            ray_backend.disconnect(ray_started)
         lock.release()
 
 
@@ -990,6 +1014,7 @@ def _evaluate_locked(
     for path in [*files.values(), out / _RUN_FILE, out / _SUMMARY_FILE,
                  *(out / name for name in _PLOT_FILES), out / _VIDEO_DIR]:
         _safety.refuse_symlink(path)
+    _remove_stale_temporaries(out)
     _prepare_run_file(out, settings, resume, list(files.values()), write=False)
     if resume:  # check every kept record before changing anything
         for agent in agents:

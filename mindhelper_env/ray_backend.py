@@ -45,6 +45,8 @@ from typing import Any
 __all__ = [
     "INSTALL_HINT",
     "require_ray",
+    "connect",
+    "disconnect",
     "iter_ray",
     "endpoint_limiter",
     "endpoint_slot",
@@ -118,6 +120,51 @@ def _init(ray: Any, workers: int, address: str | None) -> bool:
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(sig, handler)
     return True
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast (``ValueError``) when ``host:port`` does not accept connections: Ray itself
+    retries an unreachable address for minutes."""
+    import socket
+
+    if address == "auto" or address.startswith("local"):
+        return
+    target = address.split("://", 1)[-1].rsplit("/", 1)[0]
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise ValueError(f"argument --address: expected auto, host:port or ray://host:port, "
+                         f"got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError, OverflowError) as exc:
+        raise ValueError(f"argument --address: cannot reach a Ray cluster at {address} "
+                         f"({exc.strerror or exc if isinstance(exc, OSError) else exc})") from None
+
+
+def connect(workers: int, address: str | None) -> bool:
+    """Connect to the cluster at ``address`` (or start a local Ray with ``workers`` CPUs)
+    before the runner touches any file; ``ValueError`` when that fails. Returns True when
+    this call started Ray (pass it to :func:`disconnect`)."""
+    ray = require_ray()
+    if address:
+        _check_reachable(address)
+    try:
+        return _init(ray, workers, address)
+    except (ConnectionError, RuntimeError, TimeoutError) as exc:
+        first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        where = f"at {address}" if address else "locally"
+        raise ValueError(f"cannot start or reach Ray {where}: {first[:200]}") from None
+
+
+def disconnect(started: bool) -> None:
+    """Stop Ray if :func:`connect` started it."""
+    if not started:
+        return
+    ray = sys.modules.get("ray")
+    if ray is not None:
+        with contextlib.suppress(Exception):
+            ray.shutdown()
 
 
 def iter_ray(

@@ -158,3 +158,18 @@ def test_endpoint_slot_without_ray_is_process_local(monkeypatch: pytest.MonkeyPa
     with pytest.raises(TimeoutError), endpoint_slot("busy", 1):
         with endpoint_slot("busy", 1, timeout=0.05):
             pass
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:1", "nohost", "ray://127.0.0.1:1"])
+def test_unreachable_ray_address_fails_fast_and_keeps_results(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str) -> None:
+    out = tmp_path / "kept"
+    assert main(_argv(out, limit=2)) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    capsys.readouterr()
+    t0 = time.perf_counter()
+    rc = main(_argv(out, "--backend", "ray", "--address", address, limit=2))
+    err = capsys.readouterr().err
+    assert rc == 2 and "--address" in err and err.count("\n") == 1, err
+    assert time.perf_counter() - t0 < 10
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
