@@ -164,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --backend ray: address of a running Ray cluster (e.g. auto); "
                          "default: start a local Ray")
     ev.add_argument("--resume", action="store_true",
-                    help="keep finished episodes in --out and run only the missing ones")
+                    help="keep finished episodes in --out (each rechecked) and run only the "
+                         "missing ones; refuses a folder whose run.json is missing or differs")
     ev.add_argument("--limit", type=_positive_int, default=None,
                     help="run only the first N episodes of the suite")
     ev.add_argument("--window-ticks", type=_int_between(1, MAX_WINDOW_TICKS), default=None,
