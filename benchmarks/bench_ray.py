@@ -12,9 +12,11 @@ process (interpreter start-up, imports, episode generation in every worker, writ
 * ``ray, running cluster``: ``--backend ray --address <addr>`` against a 2-CPU cluster
   started once beforehand (``ray start --head --num-cpus 2``), the way a long evaluation
   on a cluster runs; its workers are warm after the first run (the first run is reported
-  separately and not in the median).
+  separately and not in the median); compared with local runs made while that cluster
+  sits idle.
 
-Prints the medians, the ratios to the local runner and whether every record file is
+Runs alternate between the two sides of each comparison, so that load from other processes
+on a shared machine hits both alike. Prints the medians, the ratios to the local runner and whether every record file is
 byte-identical to the local runner's.
 """
 
@@ -72,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         names = suite_names()
         args.suite = next((n for n in names if "test" in n), names[0])
     tmp = Path(tempfile.mkdtemp(prefix="bench-ray-"))
+    # Runs are interleaved (local, ray, local, ray, ...) so that load from other processes
+    # on a shared machine hits both sides alike; each Ray row has its own local baseline.
     rows: dict[str, list[float]] = {"local --workers 2": [], "ray, local instance": []}
+    base_of = {"ray, local instance": "local --workers 2"}
     identical = True
     cluster_first: float | None = None
     try:
@@ -80,7 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             rows["local --workers 2"].append(_evaluate(args.suite, args.agents, ref,
                                                        args.limit, []))
-        for _ in range(args.runs):
             out = tmp / "ray"
             rows["ray, local instance"].append(_evaluate(
                 args.suite, args.agents, out, args.limit, ["--backend", "ray"]))
@@ -94,7 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"ray start failed; cluster rows skipped: {start.stderr.strip()[-300:]}")
             else:
                 try:
+                    rows["local --workers 2 (cluster idle)"] = []
                     rows["ray, running cluster"] = []
+                    base_of["ray, running cluster"] = "local --workers 2 (cluster idle)"
                     for i in range(args.runs + 1):
                         out = tmp / "cluster"
                         t = _evaluate(args.suite, args.agents, out, args.limit,
@@ -102,27 +108,30 @@ def main(argv: list[str] | None = None) -> int:
                         identical = identical and _same(ref, out, args.agents)
                         if i == 0:
                             cluster_first = t
-                        else:
-                            rows["ray, running cluster"].append(t)
+                            continue
+                        rows["ray, running cluster"].append(t)
+                        rows["local --workers 2 (cluster idle)"].append(_evaluate(
+                            args.suite, args.agents, tmp / "local2", args.limit, []))
+                        identical = identical and _same(ref, tmp / "local2", args.agents)
                 finally:
                     subprocess.run([_ray_cli(), "stop", "--force"], capture_output=True,
                                    env=env)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    base = statistics.median(rows["local --workers 2"])
     result = {"suite": args.suite, "agents": args.agents, "limit": args.limit,
               "runs": args.runs, "cpus": os.cpu_count(), "records_byte_identical": identical,
               "rows": {}}
     for name, times in rows.items():
         med = statistics.median(times)
+        base = statistics.median(rows[base_of.get(name, name)])
         result["rows"][name] = {"median_s": round(med, 2), "ratio_to_local": round(med / base, 2),
                                 "runs_s": [round(t, 2) for t in times]}
-        print(f"{name:24s} median {med:6.2f} s  ({med / base:4.2f}x local)  "
+        print(f"{name:34s} median {med:6.2f} s  ({med / base:4.2f}x local)  "
               f"runs: {', '.join(f'{t:.2f}' for t in times)}")
     if cluster_first is not None:
         result["cluster_first_run_s"] = round(cluster_first, 2)
-        print(f"{'(cluster, first run)':24s}        {cluster_first:6.2f} s")
+        print(f"{'(cluster, first run)':34s}        {cluster_first:6.2f} s")
     print(f"records byte-identical to the local runner: {identical}")
     print(json.dumps(result))
     return 0 if identical else 1
