@@ -12,7 +12,8 @@ Bad input (a corrupt or truncated result file, records of another suite, unknown
 suites, a tampered suite directory ...) ends with one line on stderr,
 ``mindhelper: error: <file>:<line>: <reason>`` where a file is at fault, and exit code 2.
 Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
-130 an interrupt.
+130 an interrupt (Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked
+before ``evaluate`` touches its output folder, and errors name the flag.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +35,14 @@ logger = logging.getLogger(__name__)
 PROG = "mindhelper"
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
 _LOG_LEVELS = ("debug", "info", "warning", "error")
+
+# Bounds of numeric flags (the evaluation module checks the same limits).
+MAX_WORKERS = 512
+MAX_SEED = 2**32 - 1
+MAX_VIDEOS = 10_000
+MAX_WINDOW_TICKS = 10_000
+MIN_FPS, MAX_FPS = 0.1, 120.0
+BACKENDS = ("local", "ray")
 
 
 class CLIError(Exception):
@@ -50,14 +61,70 @@ class _Parser(argparse.ArgumentParser):
 # --------------------------------------------------------------------------------------
 
 
-def _positive_int(text: str) -> int:
+_MAX_INT_DIGITS = 40
+
+
+def _parse_int(text: str) -> int | None:
+    text = text.strip()
+    if not text or len(text) > _MAX_INT_DIGITS:
+        return None
     try:
-        value = int(text)
+        return int(text, 10)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
+        return None
+
+
+def _positive_int(text: str) -> int:
+    value = _parse_int(text)
+    if value is None or value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _integer(text: str) -> int:
+    value = _parse_int(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    return value
+
+
+def _int_between(lo: int, hi: int) -> Any:
+    """An argparse type: an integer in ``[lo, hi]`` (argparse prefixes the flag name)."""
+
+    def parse(text: str) -> int:
+        value = _parse_int(text)
+        if value is None or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(
+                f"expected an integer between {lo} and {hi}, got {text!r}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _number_between(lo: float, hi: float) -> Any:
+    """An argparse type: a finite number in ``[lo, hi]``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value) or not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(
+                f"expected a number between {lo:g} and {hi:g}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty string")
+    if "\0" in text:
+        raise argparse.ArgumentTypeError("path contains a NUL character")
+    return Path(text)
 
 
 def _agent_list(text: str) -> list[str]:
@@ -84,22 +151,32 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
     ev.add_argument("--agents", required=True, type=_agent_list,
                     help="comma-separated agent names, e.g. silent,random,oracle")
-    ev.add_argument("--out", required=True, type=Path, help="output directory")
-    ev.add_argument("--workers", type=_positive_int, default=1,
-                    help="worker processes (default 1; results do not depend on it)")
+    ev.add_argument("--out", required=True, type=_path,
+                    help="output directory (locked while the run writes to it)")
+    ev.add_argument("--workers", type=_int_between(1, MAX_WORKERS), default=1,
+                    help="worker processes, at most the number of CPUs (default 1; results "
+                         "do not depend on it); with --backend ray, the CPUs of a local Ray")
+    ev.add_argument("--force-workers", action="store_true",
+                    help="allow more --workers than CPUs")
+    ev.add_argument("--backend", choices=BACKENDS, default="local",
+                    help="local process pool (default) or ray (needs the ray extra)")
+    ev.add_argument("--address", default=None,
+                    help="with --backend ray: address of a running Ray cluster (e.g. auto); "
+                         "default: start a local Ray")
     ev.add_argument("--resume", action="store_true",
-                    help="keep finished episodes in --out and run only the missing ones")
+                    help="keep finished episodes in --out (each rechecked) and run only the "
+                         "missing ones; refuses a folder whose run.json is missing or differs")
     ev.add_argument("--limit", type=_positive_int, default=None,
                     help="run only the first N episodes of the suite")
-    ev.add_argument("--window-ticks", type=_positive_int, default=None,
+    ev.add_argument("--window-ticks", type=_int_between(1, MAX_WINDOW_TICKS), default=None,
                     help="ticks per observation window (env default: 3)")
-    ev.add_argument("--seed", type=int, default=0,
+    ev.add_argument("--seed", type=_int_between(0, MAX_SEED), default=0,
                     help="base seed: episode i is played with seed + i (default 0)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     ev.add_argument("--no-timing", action="store_true",
                     help="record usage.seconds as 0 (byte-reproducible result files)")
-    ev.add_argument("--videos", type=int, default=0, metavar="K",
+    ev.add_argument("--videos", type=_int_between(0, MAX_VIDEOS), default=0, metavar="K",
                     help="also save a GIF and a timeline PNG of the first K episodes per agent "
                          "in OUT/videos (needs the video extra)")
     ev.add_argument("--json", action="store_true",
@@ -108,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sc = sub.add_parser("score", parents=[common],
                         help="recompute every metric from result records")
-    sc.add_argument("files", nargs="+", type=Path, help="result JSONL files (<agent>.jsonl)")
+    sc.add_argument("files", nargs="+", type=_path, help="result JSONL files (<agent>.jsonl)")
     sc.add_argument("--suite", required=True, help="the suite the records belong to")
     sc.add_argument("--json", action="store_true", help="print {agent: {metric: percentage}}")
     sc.set_defaults(func=_cmd_score)
@@ -119,24 +196,28 @@ def build_parser() -> argparse.ArgumentParser:
     ex = su_sub.add_parser("export", parents=[common],
                            help="write public.jsonl, reference.jsonl and a manifest")
     ex.add_argument("name", help="suite name, e.g. vh-dev-v1")
-    ex.add_argument("dir", type=Path, help="output directory")
+    ex.add_argument("dir", type=_path, help="output directory")
     ex.set_defaults(func=_cmd_suite_export)
     va = su_sub.add_parser("validate", parents=[common], help="check an exported suite directory")
-    va.add_argument("dir", type=Path, help="suite directory")
+    va.add_argument("dir", type=_path, help="suite directory")
     va.set_defaults(func=_cmd_suite_validate)
     su.set_defaults(func=None, _subparser=su)
 
     rd = sub.add_parser("render", parents=[common],
                         help="play one suite episode with an agent; write a video and a timeline")
     rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
-    rd.add_argument("--index", required=True, type=int, help="episode index in the suite")
+    rd.add_argument("--index", required=True, type=_integer,
+                    help="episode index in the suite")
     rd.add_argument("--agent", required=True, help="agent name, e.g. oracle")
-    rd.add_argument("--out", required=True, type=Path,
+    rd.add_argument("--out", required=True, type=_path,
                     help="video file (.gif or .mp4); the timeline goes to <stem>-timeline.png")
-    rd.add_argument("--size", type=int, default=256, help="frame size in pixels (default 256)")
-    rd.add_argument("--fps", type=float, default=4.0, help="frames per second (default 4)")
-    rd.add_argument("--seed", type=int, default=0, help="base seed, as in evaluate (default 0)")
-    rd.add_argument("--window-ticks", type=_positive_int, default=None,
+    rd.add_argument("--size", type=_int_between(64, 2048), default=256,
+                    help="frame size in pixels, 64..2048 (default 256)")
+    rd.add_argument("--fps", type=_number_between(MIN_FPS, MAX_FPS), default=4.0,
+                    help=f"frames per second, {MIN_FPS:g}..{MAX_FPS:g} (default 4)")
+    rd.add_argument("--seed", type=_int_between(0, MAX_SEED), default=0,
+                    help="base seed, as in evaluate (default 0)")
+    rd.add_argument("--window-ticks", type=_int_between(1, MAX_WINDOW_TICKS), default=None,
                     help="ticks per observation window (env default if omitted)")
     rd.set_defaults(func=_cmd_render)
 
@@ -195,9 +276,29 @@ def _print_json(obj: Any) -> None:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from mindhelper_env.evaluation import check_agents, check_suite, evaluate
+    from mindhelper_env.runner_safety import cpu_count
 
-    check_suite(args.suite)
-    check_agents(args.agents)
+    _flag("--suite", check_suite, args.suite)
+    _flag("--agents", check_agents, args.agents)
+    cpus = cpu_count()
+    if args.workers > cpus and not args.force_workers and args.address is None:
+        raise CLIError(f"argument --workers: {args.workers} exceeds the {cpus} CPUs available "
+                       "(more workers than CPUs only slow the run down; add --force-workers "
+                       "to insist)")
+    if args.address is not None:
+        if args.backend != "ray":
+            raise CLIError("argument --address: only used with --backend ray")
+        if not args.address.strip():
+            raise CLIError("argument --address: expected a Ray address, got an empty string")
+    if args.out.exists() and not args.out.is_dir():
+        raise CLIError(f"argument --out: {args.out} exists and is not a directory")
+    if args.backend == "ray":
+        from mindhelper_env.ray_backend import INSTALL_HINT, require_ray
+
+        try:
+            require_ray()
+        except ImportError:
+            raise CLIError(INSTALL_HINT) from None
     env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
     summary = evaluate(
         args.suite,
@@ -212,6 +313,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         timing=not args.no_timing,
         plots=not args.no_plots,
         videos=args.videos,
+        force_workers=args.force_workers or args.address is not None,
+        backend=args.backend,
+        address=args.address,
     )
     if args.json:
         _print_json(summary["table"])
@@ -223,6 +327,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
                      + f"  ({summary['played']} episodes played in "
                        f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
     return EXIT_OK
+
+
+def _flag(flag: str, check: Any, value: Any) -> None:
+    """Run ``check(value)``; a ``ValueError`` becomes a :class:`CLIError` naming ``flag``."""
+    try:
+        check(value)
+    except ValueError as exc:
+        raise CLIError(f"argument {flag}: {exc}") from None
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
@@ -237,16 +349,21 @@ def _cmd_render(args: argparse.Namespace) -> int:
     )
     from mindhelper_env.render.episode import check_video_path, record_episode, save_episode_media
 
-    check_suite(args.suite)
-    check_agents([args.agent])
+    _flag("--suite", check_suite, args.suite)
+    _flag("--agent", check_agents, [args.agent])
     n = len(suite_episode_ids(args.suite))
     if not 0 <= args.index < n:
-        raise ValueError(f"episode index {args.index} is out of range for {args.suite} (0..{n - 1})")
+        raise CLIError(f"argument --index: episode index {args.index} is out of range for "
+                       f"{args.suite} (0..{n - 1})")
     if not 64 <= args.size <= 2048:
-        raise ValueError(f"--size must be between 64 and 2048, got {args.size}")
-    if not args.fps > 0:
-        raise ValueError(f"--fps must be positive, got {args.fps}")
-    check_video_path(args.out)
+        raise CLIError(f"argument --size: must be between 64 and 2048, got {args.size}")
+    if not (math.isfinite(args.fps) and MIN_FPS <= args.fps <= MAX_FPS):
+        raise CLIError(f"argument --fps: must be between {MIN_FPS:g} and {MAX_FPS:g}, "
+                       f"got {args.fps}")
+    try:
+        check_video_path(args.out)
+    except ValueError as exc:
+        raise CLIError(f"argument --out: {exc}") from None
     env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
     env = gym.make(DEFAULT_ENV_ID, **env_kwargs)
     agent = make_agent(args.agent, env=env, seed=args.seed)
@@ -288,17 +405,29 @@ def _validate_record(rec: dict[str, Any]) -> str | None:
 
 def _score(files: Sequence[Path], suite: str) -> dict[str, Any]:
     """Read, check and score result files against a suite's references."""
-    from mindhelper_env.evaluation import check_suite, summarize
-    from mindhelper_env.scenarios.suites import suite_references
+    from mindhelper_env.evaluation import check_suite, suite_episode_ids, summarize
 
-    check_suite(suite)
-    refs = suite_references(suite)
+    _flag("--suite", check_suite, suite)
+    loaded = [(path, _load_records(path)) for path in files]
+    # Cheap checks first: the references of a big suite take a while to build.
+    known_ids = set(suite_episode_ids(suite))
+    for path, records in loaded:
+        for lineno, rec in records:
+            rec_suite = rec.get("suite")
+            if rec_suite is not None and rec_suite != suite:
+                raise CLIError(f"{path}:{lineno}: record of suite {rec_suite!r}, not {suite!r}")
+            if rec.get("episode_id") not in known_ids:
+                break
+        else:
+            continue
+        break
+    refs = _LazyReferences(suite, known_ids)
     by_agent: dict[str, list[dict[str, Any]]] = {}
     seen: dict[tuple[str, str], str] = {}
     foreign: list[tuple[str, str]] = []
     duplicates: list[tuple[str, str, str]] = []
-    for path in files:
-        for lineno, rec in _load_records(path):
+    for path, records in loaded:
+        for lineno, rec in records:
             loc = f"{path}:{lineno}"
             problem = _validate_record(rec)
             if problem:
@@ -330,7 +459,24 @@ def _score(files: Sequence[Path], suite: str) -> dict[str, Any]:
         raise CLIError(f"{duplicates[0][0]}: duplicate episode ids: {ids}{more}")
     if not by_agent:
         raise CLIError(f"{files[0]}: no result records")
-    return summarize(by_agent, refs)
+    return summarize(by_agent, refs.load())
+
+
+class _LazyReferences:
+    """Membership of a suite's episode ids without building the references; ``load()``
+    builds them (once every record has been checked)."""
+
+    def __init__(self, suite: str, ids: set[str]) -> None:
+        self.suite = suite
+        self.ids = ids
+
+    def __contains__(self, eid: object) -> bool:
+        return eid in self.ids
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        from mindhelper_env.scenarios.suites import suite_references
+
+        return suite_references(self.suite)
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
@@ -362,7 +508,11 @@ def _cmd_suite_validate(args: argparse.Namespace) -> int:
 
     if not args.dir.is_dir():
         raise CLIError(f"{args.dir}: no such directory")
-    problems = [str(p) for p in validate_suite_dir(args.dir)]
+    _check_nesting(args.dir)
+    try:
+        problems = [str(p) for p in validate_suite_dir(args.dir)]
+    except RecursionError:
+        raise CLIError(f"{args.dir}: a file is nested too deeply to validate") from None
     if problems:
         for extra in problems[1:]:
             logger.info("also: %s", extra)
@@ -370,6 +520,24 @@ def _cmd_suite_validate(args: argparse.Namespace) -> int:
         raise CLIError(problems[0] + more)
     _console().print(f"{args.dir}: valid")
     return EXIT_OK
+
+
+def _check_nesting(folder: Path) -> None:
+    """``CLIError("<file>:<line>: ...")`` for a line of an exported suite's files nested
+    deeper than the result reader allows (it would exhaust the JSON parser's recursion)."""
+    from mindhelper_env.evaluation import _MAX_DEPTH, _nesting_depth
+    from mindhelper_env.scenarios.suites import MANIFEST_FILE, PUBLIC_FILE, REFERENCE_FILE
+
+    for name in (MANIFEST_FILE, PUBLIC_FILE, REFERENCE_FILE):
+        path = folder / name
+        if not path.is_file():
+            continue
+        whole = name == MANIFEST_FILE
+        text = path.read_bytes().decode("utf-8", "replace")
+        for lineno, line in enumerate([text] if whole else text.split("\n"), start=1):
+            if line.count("[") + line.count("{") > _MAX_DEPTH \
+                    and _nesting_depth(line) > _MAX_DEPTH:
+                raise CLIError(f"{path}:{lineno}: JSON nested deeper than {_MAX_DEPTH} levels")
 
 
 def _listing() -> dict[str, Any]:
@@ -468,9 +636,40 @@ def _error(message: str, code: int) -> int:
     return code
 
 
+def _interrupted(exc: BaseException, console: bool) -> int:
+    from mindhelper_env.runner_safety import Terminated
+
+    if console:
+        # The process is about to exit: a second Ctrl-C/SIGTERM must not print a traceback
+        # from interpreter shutdown.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (ValueError, OSError):  # pragma: no cover - not the main thread
+                pass
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    return _error(f"{what}; finished episodes are saved (rerun evaluate with --resume to "
+                  "continue)", EXIT_INTERRUPT)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mindhelper`` command with ``argv`` (default ``sys.argv[1:]``); return the
-    exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted)."""
+    exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted by Ctrl-C or SIGTERM)."""
+    console = argv is None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:  # also while parsing, logging or reporting an error
+        return _interrupted(exc, console)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from mindhelper_env.runner_safety import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv) if argv is not None else None)
@@ -499,8 +698,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = exc.filename if exc.filename is not None else ""
         reason = exc.strerror or str(exc)
         return _error(f"{where}: {reason}" if where else reason, EXIT_USAGE)
-    except KeyboardInterrupt:
-        return _error("interrupted (rerun evaluate with --resume to continue)", EXIT_INTERRUPT)
+    except RecursionError:
+        logger.debug("recursion", exc_info=True)
+        return _error("input nested too deeply", EXIT_USAGE)
     except Exception as exc:  # an internal bug: one line, traceback with --log-level debug
         logger.debug("internal error", exc_info=True)
         return _error(f"internal error: {type(exc).__name__}: {exc} "

@@ -159,9 +159,16 @@ class MindHelperEnv(gym.Env):
                 or max_ticks < 1:
             raise ValueError(f"max_ticks must be a positive int, got {max_ticks!r}")
         self.max_ticks = int(max_ticks)
+        if reward is not None and not isinstance(reward, dict):
+            raise ValueError(f"reward must be a dict of reward terms, got {type(reward).__name__}")
         unknown = set(reward or {}) - set(DEFAULT_REWARD)
         if unknown:
-            raise ValueError(f"unknown reward terms {sorted(unknown)}; known: {sorted(DEFAULT_REWARD)}")
+            raise ValueError(f"unknown reward terms {sorted(unknown, key=str)}; known: {sorted(DEFAULT_REWARD)}")
+        for term, value in (reward or {}).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                                np.floating)) \
+                    or not np.isfinite(value):
+                raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
         self.reward_config = {**DEFAULT_REWARD, **(reward or {})}
         if obs_mode not in ("text", "text+rgb"):
             raise ValueError(f"obs_mode must be 'text' or 'text+rgb', got {obs_mode!r}")
@@ -212,12 +219,18 @@ class MindHelperEnv(gym.Env):
         if isinstance(families, str):
             families = [families]
         if not isinstance(families, dict):
-            families = {f: 1.0 for f in families}
+            try:
+                families = {f: 1.0 for f in families}
+            except TypeError:
+                raise ValueError("families must be a family name, a list of names or a dict "
+                                 f"of weights, got {type(families).__name__}") from None
         for f, w in families.items():
-            if f not in FAMILIES:
+            if not isinstance(f, str) or f not in FAMILIES:
                 raise ValueError(f"unknown family {f!r}; expected some of {list(FAMILIES)}")
-            if not (isinstance(w, (int, float)) and w >= 0):
-                raise ValueError(f"weight of {f!r} must be a non-negative number")
+            if isinstance(w, bool) or not isinstance(w, (int, float)) \
+                    or not np.isfinite(w) or w < 0:
+                raise ValueError(f"weight of {f!r} must be a finite non-negative number, "
+                                 f"got {w!r}")
         if not families or sum(families.values()) <= 0:
             raise ValueError("families must contain at least one positive weight")
         return dict(families)
@@ -285,6 +298,8 @@ class MindHelperEnv(gym.Env):
         return obs, info
 
     def _episode_from_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        if "index" in options and "suite" not in options:
+            raise ValueError("options['index'] needs options['suite'] (the suite to replay)")
         if "episode" in options:
             ep = options["episode"]
             if isinstance(ep, dict) and ("graph" in ep or "actors" in ep):
@@ -297,14 +312,17 @@ class MindHelperEnv(gym.Env):
             return self._suite_episode(options["suite"], options.get("index"))
         if "family" in options:
             fam = options["family"]
-            if fam not in FAMILIES:
+            if not isinstance(fam, str) or fam not in FAMILIES:
                 raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)))
         return sample_episode(self.np_random, self.families)
 
     def _suite_episode(self, suite: str, index: Any) -> dict[str, Any]:
-        from mindhelper_env.scenarios.suites import suite_episode
+        from mindhelper_env.scenarios.suites import suite_episode, suite_names
 
+        names = suite_names()
+        if not isinstance(suite, str) or suite not in names:
+            raise ValueError(f"unknown suite {suite!r}; known suites: {', '.join(names)}")
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
             raise ValueError(f"suite episode index must be an int, got {index!r}")
         return suite_episode(suite, int(index))

@@ -33,6 +33,8 @@ _INSTALL_HINT = "install the video extra: pip install 'mindhelper-env[video]'"
 
 #: File extensions :func:`write_video` can write.
 VIDEO_FORMATS = (".gif", ".mp4")
+#: Frame rates :func:`write_video` accepts (ffmpeg fails on absurd ones, dumping its log).
+MIN_FPS, MAX_FPS = 0.1, 120.0
 
 
 def _check_frames(frames: Iterable[Any]) -> list[np.ndarray]:
@@ -105,8 +107,10 @@ def write_video(
     """
     p = check_output_path(path, VIDEO_FORMATS, kind="video")
     ext = p.suffix.lower()
-    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not fps > 0:
-        raise ValueError(f"fps must be a positive number, got {fps!r}")
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) \
+            or not MIN_FPS <= fps <= MAX_FPS:
+        raise ValueError(f"fps must be a number between {MIN_FPS:g} and {MAX_FPS:g}, "
+                         f"got {fps!r}")
     if not 0 <= quality <= 10:
         raise ValueError(f"quality must be between 0 and 10, got {quality}")
     parent = p.parent if str(p.parent) else Path(".")
@@ -126,16 +130,22 @@ def write_video(
                 import imageio_ffmpeg  # noqa: F401  (imageio's ffmpeg plugin needs it)
             except ImportError as err:  # pragma: no cover - depends on the environment
                 raise ImportError(f"writing MP4 needs imageio-ffmpeg; {_INSTALL_HINT}") from err
-            writer = imageio.get_writer(
-                tmp, format="FFMPEG", mode="I", fps=float(fps), codec="libx264",
-                pixelformat="yuv420p", macro_block_size=1, quality=quality,
-                ffmpeg_log_level="error",
-            )
             try:
-                for frame in data:
-                    writer.append_data(_even(frame))
-            finally:
-                writer.close()
+                writer = imageio.get_writer(
+                    tmp, format="FFMPEG", mode="I", fps=float(fps), codec="libx264",
+                    pixelformat="yuv420p", macro_block_size=1, quality=quality,
+                    ffmpeg_log_level="error",
+                )
+                try:
+                    for frame in data:
+                        writer.append_data(_even(frame))
+                finally:
+                    writer.close()
+            except (OSError, RuntimeError) as err:
+                # ffmpeg's whole log is in the message: keep its first line, log the rest.
+                log.debug("ffmpeg failed writing %s: %s", p, err)
+                first = next((ln for ln in str(err).splitlines() if ln.strip()), "")
+                raise OSError(f"ffmpeg could not write {p}: {first[:200]}") from None
         os.replace(tmp, p)
     except BaseException:
         tmp.unlink(missing_ok=True)
