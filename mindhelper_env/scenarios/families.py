@@ -241,16 +241,18 @@ class Draft:
 
     def move_something(self, cid: int) -> None:
         """Person ``cid`` takes a visible object it can reach and puts it somewhere else."""
+        room = self.world.chars[cid].room
         objs = [o for o in self.world.graph.nodes.values()
                 if o.category == "Props" and self.world.holder(o.id) is None
+                and self.world.room_of(o.id) == room  # seen at the start: no hidden prior
                 and not self.world.is_hidden(o.id) and o.id != self.target
                 and o.id not in self.keep and self.world.reachable(cid, o.id)]
         if not objs:
+            self.check(cid, self.pick(self.reachable_for(cid, self.containers() + self.surfaces())))
             return
         z = self.pick(sorted(o.id for o in objs))
         src = self.world.anchor(z)
         dest = self.pick([p for p in self.reachable_for(cid, self.surfaces()) if p != src])
-        self.believe(cid, z, self.world.location(z))
         self.fetch(cid, z, dest, [src])
 
     def bystander(self, room: int | None = None, kind: str | None = None) -> int:
@@ -383,9 +385,7 @@ def _relocation(d: Draft, variant: str) -> None:
     d.deliver(a, [x], l1)
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
-    b_room = r1 if variant == "witnessed" or d.chance(0.5) else d.pick(d.rooms)
-    b = d.person(kind="adult", room=b_room)
-    d.believe(b, x, l1)  # B knows where A keeps it (B is not judged: B never struggles)
+    b = d.person(kind="adult", room=r1)  # B sees A put X away (every belief is perceived)
     if variant == "witnessed":
         l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
