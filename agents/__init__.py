@@ -9,6 +9,9 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +24,8 @@ from mindhelper_env.agents.belief import (
 )
 from mindhelper_env.agents.simple import OracleAgent, RandomAgent, SilentAgent
 
-__all__ = ["Agent", "Usage", "make_agent", "AGENTS", "register_agent",
+__all__ = ["Agent", "Usage", "make_agent", "AGENTS", "register_agent", "resolve_agent",
+           "is_import_path",
            "SilentAgent", "RandomAgent", "OracleAgent", "BeliefTrackerAgent", "ReactiveAgent",
            "MovedAbsentAgent", "PriorAgent", "SHORTCUT_AGENTS"]
 
@@ -55,10 +59,51 @@ def register_agent(name: str, factory: Callable[..., Any]) -> None:
     AGENTS[name] = factory
 
 
-def make_agent(name: str, **kwargs: Any) -> Any:
-    """Build a registered agent: ``make_agent("random", p=0.1)``, ``make_agent("oracle", env=env)``."""
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def is_import_path(name: str) -> bool:
+    """``"package.module:Name"``: a user agent given by where it lives."""
+    return isinstance(name, str) and bool(_IMPORT_PATH.match(name))
+
+
+def resolve_agent(name: str) -> Callable[..., Any]:
+    """The factory of a registered name or of an import path ``"pkg.mod:Class"``.
+
+    An import path names a class or a factory function; it is called with the keyword
+    arguments its signature accepts (``env`` among them, if it wants the env). Raises
+    ``ValueError`` for an unknown name or an import path that cannot be imported.
+    """
+    factory = AGENTS.get(name)
+    if factory is not None:
+        return factory
+    if not is_import_path(name):
+        raise ValueError(f"unknown agent {name!r}; known agents: {sorted(AGENTS)} "
+                         "(or give an import path like 'mypkg.agents:MyAgent')")
+    module_name, _, attr = name.partition(":")
     try:
-        factory = AGENTS[name]
-    except KeyError:
-        raise ValueError(f"unknown agent {name!r}; known agents: {sorted(AGENTS)}") from None
-    return factory(**kwargs)
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"cannot import agent {name!r}: {type(err).__name__}: {err}") from None
+    if not callable(obj):
+        raise ValueError(f"agent {name!r} is not a class or a factory")
+
+    def build(**kwargs: Any) -> Any:
+        try:
+            params = inspect.signature(obj).parameters.values()
+        except (TypeError, ValueError):
+            return obj(**kwargs)
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return obj(**kwargs)
+        names = {p.name for p in params}
+        return obj(**{k: v for k, v in kwargs.items() if k in names})
+
+    return build
+
+
+def make_agent(name: str, **kwargs: Any) -> Any:
+    """Build an agent: ``make_agent("random", p=0.1)``, ``make_agent("oracle", env=env)``,
+    or a user agent by import path, ``make_agent("mypkg.agents:MyAgent")``."""
+    return resolve_agent(name)(**kwargs)

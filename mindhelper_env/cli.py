@@ -134,6 +134,44 @@ def _agent_list(text: str) -> list[str]:
     return names
 
 
+#: Agents that take a ``model`` spec (``--model`` applies to them).
+MODEL_AGENTS = ("direct-vlm", "mindclaw")
+
+
+def _agent_option(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:key=value[,key=value...]`` (values read as JSON when they parse, else text)."""
+    # the first '=' ends NAME:key (model specs and import paths contain ':' themselves)
+    head, eq, _ = text.partition("=")
+    name, colon, key = head.rpartition(":")
+    if not eq or not colon or not name or not key:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME:key=value[,key=value], e.g. mindclaw:model=openai:m, got {text!r}")
+    pairs = text[len(name) + 1:]
+    out: dict[str, Any] = {}
+    for item in _split_pairs(pairs):
+        k, eq, v = item.partition("=")
+        if not eq or not k.strip():
+            raise argparse.ArgumentTypeError(f"expected key=value in {text!r}, got {item!r}")
+        try:
+            out[k.strip()] = json.loads(v)
+        except ValueError:
+            out[k.strip()] = v
+    if not name:
+        raise argparse.ArgumentTypeError(f"expected an agent name before ':' in {text!r}")
+    return name, out
+
+
+def _split_pairs(text: str) -> list[str]:
+    """Split ``a=1,b=openai:m@http://h:1/v1`` on the commas that start a new ``key=``."""
+    parts: list[str] = []
+    for chunk in text.split(","):
+        if parts and "=" not in chunk.split(":")[0]:
+            parts[-1] += "," + chunk
+        else:
+            parts.append(chunk)
+    return parts
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``mindhelper`` command."""
     parser = _Parser(prog=PROG, description="MindHelper-Env: evaluate robot helpers on "
@@ -181,6 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "in OUT/videos (needs the video extra)")
     ev.add_argument("--json", action="store_true",
                     help="print {agent: {metric: percentage}} instead of the table")
+    ev.add_argument("--model", default=None, metavar="SPEC",
+                    help="model for the model-backed agents (direct-vlm, mindclaw): "
+                         "openai:MODEL[@URL], hf:NAME_OR_PATH, replay:FILE")
+    ev.add_argument("--agent", action="append", default=[], type=_agent_option,
+                    metavar="NAME:KEY=VALUE",
+                    help="options of one agent, e.g. --agent mindclaw:model=openai:m@http://"
+                         "127.0.0.1:8000/v1 (repeatable)")
+    ev.add_argument("--record", type=_path, default=None, metavar="FILE",
+                    help="record every model request and answer to this cassette")
+    ev.add_argument("--replay", type=_path, default=None, metavar="FILE",
+                    help="answer model requests from this cassette (no server, no cost)")
     ev.set_defaults(func=_cmd_evaluate)
 
     sc = sub.add_parser("score", parents=[common],
@@ -220,6 +269,16 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--window-ticks", type=_int_between(1, MAX_WINDOW_TICKS), default=None,
                     help="ticks per observation window (env default if omitted)")
     rd.set_defaults(func=_cmd_render)
+
+    pl = sub.add_parser("play", parents=[common],
+                        help="be the robot yourself at the terminal; recorded and scored")
+    pl.add_argument("--suite", default="vh-dev-v1", help="suite (default vh-dev-v1)")
+    pl.add_argument("--index", type=_integer, default=0, help="episode index (default 0)")
+    pl.add_argument("--out", type=_path, default=Path("runs/play"),
+                    help="folder for human.jsonl (default runs/play)")
+    pl.add_argument("--window-ticks", type=_int_between(1, MAX_WINDOW_TICKS), default=None,
+                    help="ticks per observation window (env default: 3)")
+    pl.set_defaults(func=_cmd_play)
 
     ls = sub.add_parser("list", parents=[common],
                         help="list environments, families, agents and suites")
@@ -264,6 +323,34 @@ def _print_table(title: str, table: Mapping[str, Mapping[str, Any]],
     _console().print(t)
 
 
+def _print_efficiency(metrics: Mapping[str, Mapping[str, Any]]) -> None:
+    """The efficiency table (model calls, tokens, time), when any agent called a model."""
+    eff = {a: (m.get("efficiency") or {}) for a, m in metrics.items()}
+    if not any((e.get("model_calls_per_episode") or 0) > 0 for e in eff.values()):
+        return
+    from rich.table import Table
+
+    t = Table(title="efficiency", caption="per episode unless noted; (est.) = token counts "
+              "estimated because the server sent no usage")
+    t.add_column("Agent", style="bold")
+    cols = (("calls", "model_calls_per_episode", 2), ("prompt tok", "prompt_tokens_per_episode", 0),
+            ("compl. tok", "completion_tokens_per_episode", 0),
+            ("tok / decision", "tokens_per_decision", 1),
+            ("s / decision", "seconds_per_decision", 3),
+            ("parse failures", "parse_failures", 0))
+    for title, _, _ in cols:
+        t.add_column(title, justify="right")
+    for agent, e in eff.items():
+        cells = []
+        for _, key, digits in cols:
+            v = e.get(key)
+            cells.append("n/a" if v is None else f"{float(v):,.{digits}f}")
+        if e.get("tokens_estimated_episodes"):
+            cells[1] += " (est.)"
+        t.add_row(agent, *cells)
+    _console().print(t)
+
+
 def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2) + "\n")
     sys.stdout.flush()
@@ -272,6 +359,60 @@ def _print_json(obj: Any) -> None:
 # --------------------------------------------------------------------------------------
 # Commands
 # --------------------------------------------------------------------------------------
+
+
+def _agent_kwargs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Per-agent options from --model, --agent, --record and --replay (checked here)."""
+    if args.record is not None and args.replay is not None:
+        raise CLIError("arguments --record and --replay: give one of them, not both")
+    out: dict[str, dict[str, Any]] = {}
+    for name, opts in args.agent:
+        if name not in args.agents:
+            raise CLIError(f"argument --agent: {name!r} is not in --agents "
+                           f"({', '.join(args.agents)})")
+        out.setdefault(name, {}).update(opts)
+    wants_model = [a for a in args.agents if a in MODEL_AGENTS]
+    if args.model is not None:
+        if not args.model.strip():
+            raise CLIError("argument --model: expected a model spec, got an empty string")
+        if not wants_model:
+            raise CLIError(f"argument --model: none of --agents takes a model "
+                           f"({', '.join(MODEL_AGENTS)} do)")
+        for a in wants_model:
+            out.setdefault(a, {}).setdefault("model", args.model)
+    for a in wants_model:
+        spec = out.get(a, {}).get("model")
+        if args.replay is not None:
+            out.setdefault(a, {})["model"] = f"replay:{args.replay}"
+        elif args.record is not None:
+            if spec is None:
+                raise CLIError(f"argument --record: agent {a!r} has no --model to record")
+            out[a]["model"] = f"record:{args.record}={spec}"
+    if (args.record or args.replay) and not wants_model:
+        raise CLIError("arguments --record/--replay: none of --agents uses a model")
+    if "model" in str(out):
+        from mindhelper_env.models import parse_spec
+
+        for a, opts in out.items():
+            if isinstance(opts.get("model"), str):
+                try:
+                    parse_spec(opts["model"])
+                except ValueError as err:
+                    raise CLIError(f"argument --model/--agent ({a}): {err}") from None
+    return out
+
+
+def _cmd_play(args: argparse.Namespace) -> int:
+    from mindhelper_env.evaluation import check_suite
+    from mindhelper_env.play import play
+
+    _flag("--suite", check_suite, args.suite)
+    env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
+    try:
+        play(suite=args.suite, index=args.index, out_dir=args.out, env_kwargs=env_kwargs)
+    except ValueError as err:
+        raise CLIError(f"argument --index: {err}") from None
+    return EXIT_OK
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
@@ -300,10 +441,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         except ImportError:
             raise CLIError(INSTALL_HINT) from None
     env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
+    agent_kwargs = _agent_kwargs(args)
     summary = evaluate(
         args.suite,
         args.agents,
         args.out,
+        agent_kwargs=agent_kwargs,
         workers=args.workers,
         resume=args.resume,
         limit=args.limit,
@@ -321,6 +464,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(summary["table"])
         return EXIT_OK
     _print_table(f"{args.suite}: {args.out}", summary["table"], summary["metrics"])
+    _print_efficiency(summary["metrics"])
     extras = ", ".join(summary.get("plots") or [])
     _console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
                      + (f", {extras}" if extras else "")
@@ -486,6 +630,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         _print_table(f"{args.suite}: scored from {len(args.files)} file(s)", result["table"],
                      result["metrics"])
+        _print_efficiency(result["metrics"])
     return EXIT_OK
 
 

@@ -89,7 +89,7 @@ HEADLINE_KEYS: tuple[str, ...] = ("PHA", "PHR", "TA", "SR", "AC", "PIR", "PSR", 
                                  "harm_rate")
 
 _USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
-               "fallbacks")
+               "fallbacks", "parse_failures")
 _RUN_FILE = "run.json"
 _SUMMARY_FILE = "summary.json"
 _PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png")
@@ -127,6 +127,8 @@ def _base_usage(agent: Any) -> dict[str, Any]:
     for key in _USAGE_KEYS:
         value = raw.get(key, 0)
         out[key] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+    # token counts that are estimates (the server sent no usage) are marked as such
+    out["tokens_estimated"] = bool(raw.get("tokens_estimated", False))
     return out
 
 
@@ -294,9 +296,11 @@ def check_agents(names: Sequence[str]) -> None:
     bad = [n for n in names if not isinstance(n, str) or not n]
     if bad:
         raise ValueError(f"agent names must be non-empty strings, got {bad[0]!r}")
-    unknown = [n for n in names if n not in AGENTS]
-    if unknown:
-        raise ValueError(f"unknown agent {unknown[0]!r}; known agents: {', '.join(sorted(AGENTS))}")
+    from mindhelper_env.agents import resolve_agent
+
+    for n in names:
+        if n not in AGENTS:
+            resolve_agent(n)  # an import path that must import; else a clear ValueError
     dup = sorted({n for n in names if list(names).count(n) > 1})
     if dup:
         raise ValueError(f"agent {dup[0]!r} given twice")

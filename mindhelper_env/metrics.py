@@ -102,6 +102,7 @@ USAGE_FIELDS: tuple[str, ...] = (
     "completion_tokens",
     "seconds",
     "decisions",
+    "parse_failures",
 )
 
 #: Keys of a metrics block that are fractions (converted by :func:`as_percentages`).
@@ -401,6 +402,7 @@ def _usage(record: Mapping[str, Any]) -> dict[str, float]:
         if not _is_number(value) or value < 0:
             raise ValueError(f"episode {label!r}: usage.{key} must be a non-negative number")
         out[key] = float(value) if key == "seconds" else int(value)
+    out["tokens_estimated"] = bool(usage.get("tokens_estimated", False))
     return out
 
 
@@ -591,13 +593,19 @@ def _efficiency(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, float | None
     completion = sum(o["completion_tokens"] for o in outcomes)
     seconds = sum(o["seconds"] for o in outcomes)
     decisions = sum(o["decisions"] for o in outcomes)
+    failures = sum(o["parse_failures"] for o in outcomes)
     return {
         "model_calls_per_episode": calls / n if n else None,
         "tokens_per_episode": (prompt + completion) / n if n else None,
         "prompt_tokens_per_episode": prompt / n if n else None,
         "completion_tokens_per_episode": completion / n if n else None,
         "tokens_per_call": (prompt + completion) / calls if calls else None,
+        "model_calls_per_decision": calls / decisions if decisions else None,
+        "tokens_per_decision": (prompt + completion) / decisions if decisions else None,
         "seconds_per_decision": seconds / decisions if decisions else None,
+        "parse_failures": failures,
+        "parse_failures_per_episode": failures / n if n else None,
+        "tokens_estimated_episodes": sum(1 for o in outcomes if o.get("tokens_estimated")),
     }
 
 
@@ -672,7 +680,10 @@ def compute_metrics(
     - ``efficiency``: ``model_calls_per_episode``, ``tokens_per_episode``
       (prompt + completion), ``prompt_tokens_per_episode``,
       ``completion_tokens_per_episode``, ``tokens_per_call`` (``None`` with no calls),
-      ``seconds_per_decision`` (``None`` with no decisions);
+      ``model_calls_per_decision``, ``tokens_per_decision``, ``seconds_per_decision``
+      (``None`` with no decisions), ``parse_failures`` (total) and
+      ``parse_failures_per_episode``, ``tokens_estimated_episodes`` (episodes whose token
+      counts are estimates because the server sent no usage);
     - ``trigger``: see :func:`trigger_accuracy` (``None`` for non-Trigger agents);
     - ``per_family``: ``{family: headline block}`` sorted by family (the same keys as
       the top level minus ``efficiency``, ``trigger`` and ``per_family``), or ``None``

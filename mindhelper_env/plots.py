@@ -136,19 +136,46 @@ def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[
     series = {agent: [family_value(m, f) for f in families] for agent, m in table.items()}
     fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * max(1, len(families))), 4.8))
     _grouped_bars(ax, labels, series, ylabel="%")
-    ax.set_title("Per family: PIR where help is needed, PSR where it is not")
+    ax.set_title("Per family: PHR where help is needed, PSR where it is not")
+    return _save(plt, fig, path)
+
+
+def plot_tokens(metrics: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Prompt and completion tokens per episode of each agent (the efficiency figure)."""
+    plt = _pyplot()
+    agents = list(metrics)
+    eff = [(metrics[a].get("efficiency") or {}) for a in agents]
+    prompt = [_value(e.get("prompt_tokens_per_episode")) for e in eff]
+    completion = [_value(e.get("completion_tokens_per_episode")) for e in eff]
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(agents) + 2), 3.5))
+    ax.bar(agents, prompt, label="prompt", color="tab:blue")
+    bars = ax.bar(agents, completion, bottom=prompt, label="completion", color="tab:orange")
+    for bar, p_, c_, e in zip(bars, prompt, completion, eff, strict=True):
+        calls = e.get("model_calls_per_episode") or 0
+        ax.annotate(f"{p_ + c_:.0f}\n({calls:.1f} calls)",
+                    (bar.get_x() + bar.get_width() / 2, p_ + c_), ha="center", va="bottom",
+                    fontsize=8, xytext=(0, 1), textcoords="offset points")
+    ax.set_ylabel("tokens per episode")
+    ax.set_title("Model tokens per episode", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
     return _save(plt, fig, path)
 
 
 def write_plots(table: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``metrics.png``, ``silent_all.png`` and ``per_family.png`` into ``out_dir``.
+    """Write ``metrics.png``, ``silent_all.png``, ``per_family.png`` and, when any agent
+    called a model, ``tokens.png`` into ``out_dir``.
 
     Raises ``ImportError`` with an install hint when matplotlib is missing.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return [
+    paths = [
         plot_metrics(table, out / "metrics.png"),
         plot_silent_all(table, out / "silent_all.png"),
         plot_family(table, out / "per_family.png"),
     ]
+    if any(((m.get("efficiency") or {}).get("model_calls_per_episode") or 0) > 0
+           for m in table.values()):
+        paths.append(plot_tokens(table, out / "tokens.png"))
+    return paths
