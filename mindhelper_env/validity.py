@@ -74,16 +74,20 @@ def narrations(spec: dict[str, Any], windows: int = 0) -> str:
 
 
 def training_episodes(n: int, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` episodes from training seeds, half of them needing help."""
+    """``n`` episodes from training seeds, half of them needing help, families drawn as the
+    envs and suites draw them (:data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`)."""
     from mindhelper_env.scenarios.generator import generate_episode
-    from mindhelper_env.scenarios.spec import HELP_FAMILIES, SILENT_FAMILIES
+    from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, HELP_FAMILIES
     from mindhelper_env.scenarios.suites import TRAINING_SEED_RANGE
 
     rng = np.random.default_rng(seed)
+    sides = [[f for f in DEFAULT_FAMILY_WEIGHTS if f in HELP_FAMILIES],
+             [f for f in DEFAULT_FAMILY_WEIGHTS if f not in HELP_FAMILIES]]
     out = []
     for i in range(n):
-        side = HELP_FAMILIES if i % 2 == 0 else SILENT_FAMILIES
-        fam = side[int(rng.integers(len(side)))]
+        side = sides[i % 2]
+        w = np.array([DEFAULT_FAMILY_WEIGHTS[f] for f in side])
+        fam = side[int(rng.choice(len(side), p=w / w.sum()))]
         out.append(generate_episode(fam, int(rng.integers(TRAINING_SEED_RANGE.stop))))
     return out
 

@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.scenarios import suites as S
 from mindhelper_env.scenarios.generator import generate_episode
-from mindhelper_env.scenarios.spec import FAMILIES, HELP_FAMILIES, SILENT_FAMILIES
+from mindhelper_env.scenarios.spec import (
+    FAMILIES,
+    HELP_FAMILIES,
+    SILENT_FAMILIES,
+    SILENT_SHARES,
+    TWINS,
+)
 from mindhelper_env.schemas import SCHEMA_NAMES, get_validator, load_schema
 from mindhelper_env.world.world import World
 
@@ -90,10 +96,10 @@ def test_dev_suite_has_100_balanced_episodes() -> None:
     assert set(fams) == set(FAMILIES)
     assert sum(s["reference"]["needs_intervention"] for s in specs) == 50
     assert sum(fams[f] for f in HELP_FAMILIES) == sum(fams[f] for f in SILENT_FAMILIES) == 50
-    # each side is split evenly: counts differ by at most one within a side
-    for side in (HELP_FAMILIES, SILENT_FAMILIES):
-        counts = [fams[f] for f in side]
-        assert max(counts) - min(counts) <= 1
+    # help families evenly; silent families by their shares (twins mirror their help family)
+    counts = [fams[f] for f in HELP_FAMILIES]
+    assert max(counts) - min(counts) <= 1
+    assert {f: fams[f] for f in SILENT_FAMILIES} == S.apportion(50, SILENT_SHARES)
     assert [s["family"] for s in specs] == [S.suite_family(DEV, i) for i in range(100)]
     assert S.suite_info(DEV)["families"] == {f: fams[f] for f in FAMILIES}
 
@@ -102,7 +108,10 @@ def test_test_suite_has_balanced_family_counts() -> None:
     info = S.suite_info(TEST)
     assert info["n"] == 1000
     assert all(info["families"][f] == 125 for f in HELP_FAMILIES)
-    assert all(info["families"][f] in (62, 63) for f in SILENT_FAMILIES)
+    assert {f: info["families"][f] for f in SILENT_FAMILIES} == S.apportion(500, SILENT_SHARES)
+    # every help family's twins, together, are about as many as the help family itself
+    for twins in TWINS.values():
+        assert abs(sum(info["families"][t] for t in twins) - 0.9 * 125) <= 2
     assert info["help_episodes"] == info["silent_episodes"] == 500
 
 
@@ -113,6 +122,12 @@ def test_every_pair_holds_one_help_and_one_silent_episode(suite: str, data: st.D
     pair = data.draw(st.integers(0, n // 2 - 1))
     fams = [S.suite_family(suite, i) for i in (2 * pair, 2 * pair + 1)]
     assert sum(f in HELP_FAMILIES for f in fams) == 1
+
+
+def test_apportion_is_exact_and_stable() -> None:
+    assert S.apportion(10, {"a": 1, "b": 1, "c": 1}) == {"a": 4, "b": 3, "c": 3}
+    assert sum(S.apportion(997, SILENT_SHARES).values()) == 997
+    assert S.apportion(0, {"a": 1.0}) == {"a": 0}
 
 
 def test_family_does_not_follow_the_index() -> None:

@@ -256,16 +256,11 @@ class Draft:
         self.fetch(cid, z, dest, [src])
 
     def bystander(self, room: int | None = None, kind: str | None = None) -> int:
-        """Another person going about chores, sometimes carrying one or two things to a table.
-
-        Help families have one person carrying two things by construction (the blocked
-        family) in a quarter of cases, silent families in an eighth: bystanders of silent
-        families carry two things a little more often, so that "someone holds two things at
-        reset" is equally common on both sides.
-        """
+        """Another person going about chores, sometimes carrying one or two things to a table
+        (the same in every family)."""
         cid = self.person(kind=kind, room=room)
         roll = self.rng.random()
-        two = 0.12 if self.family in _HELP else 0.25
+        two = 0.1
         if roll < two + 0.2:
             n = 2 if roll < two else 1
             pool = list(self.pick(sorted(_FITS.items()))[1]) if n == 2 else sorted(OBJECT_CATALOG)
@@ -341,8 +336,6 @@ class Draft:
         }
 
 
-_HELP = frozenset({"false_belief_relocation", "implicit_goal_search", "implicit_goal_reach",
-                   "implicit_goal_blocked"})
 _FITS = {"fridge": ("milk", "juice", "apple", "cupcake"),
          "dishwasher": ("plate", "mug", "wineglass"),
          "kitchencabinet": ("plate", "mug", "chips", "wineglass"),
@@ -380,9 +373,11 @@ def _relocation(d: Draft, variant: str) -> None:
     r1 = d.room_of(l1)
     a = d.person(kind=kind, room=r1)
     d.focus = a
-    x = d.hold(a, cls)
+    # X lies in view in r1; A puts it away in L1 (B, also in r1, sees where it goes)
+    x = d.obj(cls, d.pick([p for p in d.reachable_for(a, d.surfaces(r1))]))
     d.target = x
-    d.deliver(a, [x], l1)
+    d.keep.add(x)
+    d.fetch(a, x, l1, [d.world.anchor(x)])
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
     b = d.person(kind="adult", room=r1)  # B sees A put X away (every belief is perceived)
@@ -475,7 +470,10 @@ def _search(d: Draft, found: bool) -> None:
         raise _Reject("too few places to search")
     if found:
         order = [usual[int(i)] for i in d.rng.permutation(len(usual))]
-        where = order[int(d.rng.integers(1, min(3, len(order))))]
+        # the one X lies in view, as in the help family (where it must be seen lying astray)
+        shown = [k for k in range(1, min(3, len(order)))
+                 if "CAN_OPEN" not in d.g.nodes[order[k]].properties]
+        where = order[shown[0] if shown else int(d.rng.integers(1, min(3, len(order))))]
         x = d.obj(cls, where)
         d.remove_instances(cls, keep=(x,))
         search = order

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
-           "DEFAULT_FAMILY_WEIGHTS"]
+           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "SILENT_SHARES"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
 GENERATOR_VERSION = "mh-gen-1.0"
@@ -45,10 +45,30 @@ SILENT_FAMILIES = (
 )
 FAMILIES = HELP_FAMILIES + SILENT_FAMILIES
 
-#: Sampling weights giving half help and half silent episodes, each side split evenly.
+#: The silent twins of each help family: the same set-up and the same visible cue, nobody
+#: blocked.
+TWINS: dict[str, tuple[str, ...]] = {
+    "false_belief_relocation": ("false_belief_irrelevant", "false_belief_witnessed",
+                                "false_belief_self_corrected", "false_belief_spare"),
+    "implicit_goal_search": ("search_self_found",),
+    "implicit_goal_reach": ("reach_helped",),
+    "implicit_goal_blocked": ("blocked_helped",),
+}
+
+#: Share of the silent side: ``routine`` a tenth; each help family's twins together as much
+#: as every other twin group (split evenly inside a group). So a set-up that belongs to one
+#: help family (a relocation, a child near a high shelf, someone carrying two things to a
+#: container) is as common among silent episodes as among help episodes, and the set-up
+#: cannot tell them apart.
+SILENT_SHARES: dict[str, float] = {
+    **{twin: 0.9 / len(TWINS) / len(group) for group in TWINS.values() for twin in group},
+    "routine": 0.1,
+}
+
+#: Sampling weights: half help (split evenly), half silent (by :data:`SILENT_SHARES`).
 DEFAULT_FAMILY_WEIGHTS: dict[str, float] = {
-    **{f: float(len(SILENT_FAMILIES)) for f in HELP_FAMILIES},
-    **{f: float(len(HELP_FAMILIES)) for f in SILENT_FAMILIES},
+    **{f: 0.5 / len(HELP_FAMILIES) for f in HELP_FAMILIES},
+    **{f: 0.5 * SILENT_SHARES[f] for f in SILENT_FAMILIES},
 }
 
 

@@ -23,12 +23,14 @@ seeds the package draws for random episodes (``sample_episode`` and the envs dra
 
 **Families.** Half of every suite needs help. Indices are cut into pairs; each pair holds
 one help and one silent episode, in an order fixed by a sha256 hash of
-``(seed_base, pair)``. The help episodes cycle through the four help families and the silent
-ones through the eight silent families, each list then shuffled by hash, so family counts on
-each side differ by at most one and neither the index nor the episode id reveals the family.
-``vh-test-v1`` has 125 episodes of each help family and 62–63 of each silent family;
-``vh-dev-v1`` has 12–13 and 6–7. The assignment uses only :mod:`hashlib`, so it does not
-depend on the NumPy version.
+``(seed_base, pair)``. The help episodes are split evenly over the four help families, the
+silent ones by :data:`~mindhelper_env.scenarios.spec.SILENT_SHARES` (each help family's
+twins as a group as often as the help family itself, ``routine`` a tenth), both by
+:func:`apportion`; each list is shuffled by hash, so neither the index nor the episode id
+reveals the family. ``vh-test-v1`` has 125 episodes of each help family; 112–113 each of
+``search_self_found``, ``reach_helped`` and ``blocked_helped``, 28 of each relocation twin and
+50 ``routine``. The assignment uses only :mod:`hashlib`, so it does not depend on the NumPy
+version.
 
 **Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
 ``reference.jsonl`` ship with the package (``scenarios/suites/digests.json``):
@@ -70,7 +72,7 @@ from mindhelper_env.scenarios.spec import (
     FAMILIES,
     GENERATOR_VERSION,
     HELP_FAMILIES,
-    SILENT_FAMILIES,
+    SILENT_SHARES,
     Reference,
 )
 from mindhelper_env.schemas import schema_errors
@@ -91,6 +93,7 @@ __all__ = [
     "WITHDRAWN",
     "pinned_digests",
     "pin_digests",
+    "apportion",
     "perceived_graph",
     "is_training_seed",
     "suite_names",
@@ -228,20 +231,30 @@ def _hash_key(*parts: object) -> str:
     return hashlib.sha256(":".join(map(str, parts)).encode()).hexdigest()
 
 
+def apportion(n: int, shares: Mapping[str, float]) -> dict[str, int]:
+    """Split ``n`` episodes by ``shares`` (largest remainders; ties by name)."""
+    total = sum(shares.values())
+    exact = {f: n * w / total for f, w in shares.items()}
+    counts = {f: int(x) for f, x in exact.items()}
+    left = n - sum(counts.values())
+    for f in sorted(exact, key=lambda f: (-(exact[f] - counts[f]), f))[:left]:
+        counts[f] += 1
+    return counts
+
+
 @cache
 def _assignment(seed_base: int, n: int) -> tuple[str, ...]:
     """The family of every index of a suite (see the module docstring)."""
     n_help = n // 2
     n_silent = n - n_help
 
-    def cycle(fams: tuple[str, ...], k: int, tag: str) -> list[str]:
-        order = sorted(fams, key=lambda f: _hash_key(seed_base, tag, "order", f))
-        picked = [order[i % len(order)] for i in range(k)]
-        keyed = sorted(range(k), key=lambda i: _hash_key(seed_base, tag, "slot", i))
+    def shuffled(counts: dict[str, int], tag: str) -> list[str]:
+        picked = [f for f in sorted(counts) for _ in range(counts[f])]
+        keyed = sorted(range(len(picked)), key=lambda i: _hash_key(seed_base, tag, "slot", i))
         return [picked[i] for i in keyed]
 
-    helps = cycle(HELP_FAMILIES, n_help, "help")
-    silents = cycle(SILENT_FAMILIES, n_silent, "silent")
+    helps = shuffled(apportion(n_help, {f: 1.0 for f in HELP_FAMILIES}), "help")
+    silents = shuffled(apportion(n_silent, SILENT_SHARES), "silent")
     out: list[str] = []
     for pair in range((n + 1) // 2):
         help_first = int(_hash_key(seed_base, "pair", pair)[:8], 16) % 2 == 0
