@@ -95,11 +95,27 @@ def classes_kept_at(place_class: str) -> list[str]:
     return [c for c, (_, places) in sorted(OBJECT_CATALOG.items()) if place_class in places]
 
 
+class _Tracker(BeliefTracker):
+    """The belief tracker, also remembering where people stood just before each tick of
+    the current window (so cue features describe the moment of the cue)."""
+
+    def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
+        self.stance: dict[int, dict[int, tuple[int | None, int | None, int, float]]] = {}
+        self.where_before: dict[int, dict[int, int]] = {}
+        return super().update(obs, info)
+
+    def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
+        self.stance[tick] = {p.id: (p.room, p.near, len(p.holding), p.reach)
+                             for p in self.people.values()}
+        self.where_before[tick] = dict(self.where)
+        return super()._tick(tick, events)
+
+
 class MindMemory:
     """BeliefTracker perception plus MindClaw's committed belief table."""
 
     def __init__(self, robot_id: int = 1) -> None:
-        self.tracker = BeliefTracker(robot_id)
+        self.tracker: BeliefTracker = _Tracker(robot_id)
         self.reset()
 
     def reset(self) -> None:
@@ -174,16 +190,20 @@ class MindMemory:
         return list(changes)
 
     # ------------------------------------------------------------------ cue features
-    def helper_at(self, person: int, anchor: int | None) -> bool:
-        """Is an adult with a free hand, other than ``person``, standing at ``anchor``?"""
+    def helper_at(self, person: int, anchor: int | None, tick: int | None = None) -> bool:
+        """Was an adult with a free hand, other than ``person``, standing at ``anchor`` just
+        before ``tick`` (default: now)?"""
         t = self.tracker
-        me = t.people.get(person)
-        for other in t.people.values():
-            if other.id == person or anchor is None or other.near != anchor:
+        stance = getattr(t, "stance", {}).get(tick) if tick is not None else None
+        if stance is None:
+            stance = {p.id: (p.room, p.near, len(p.holding), p.reach) for p in t.people.values()}
+        me = stance.get(person)
+        for pid, (room, near, held, reach) in stance.items():
+            if pid == person or anchor is None or near != anchor:
                 continue
-            if me is not None and other.room != me.room:
+            if me is not None and room != me[0]:
                 continue
-            if len(other.holding) < 2 and other.reach >= ADULT_REACH:
+            if held < 2 and reach >= ADULT_REACH:
                 return True
         return False
 
@@ -197,11 +217,14 @@ class MindMemory:
         """
         t = self.tracker
         person = t.people.get(cue.person)
-        anchor = t.where.get(cue.place, cue.place) if cue.kind == "stretch" else cue.place
+        anchor = cue.place
+        if cue.kind == "stretch":
+            where = getattr(t, "where_before", {}).get(cue.tick) or t.where
+            anchor = where.get(cue.place, cue.place)
         place_class = t.classes.get(cue.place, "")
         return {
             "kind": cue.kind,
-            "helper_at": self.helper_at(cue.person, anchor),
+            "helper_at": self.helper_at(cue.person, anchor, cue.tick),
             "believed_here": any(loc == cue.place for loc in prior.values()),
             "usual_place": bool(classes_kept_at(place_class)),
             "small": person is not None and person.kind in ("child", "wheelchair"),

@@ -16,7 +16,9 @@ each signature and operation, confidence is the number of times the operation wa
 successful rollouts divided by all occurrences of the signature (in successful and failed
 rollouts); a skill is kept when its support is at least ``min_support`` and its confidence
 at least ``min_confidence``. The shipped ``skills.json`` was mined this way from training
-seeds (see its ``source``); ``python -m mindhelper_env.agents.mindclaw.skills`` re-mines it.
+seeds (see its ``source``); ``python -m mindhelper_env.agents.mindclaw.skills`` re-mines it
+(all generalisations of a signature that keep the cue kind are candidates; see
+:func:`mine_skills`).
 """
 
 from __future__ import annotations
@@ -139,30 +141,46 @@ class CueOutcome:
     success: bool
 
 
-def _key(signature: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple((k, signature.get(k)) for k in SIGNATURE_KEYS)
+def _patterns(signature: Mapping[str, Any]) -> list[tuple[tuple[str, Any], ...]]:
+    """Every generalisation of a signature that keeps ``kind`` (2**5 patterns)."""
+    rest = [k for k in SIGNATURE_KEYS if k != "kind"]
+    out = []
+    for mask in range(1 << len(rest)):
+        keys = ["kind"] + [k for i, k in enumerate(rest) if mask >> i & 1]
+        out.append(tuple((k, signature.get(k)) for k in SIGNATURE_KEYS if k in keys))
+    return out
 
 
 def mine_skills(outcomes: Iterable[CueOutcome], *, min_support: int = 20,
                 min_confidence: float = 0.97, source: Mapping[str, Any] | None = None
                 ) -> SkillBook:
-    """Skills from rollout outcomes (see the module docstring)."""
+    """Skills from rollout outcomes (see the module docstring).
+
+    Every generalisation of each signature that keeps ``kind`` is a candidate pattern; a
+    pattern becomes a skill for an operation when it reaches ``min_support`` and
+    ``min_confidence``, unless a more general pattern already is a skill for the same
+    operation.
+    """
     table: dict[tuple[tuple[str, Any], ...], dict[str, int]] = {}
     for o in outcomes:
-        row = table.setdefault(_key(o.signature), {"total": 0})
-        row["total"] += 1
-        if o.success:
-            row[o.op] = row.get(o.op, 0) + 1
-    skills = []
-    for key, row in sorted(table.items(), key=lambda kv: repr(kv[0])):
+        for pat in _patterns(o.signature):
+            row = table.setdefault(pat, {"total": 0})
+            row["total"] += 1
+            if o.success:
+                row[o.op] = row.get(o.op, 0) + 1
+    found: list[Skill] = []
+    for pat, row in sorted(table.items(), key=lambda kv: (len(kv[0]), repr(kv[0]))):
         total = row["total"]
         for op in _SKILL_OPS:
             conf = row.get(op, 0) / total
-            if total >= min_support and conf >= min_confidence:
-                when = dict(key)
-                name = op + ":" + ",".join(f"{k}={v}" for k, v in key)
-                skills.append(Skill(name, when, op, round(conf, 4), total))
-    return SkillBook(skills, min_confidence, dict(source or {}))
+            if total < min_support or conf < min_confidence:
+                continue
+            when = dict(pat)
+            if any(s.op == op and set(s.when.items()) < set(when.items()) for s in found):
+                continue  # a more general skill says the same
+            name = op + ":" + ",".join(f"{k}={v}" for k, v in pat)
+            found.append(Skill(name, when, op, round(conf, 4), total))
+    return SkillBook(found, min_confidence, dict(source or {}))
 
 
 def collect_rollouts(specs: Sequence[Mapping[str, Any]]) -> list[CueOutcome]:
