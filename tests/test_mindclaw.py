@@ -235,12 +235,26 @@ def test_model_calls_and_tokens_vs_direct_vlm(env):
             assert "reasoning_run" in w["ops"] or "action_run" in w["ops"]
 
 
+def test_model_action_backend(env):
+    need("openai")
+    script = ReferenceScript()
+    with ScriptedServer(script) as server:
+        agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}",
+                           backends={"action": "model", "observation": "model"})
+        usage, records = _play_suite(env, agent, script, 6)
+    assert script.kinds.get("action", 0) > 0 and script.kinds.get("observation", 0) > 0
+    assert sum(u["parse_failures"] for u in usage) == 0
+    acted = [w for w in agent.trace if w["action"]]
+    assert all(w["action_source"] == "model" for w in acted)
+
+
 def test_malformed_answers_fall_back_and_are_counted(env):
     need("openai")
     script = ReferenceScript(malformed=True)
     n = 8
     with ScriptedServer(script) as server:
-        agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}")
+        agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}",
+                           backends={"observation": "model", "action": "model"})
         usage, records = _play_suite(env, agent, script, n)
     symbolic = make_agent("mindclaw")
     _, sym_records = _play_suite(env, symbolic, ReferenceScript(), n)

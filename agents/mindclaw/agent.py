@@ -5,10 +5,13 @@
 >>> agent = make_agent("mindclaw", model="openai:m@http://127.0.0.1:8000/v1")  # doctest: +SKIP
 
 Without ``model=``, ``$MINDHELPER_MODEL`` is used when set, else everything is symbolic
-(``model="symbolic"`` forces that). With a model, Mental Reasoning and Action Generation use
-it (``backends`` chooses per module: ``{"observation": "symbolic", "reasoning": "model",
-"action": "model"}`` is the default); the model is called only when the Trigger runs
-``reasoning_run`` or ``action_run``, i.e. on struggle cues that no skill settles.
+(``model="symbolic"`` forces that). With a model, ``backends`` chooses per module; the
+default ``{"observation": "symbolic", "reasoning": "model", "action": "symbolic"}`` asks the
+model for the mental-state judgement (the theory-of-mind step) and lets the planner write
+the program for the need it names; ``backends={"action": "model"}`` has the model write the
+program too (one more call per intervention). The model is called only when the Trigger
+runs ``reasoning_run`` (or ``action_run`` with a model action backend), i.e. on struggle
+cues that no skill settles.
 
 Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
 ``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
@@ -37,7 +40,7 @@ from mindhelper_env.agents.mindclaw.trigger import Policy, Trigger
 __all__ = ["MindClawAgent"]
 
 _MODULES = ("observation", "reasoning", "action")
-_DEFAULT_BACKENDS = {"observation": "symbolic", "reasoning": "model", "action": "model"}
+_DEFAULT_BACKENDS = {"observation": "symbolic", "reasoning": "model", "action": "symbolic"}
 
 
 class MindClawAgent:
