@@ -288,3 +288,27 @@ def test_importing_mindclaw_imports_no_sdk():
             "bad = [m for m in ('openai', 'transformers', 'torch') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unlabeled_ops_are_counted_not_scored():
+    rec = {"episode_id": "e", "trigger_ops": [{"predicted": "noop"},
+                                              {"predicted": "noop", "label": None},
+                                              {"predicted": "noop", "label": "noop"}]}
+    acc = trigger_accuracy([rec])
+    assert acc["ops"] == 1 and acc["unlabeled"] == 2 and acc["op_accuracy"] == 1.0
+    with pytest.raises(ValueError):
+        trigger_accuracy([{"episode_id": "e", "trigger_ops": [{"label": "noop"}]}])
+
+
+def test_records_validate_against_the_result_schema(env, tmp_path):
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("mindhelper_env.schemas")
+                        .joinpath("result.schema.json").read_text())
+    rec = run_episode(env, make_agent("mindclaw"), options={"suite": SUITE, "index": 0})
+    rec["agent"] = "mindclaw"
+    jsonschema.validate(rec, schema)
+    attach_trigger_labels(rec, suite_episode(SUITE, 0))
+    jsonschema.validate(rec, schema)
