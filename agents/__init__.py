@@ -4,7 +4,9 @@
 >>> agent = make_agent("random", p=0.1)
 
 ``direct-vlm`` (model-backed, needs the ``llm`` extra) is imported only when built:
-``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``.
+``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``. ``mindclaw`` (the
+MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or with one
+given the same way.
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ def _direct_vlm(model: Any = None, env: Any = None, seed: int | None = None,
 
 
 AGENTS["direct-vlm"] = _direct_vlm
+
+
+def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None, **kw: Any) -> Any:
+    from mindhelper_env.agents.mindclaw import MindClawAgent  # imports no SDK
+
+    return MindClawAgent(model=model, **kw)
+
+
+AGENTS["mindclaw"] = _mindclaw
 
 
 def register_agent(name: str, factory: Callable[..., Any]) -> None:

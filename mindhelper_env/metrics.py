@@ -10,7 +10,7 @@ Inputs are plain JSON-style dicts.
      "focus_success": bool, "harm": bool, "ticks": int, "steps": int,
      "usage": {"model_calls": int, "prompt_tokens": int, "completion_tokens": int,
                "seconds": float, "decisions": int},            # optional, missing -> zeros
-     "trigger_ops": [{"predicted": str, "label": str}, ...]}   # optional
+     "trigger_ops": [{"predicted": str, "label": str | None}, ...]}   # optional
 
 Only the keys scoring needs are required: ``episode_id``, ``actions``, ``executed``,
 ``focus_success`` and ``harm`` (see :data:`REQUIRED_RECORD_KEYS`).
@@ -615,10 +615,13 @@ def trigger_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | N
     ``op_accuracy`` is the share of operations with ``predicted == label``;
     ``op_accuracy_no_noop`` the same over operations whose *oracle label* is not
     ``noop``. Returns ``None`` when no record carries a ``trigger_ops`` list (the agent
-    is not Trigger-based); an accuracy with no operations to count is ``None``.
+    is not Trigger-based); an accuracy with no operations to count is ``None``. Operations
+    without a ``label`` (missing or ``None``: labels not attached, see
+    :func:`mindhelper_env.scenarios.trigger_labels.attach_trigger_labels`) are not scored
+    and are counted in ``unlabeled``.
     """
     present = False
-    total = correct = total_nn = correct_nn = 0
+    total = correct = total_nn = correct_nn = unlabeled = 0
     for record in records:
         ops = record.get("trigger_ops")
         if ops is None:
@@ -630,11 +633,15 @@ def trigger_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | N
         for k, op in enumerate(ops):
             if not isinstance(op, Mapping):
                 raise ValueError(f"episode {label!r}: trigger_ops[{k}] must be a dict")
-            for key in ("predicted", "label"):
-                if not isinstance(op.get(key), str):
-                    raise ValueError(
-                        f"episode {label!r}: trigger_ops[{k}] missing string key {key!r}"
-                    )
+            if not isinstance(op.get("predicted"), str):
+                raise ValueError(
+                    f"episode {label!r}: trigger_ops[{k}] missing string key 'predicted'"
+                )
+            if op.get("label") is None:
+                unlabeled += 1  # the agent's own record, before labels were attached
+                continue
+            if not isinstance(op["label"], str):
+                raise ValueError(f"episode {label!r}: trigger_ops[{k}] 'label' must be a string")
             hit = op["predicted"] == op["label"]
             total += 1
             correct += hit
@@ -646,6 +653,7 @@ def trigger_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | N
     return {
         "ops": total,
         "ops_no_noop": total_nn,
+        "unlabeled": unlabeled,
         "op_accuracy": correct / total if total else None,
         "op_accuracy_no_noop": correct_nn / total_nn if total_nn else None,
     }

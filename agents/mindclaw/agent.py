@@ -1,0 +1,122 @@
+"""The ``mindclaw`` agent: Engine + Memory + Trigger + reasoning layer + skills.
+
+>>> from mindhelper_env.agents import make_agent
+>>> agent = make_agent("mindclaw")                      # symbolic: no model at all
+>>> agent = make_agent("mindclaw", model="openai:m@http://127.0.0.1:8000/v1")  # doctest: +SKIP
+
+Without ``model=``, ``$MINDHELPER_MODEL`` is used when set, else everything is symbolic
+(``model="symbolic"`` forces that). With a model, ``backends`` chooses per module; the
+default ``{"observation": "symbolic", "reasoning": "model", "action": "symbolic"}`` asks the
+model for the mental-state judgement (the theory-of-mind step) and lets the planner write
+the program for the need it names; ``backends={"action": "model"}`` has the model write the
+program too (one more call per intervention). The model is called only when the Trigger
+runs ``reasoning_run`` (or ``action_run`` with a model action backend), i.e. on struggle
+cues that no skill settles.
+
+Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
+``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
+(``[{"predicted", "window", "tick"}]`` per window up to the intervention; the agent never
+knows labels — :func:`mindhelper_env.scenarios.trigger_labels.attach_trigger_labels` adds
+them to a result record).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from mindhelper_env.agents.base import Usage
+from mindhelper_env.agents.mindclaw.engine import Engine
+from mindhelper_env.agents.mindclaw.memory import MindMemory
+from mindhelper_env.agents.mindclaw.reasoning import (
+    ActionGeneration,
+    MentalReasoning,
+    Observation,
+)
+from mindhelper_env.agents.mindclaw.skills import SkillBook, default_skills
+from mindhelper_env.agents.mindclaw.trigger import Policy, Trigger
+
+__all__ = ["MindClawAgent"]
+
+_MODULES = ("observation", "reasoning", "action")
+_DEFAULT_BACKENDS = {"observation": "symbolic", "reasoning": "model", "action": "symbolic"}
+
+
+class MindClawAgent:
+    """MindClaw (see the module docstring)."""
+
+    name = "mindclaw"
+
+    def __init__(self, model: Any = None, *, skills: SkillBook | str | None = None,
+                 policy: Policy | None = None, backends: dict[str, str] | None = None,
+                 max_tokens: int = 96, **client_opts: Any) -> None:
+        if model is None:
+            model = os.environ.get("MINDHELPER_MODEL") or None
+        if model == "symbolic":
+            model = None
+        client = None
+        if isinstance(model, str):
+            from mindhelper_env.models import make_client
+
+            client = make_client(model, **client_opts)
+        elif client_opts:
+            raise ValueError("client options need a model spec string")
+        elif model is not None:
+            client = model
+        chosen = dict(_DEFAULT_BACKENDS)
+        for key, value in (backends or {}).items():
+            if key not in _MODULES or value not in ("symbolic", "model"):
+                raise ValueError(f"backends: expected {{module: 'symbolic'|'model'}} for "
+                                 f"modules {_MODULES}, got {key!r}: {value!r}")
+            chosen[key] = value
+        if client is None:
+            chosen = {m: "symbolic" for m in _MODULES}
+        self.backends = chosen
+        if isinstance(skills, str):
+            skills = SkillBook.load(skills)
+        self.skills = skills if skills is not None else default_skills()
+        self.client = client
+        self.usage = Usage()
+
+        def module_client(m: str) -> Any:
+            return client if chosen[m] == "model" else None
+
+        self.engine = Engine(
+            MindMemory(),
+            Trigger(self.skills, policy),
+            Observation(module_client("observation"), self.usage, max_tokens),
+            MentalReasoning(module_client("reasoning"), self.usage, max_tokens),
+            ActionGeneration(module_client("action"), self.usage, max_tokens * 2),
+        )
+
+    @property
+    def trace(self) -> list[dict[str, Any]]:
+        return self.engine.trace
+
+    @property
+    def trigger_ops(self) -> list[dict[str, Any]]:
+        return self.engine.trigger_ops
+
+    @property
+    def memory(self) -> MindMemory:
+        return self.engine.memory
+
+    def reset(self, *, seed: int | None = None) -> None:
+        self.usage = Usage()
+        for module in (self.engine.observation, self.engine.reasoning, self.engine.action):
+            module.usage = self.usage
+        self.engine.trigger.policy_errors = 0
+        self.engine.reset()
+
+    def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
+        t0 = time.perf_counter()
+        self.usage.decisions += 1
+        try:
+            action = self.engine.step(observation, info)
+        except (KeyError, TypeError, ValueError, IndexError):
+            self.usage.fallbacks += 1
+            action = "none"
+        if self.client is None:  # with a model, seconds are the model calls' (as direct-vlm)
+            self.usage.seconds += time.perf_counter() - t0
+        return action

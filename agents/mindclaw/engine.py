@@ -1,0 +1,130 @@
+"""MindClaw's Engine: the per-window loop over Memory, Trigger and the reasoning layer.
+
+For each observation window :meth:`Engine.step`
+
+1. runs :class:`~.reasoning.Observation` (perception into pending belief-table changes and
+   cue contexts);
+2. calls the :class:`~.trigger.Trigger` until it returns ``action_run`` or ``noop``, and
+   executes each operation: a belief operation commits its pending changes to the Memory,
+   ``reasoning_run`` judges the next cue with :class:`~.reasoning.MentalReasoning`,
+   ``action_run`` asks :class:`~.reasoning.ActionGeneration` for the program of the first
+   need found (if none can be written, the need is dropped and dispatching goes on);
+3. appends the window's **trace**: ``window``, ``tick``, ``ops`` (in order),
+   ``belief_changes`` (count per belief operation) and ``changes`` (the first
+   :data:`TRACE_CHANGES` committed rows), ``cues``, ``skills`` (skill matches),
+   ``reasoning`` (per judged cue: signature, verdict, source), ``calls`` (model calls:
+   module, prompt size, tokens, answer prefix, outcome), ``action`` and ``predicted`` (the
+   window's summary operation, :func:`~.trigger.window_op`).
+
+One intervention per episode: once a program was issued, the Trigger can no longer choose
+``reasoning_run`` or ``action_run`` (the mask forbids them) and the engine stops recording
+``trigger_ops``; Memory keeps being updated for the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mindhelper_env.agents.mindclaw.memory import BELIEF_OPS, MindMemory
+from mindhelper_env.agents.mindclaw.reasoning import (
+    ActionGeneration,
+    MentalReasoning,
+    Observation,
+)
+from mindhelper_env.agents.mindclaw.trigger import Trigger, WindowState, window_op
+
+__all__ = ["Engine", "TRACE_CHANGES"]
+
+#: Committed rows kept per window in the trace (the counts are always complete).
+TRACE_CHANGES = 12
+
+
+class Engine:
+    """Memory + Trigger + Observation / MentalReasoning / ActionGeneration."""
+
+    def __init__(self, memory: MindMemory, trigger: Trigger, observation: Observation,
+                 reasoning: MentalReasoning, action: ActionGeneration) -> None:
+        self.memory = memory
+        self.trigger = trigger
+        self.observation = observation
+        self.reasoning = reasoning
+        self.action = action
+        self.reset()
+
+    def reset(self) -> None:
+        self.memory.reset()
+        self.acted = False
+        self.window = 0
+        self.trace: list[dict[str, Any]] = []
+        self.trigger_ops: list[dict[str, Any]] = []
+
+    def step(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> str:
+        """One window: returns ``"none"`` or the program (lines joined by newlines)."""
+        perception, calls = self.observation.run(self.memory, obs, info)
+        state = WindowState(perception, acted=self.acted)
+        ops: list[str] = []
+        counts = {op: 0 for op in BELIEF_OPS}
+        changes: list[dict[str, Any]] = []
+        reasoning: list[dict[str, Any]] = []
+        program: list[str] = []
+        action_source = None
+        n_cues = len(perception.cues)
+        while True:
+            op = self.trigger.dispatch(self.memory, state)
+            ops.append(op)
+            if op in BELIEF_OPS:
+                done = self.memory.commit(op)
+                counts[op] += len(done)
+                room = TRACE_CHANGES - len(changes)
+                changes += [dict(c.to_dict(), op=op) for c in done[:max(room, 0)]]
+            elif op == "reasoning_run":
+                ctx = state.next_cue()
+                if ctx is None:
+                    continue
+                ctx.handled = True
+                verdict = self.reasoning.judge(self.memory, ctx)
+                calls += verdict.calls
+                need = verdict.need
+                reasoning.append({
+                    "cue_tick": ctx.cue.tick, "person": ctx.cue.person, "kind": ctx.cue.kind,
+                    "place": ctx.cue.place, "signature": dict(ctx.signature),
+                    "blocked": None if need is None else need.kind,
+                    "object": None if need is None else need.target, "source": verdict.source,
+                })
+                if need is not None:
+                    state.needs.append((need, verdict.source))
+            elif op == "action_run":
+                if not state.needs:
+                    continue
+                need, _why = state.needs.pop(0)
+                program, action_source, more = self.action.generate(self.memory, need)
+                calls += more
+                if program:
+                    break
+            else:  # noop
+                break
+        issued = bool(program)
+        if issued:
+            predicted = "action_run"
+        else:
+            predicted = window_op([o for o in ops if o != "action_run"]
+                                  + (["reasoning_run"] if "action_run" in ops else []))
+        entry = {
+            "window": self.window, "tick": perception.tick, "ops": ops,
+            "belief_changes": counts, "changes": changes, "cues": n_cues,
+            "skills": list(state.skill_hits), "reasoning": reasoning,
+            "calls": [c.to_dict() for c in calls],
+            "action": "\n".join(program) if issued else None,
+            "action_source": action_source if issued else None,
+            "predicted": predicted,
+        }
+        self.trace.append(entry)
+        if not self.acted:
+            self.trigger_ops.append({"predicted": predicted, "window": self.window,
+                                     "tick": perception.tick})
+        self.window += 1
+        if issued:
+            self.acted = True
+            return "\n".join(program)
+        return "none"

@@ -1,0 +1,216 @@
+"""MindClaw's Trigger: the dispatcher that picks the next operation within a window.
+
+The engine calls :meth:`Trigger.dispatch` repeatedly in a window until it returns
+``action_run`` or ``noop``. The operations (:data:`TRIGGER_OPS`, in index order):
+
+====  ==============================  =============================================
+ 0    ``belief_create_visual_fact``   commit where the robot first saw objects
+ 1    ``belief_update_visual_fact``   commit objects seen somewhere new
+ 2    ``belief_create_actor_belief``  commit new rows of people's belief tables
+ 3    ``belief_update_actor_belief``  commit changed or erased rows
+ 4    ``reasoning_run``               judge the next struggle cue (Mental Reasoning)
+ 5    ``action_run``                  generate and issue the helpful program; ends the window
+ 6    ``noop``                        nothing (more) to do; ends the window
+====  ==============================  =============================================
+
+Decision order per call: (1) **deterministic skill matchers** — the next unhandled cue is
+matched against the skill book; a high-confidence ``noop`` skill drops the cue (no
+reasoning needed), an ``action_run`` skill on a stretch or stand cue sets the need and
+returns ``action_run`` directly; (2) the **policy** — by default the rule policy
+(:func:`rule_policy`: pending belief operations in table order, then ``action_run`` if a
+need was found, then ``reasoning_run`` while cues are unhandled, else ``noop``).
+
+A learned policy replaces the rule policy with ``Trigger(policy=fn)``, where
+``fn(features, mask) -> int`` gets :func:`trigger_features` (a float32 vector of
+:data:`TRIGGER_FEATURE_SIZE`) and :func:`action_mask` (bool, one per operation) and returns
+an index into :data:`TRIGGER_OPS`. An index that is out of range or masked is replaced by
+the rule policy's choice and counted in ``Trigger.policy_errors``. After
+:data:`MAX_DISPATCHES` calls in one window the Trigger returns ``noop``.
+
+Feature vector (:data:`FEATURE_NAMES`, all in [0, 1]): pending changes of each of the four
+belief operations (count / 10, capped at 1); unhandled cues (count / 5, capped); the next
+unhandled cue's kind one-hot (look, stretch, stand) and its signature flags (helper_at,
+believed_here, usual_place, small, hands_full); the best matching skill's confidence; a
+need found (1/0); already acted (1/0); dispatches so far this window / ``MAX_DISPATCHES``;
+the decision tick / 200 (capped).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mindhelper_env.agents.mindclaw.memory import BELIEF_OPS, CueContext, MindMemory, Perception
+from mindhelper_env.agents.mindclaw.skills import SkillBook
+from mindhelper_env.scenarios.observer import Need
+
+__all__ = ["TRIGGER_OPS", "TRIGGER_FEATURE_SIZE", "FEATURE_NAMES", "MAX_DISPATCHES",
+           "WindowState", "Trigger", "trigger_features", "action_mask", "rule_policy",
+           "op_index", "window_op"]
+
+TRIGGER_OPS: tuple[str, ...] = (*BELIEF_OPS, "reasoning_run", "action_run", "noop")
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "pending_create_visual_fact", "pending_update_visual_fact",
+    "pending_create_actor_belief", "pending_update_actor_belief",
+    "unhandled_cues",
+    "cue_look", "cue_stretch", "cue_stand",
+    "cue_helper_at", "cue_believed_here", "cue_usual_place", "cue_small", "cue_hands_full",
+    "skill_confidence", "need_found", "acted", "dispatches", "tick",
+)
+#: Length of :func:`trigger_features`' vector.
+TRIGGER_FEATURE_SIZE = len(FEATURE_NAMES)
+#: Dispatches per window after which the Trigger answers ``noop``.
+MAX_DISPATCHES = 64
+
+Policy = Callable[[np.ndarray, np.ndarray], int]
+
+
+def op_index(op: str) -> int:
+    return TRIGGER_OPS.index(op)
+
+
+@dataclass
+class WindowState:
+    """The Trigger's view of the current window (built by the engine)."""
+
+    perception: Perception
+    acted: bool = False
+    needs: list[tuple[Need, str]] = field(default_factory=list)
+    dispatches: int = 0
+    skill_hits: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tick(self) -> int:
+        return self.perception.tick
+
+    def next_cue(self) -> CueContext | None:
+        for c in self.perception.cues:
+            if not c.handled:
+                return c
+        return None
+
+    def unhandled(self) -> int:
+        return sum(1 for c in self.perception.cues if not c.handled)
+
+
+def action_mask(memory: MindMemory, state: WindowState) -> np.ndarray:
+    """Which operations are valid now (bool, one per :data:`TRIGGER_OPS` entry).
+
+    A belief operation needs pending changes of its kind; ``reasoning_run`` an unhandled
+    cue and no intervention yet; ``action_run`` a need found and no intervention yet;
+    ``noop`` is always valid.
+    """
+    mask = np.zeros(len(TRIGGER_OPS), dtype=bool)
+    for i, op in enumerate(BELIEF_OPS):
+        mask[i] = state.perception.count(op) > 0
+    mask[op_index("reasoning_run")] = not state.acted and state.next_cue() is not None
+    mask[op_index("action_run")] = not state.acted and bool(state.needs)
+    mask[op_index("noop")] = True
+    return mask
+
+
+def trigger_features(memory: MindMemory, state: WindowState,
+                     skills: SkillBook | None = None) -> np.ndarray:
+    """The documented feature vector (float32, length :data:`TRIGGER_FEATURE_SIZE`)."""
+    x = np.zeros(TRIGGER_FEATURE_SIZE, dtype=np.float32)
+    for i, op in enumerate(BELIEF_OPS):
+        x[i] = min(state.perception.count(op) / 10.0, 1.0)
+    x[4] = min(state.unhandled() / 5.0, 1.0)
+    cue = state.next_cue()
+    if cue is not None:
+        sig = cue.signature
+        x[5 + ("look", "stretch", "stand").index(sig["kind"])] = 1.0
+        for j, key in enumerate(("helper_at", "believed_here", "usual_place", "small",
+                                 "hands_full")):
+            x[8 + j] = float(bool(sig.get(key)))
+        if skills is not None:
+            x[13] = skills.confidence(sig)
+    x[14] = float(bool(state.needs))
+    x[15] = float(state.acted)
+    x[16] = min(state.dispatches / MAX_DISPATCHES, 1.0)
+    x[17] = min(max(state.tick, 0) / 200.0, 1.0)
+    return x
+
+
+def rule_policy(memory: MindMemory, state: WindowState) -> str:
+    """The default policy (see the module docstring)."""
+    for op in BELIEF_OPS:
+        if state.perception.count(op):
+            return op
+    if state.needs and not state.acted:
+        return "action_run"
+    if not state.acted and state.next_cue() is not None:
+        return "reasoning_run"
+    return "noop"
+
+
+def window_op(ops: list[str]) -> str:
+    """The operation that sums up a window: ``action_run`` > ``reasoning_run`` > actor
+    belief update > actor belief creation > visual fact update > creation > ``noop``."""
+    for op in ("action_run", "reasoning_run", "belief_update_actor_belief",
+               "belief_create_actor_belief", "belief_update_visual_fact",
+               "belief_create_visual_fact"):
+        if op in ops:
+            return op
+    return "noop"
+
+
+class Trigger:
+    """The dispatcher (see the module docstring)."""
+
+    def __init__(self, skills: SkillBook | None = None, policy: Policy | None = None) -> None:
+        self.skills = skills if skills is not None else SkillBook()
+        self.policy = policy
+        self.policy_errors = 0
+
+    def _skill(self, state: WindowState) -> str | None:
+        """Apply deterministic skill matchers to the next cues; an op or None."""
+        while not state.acted:
+            cue = state.next_cue()
+            if cue is None:
+                return None
+            skill = self.skills.match(cue.signature)
+            if skill is None:
+                return None
+            if skill.op == "noop":
+                cue.handled = True
+                state.skill_hits.append({"skill": skill.name, "cue_tick": cue.cue.tick,
+                                         "person": cue.cue.person, "op": "noop"})
+                continue
+            if skill.op == "action_run" and cue.cue.kind in ("stretch", "stand"):
+                cue.handled = True
+                need = Need("implicit_goal", cue.cue.person, cue.cue.place, cue.cue.kind)
+                state.needs.append((need, f"skill {skill.name}"))
+                state.skill_hits.append({"skill": skill.name, "cue_tick": cue.cue.tick,
+                                         "person": cue.cue.person, "op": "action_run"})
+                return "action_run"
+            return None  # an action skill on a look cue: the object must be reasoned out
+        return None
+
+    def dispatch(self, memory: MindMemory, state: WindowState) -> str:
+        """The next operation for this window."""
+        state.dispatches += 1
+        if state.dispatches > MAX_DISPATCHES:
+            return "noop"
+        if self.policy is None:
+            for op in BELIEF_OPS:
+                if state.perception.count(op):
+                    return op
+        skilled = self._skill(state)
+        if skilled is not None:
+            return skilled
+        if self.policy is None:
+            return rule_policy(memory, state)
+        mask = action_mask(memory, state)
+        try:
+            idx = int(self.policy(trigger_features(memory, state, self.skills), mask))
+        except (TypeError, ValueError):
+            idx = -1
+        if not 0 <= idx < len(TRIGGER_OPS) or not mask[idx]:
+            self.policy_errors += 1
+            return rule_policy(memory, state)
+        return TRIGGER_OPS[idx]
