@@ -16,6 +16,9 @@ ground truth never goes into result files) plus ``agent``, ``suite``, ``index`` 
      "usage": {"model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
                "fallbacks"}}
 
+Agents with a ``trace`` list (MindClaw: per-window operations, belief-table changes, model
+calls) have it copied into the record as ``trace``; Trigger agents' ``trigger_ops`` get
+their ground-truth ``label`` attached by the runner (never shown to the agent).
 ``usage.seconds`` is the runner's wall-clock time spent inside ``agent.act`` (so
 ``seconds / decisions`` is the wall time per decision); ``usage.decisions`` counts the
 ``act`` calls and ``usage.fallbacks`` adds the runner's fallbacks (an exception in
@@ -241,16 +244,48 @@ def _play(
     }
     out.update({k: v for k, v in record.items() if k != "reference"})
     out["usage"] = usage
-    # Trigger-based agents expose the episode's operations with oracle labels for scoring.
+    # Trigger-based agents expose the episode's operations; the runner (scorer side, never
+    # the agent) attaches the ground-truth operation of each window for scoring.
     ops = getattr(agent, "trigger_ops", None)
     if isinstance(ops, list):
         out["trigger_ops"] = [dict(op) for op in ops]
+        _attach_labels(out, env)
+    trace = getattr(agent, "trace", None)
+    if isinstance(trace, list) and trace:
+        out["trace"] = _plain(trace, timing)
     reference = record.get("reference")
     if isinstance(reference, Mapping):
         reference = {**reference, "episode_id": record.get("episode_id")}
     else:
         reference = None
     return out, reference
+
+
+def _attach_labels(out: dict[str, Any], env: Any) -> None:
+    """Fill the ``label`` of each Trigger operation from the episode's ground truth."""
+    from mindhelper_env.scenarios.trigger_labels import attach_trigger_labels
+
+    base = getattr(env, "unwrapped", env)
+    try:
+        spec = base.episode_spec
+        attach_trigger_labels(out, spec, int(getattr(base, "window_ticks", 3)))
+    except Exception as exc:  # an env without specs: operations stay unlabeled (counted)
+        logger.debug("trigger labels not attached: %s: %s", type(exc).__name__, exc)
+
+
+def _plain(value: Any, timing: bool) -> Any:
+    """A JSON-ready copy of an agent's trace; without ``timing``, no ``seconds`` keys (so
+    records stay byte-identical across runs)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v, timing) for k, v in value.items()
+                if timing or k != "seconds"}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, timing) for v in value]
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return str(value)
 
 
 # --------------------------------------------------------------------------------------

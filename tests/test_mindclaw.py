@@ -58,7 +58,10 @@ def test_trace_trigger_ops_and_labels(env):
     for i in range(12):
         rec = run_episode(env, agent, options={"suite": SUITE, "index": i})
         ops = rec["trigger_ops"]
-        assert ops and all("label" not in op for op in ops)  # the agent never has labels
+        # the agent never has labels; the runner attaches them to the record
+        assert agent.trigger_ops and all("label" not in op for op in agent.trigger_ops)
+        assert ops and all(op["label"] in TRIGGER_OPS for op in ops)
+        assert rec["trace"] and len(rec["trace"]) == rec["steps"]
         assert all(op["predicted"] in TRIGGER_OPS for op in ops)
         assert len(agent.trace) == rec["steps"]
         w = agent.trace[0]
@@ -141,7 +144,7 @@ def test_trigger_features_and_masks(env):
         return int(rng.choice(valid))
 
     agent = MindClawAgent(policy=policy)
-    for i in range(4):
+    for i in range(16):
         run_episode(env, agent, options={"suite": SUITE, "index": i})
     assert seen and agent.engine.trigger.policy_errors == 0
     assert any(m[TRIGGER_OPS.index("reasoning_run")] for m in seen)

@@ -222,11 +222,25 @@ class MindMemory:
             where = getattr(t, "where_before", {}).get(cue.tick) or t.where
             anchor = where.get(cue.place, cue.place)
         place_class = t.classes.get(cue.place, "")
+        kept = classes_kept_at(place_class)
+        known = {t.classes.get(o) for o in prior}
+        astray = False
+        for c in kept:
+            if c in known:
+                continue
+            seen = [loc for o, loc in t.where.items()
+                    if t.classes.get(o) == c and loc not in t.people and loc != t.robot_id]
+            if seen and not any(is_usual_place(c, t.classes.get(loc, "")) for loc in seen):
+                astray = True
+                break
         return {
             "kind": cue.kind,
             "helper_at": self.helper_at(cue.person, anchor, cue.tick),
             "believed_here": any(loc == cue.place for loc in prior.values()),
-            "usual_place": bool(classes_kept_at(place_class)),
+            "expected_missing": any(loc == cue.place and t.where.get(o) not in (None, cue.place)
+                                    for o, loc in prior.items()),
+            "astray_class": astray,
+            "usual_place": bool(kept),
             "small": person is not None and person.kind in ("child", "wheelchair"),
             "hands_full": person is not None and len(person.holding) >= 2,
         }
