@@ -12,6 +12,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
+from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
     clean_text,
@@ -130,6 +131,10 @@ class MindHelperEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    #: Rank of this env in a vector env (``options={"suite": s, "indices": [...]}`` picks
+    #: ``indices[vector_index]``); set by :func:`mindhelper_env.envs.make_vec_env`.
+    vector_index: int | None = None
 
     def __init__(
         self,
@@ -264,7 +269,7 @@ class MindHelperEnv(gym.Env):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
+        options = self._vector_options(dict(options or {}))
         spec = self._episode_from_options(options)
         sim = Simulation(spec)
         try:
@@ -316,6 +321,28 @@ class MindHelperEnv(gym.Env):
                 raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)))
         return sample_episode(self.np_random, self.families)
+
+    def _vector_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``{"suite": s, "indices": [...]}``: this sub-env takes ``indices[vector_index]``."""
+        if "indices" not in options:
+            return options
+        indices = options.pop("indices")
+        if "index" in options:
+            raise ValueError("pass either options['index'] or options['indices'], not both")
+        if isinstance(indices, (str, bytes)) or not hasattr(indices, "__len__"):
+            raise ValueError(f"options['indices'] must be a list of ints, got {indices!r}")
+        rank = self.vector_index
+        if rank is None:
+            if len(indices) != 1:
+                raise ValueError(
+                    "options['indices'] needs the env's vector_index (set by "
+                    "mindhelper_env.envs.make_vec_env, or env.unwrapped.vector_index = k)")
+            rank = 0
+        if not 0 <= rank < len(indices):
+            raise ValueError(f"options['indices'] has {len(indices)} entries; this env has "
+                             f"vector_index {rank}")
+        options["index"] = indices[rank]
+        return options
 
     def _suite_episode(self, suite: str, index: Any) -> dict[str, Any]:
         from mindhelper_env.scenarios.suites import suite_episode, suite_names
@@ -394,7 +421,7 @@ class MindHelperEnv(gym.Env):
         if terminated or truncated:
             self._done = True
             reward += self._final_reward()
-            info["episode_record"] = self.episode_record()
+            info.update(record_info(self.episode_record()))
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     # ------------------------------------------------------------------ helpers
