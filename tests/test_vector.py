@@ -19,11 +19,6 @@ MODES = [gym.vector.AutoresetMode.NEXT_STEP, gym.vector.AutoresetMode.SAME_STEP,
          gym.vector.AutoresetMode.DISABLED]
 
 
-@pytest.fixture(autouse=True)
-def _pool_in_tmp(tmp_path, monkeypatch):
-    monkeypatch.setenv("MINDHELPER_CACHE_DIR", str(tmp_path / "cache"))
-
-
 def _actions(rng: np.random.Generator, infos: dict, n: int) -> tuple[str, ...]:
     """Mostly silence; sometimes grab the first visible object (an intervention)."""
     out = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections import deque
 from typing import Any
 
@@ -135,6 +136,9 @@ class MindHelperEnv(gym.Env):
     #: Rank of this env in a vector env (``options={"suite": s, "indices": [...]}`` picks
     #: ``indices[vector_index]``); set by :func:`mindhelper_env.envs.make_vec_env`.
     vector_index: int | None = None
+    _pool: Any = None
+    _pool_entry: Any = None
+    _pool_world: Any = None
 
     def __init__(
         self,
@@ -148,6 +152,8 @@ class MindHelperEnv(gym.Env):
         frame_size: int = 128,
         frame_stack: int = 1,
         render_size: int = 256,
+        pool_size: int | None = None,
+        pool_dir: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
@@ -216,6 +222,7 @@ class MindHelperEnv(gym.Env):
         self._intervened = False
         self._last_text = ""
         self._renderer: Any = None
+        self._pool_config = _check_pool(pool_size, pool_dir)
 
     @staticmethod
     def _check_families(families: Any) -> dict[str, float]:
@@ -253,6 +260,8 @@ class MindHelperEnv(gym.Env):
         """A deep copy of the current episode's spec (replay with options={'episode': spec})."""
         if self._spec is None:
             raise gym.error.ResetNeeded("call reset() first")
+        if "graph" not in self._spec and self._pool_entry is not None:
+            return self._pool.spec(self._pool_entry.index)  # a pool episode: a fresh copy
         return copy.deepcopy(self._spec)
 
     @property
@@ -270,8 +279,10 @@ class MindHelperEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         options = self._vector_options(dict(options or {}))
+        self._pool_entry = self._pool_world = None
         spec = self._episode_from_options(options)
-        sim = Simulation(spec)
+        sim = Simulation(spec, world=self._pool_world)
+        self._pool_world = None
         try:
             ref = Reference.from_dict(spec["reference"])
         except (KeyError, TypeError, ValueError) as err:
@@ -320,7 +331,31 @@ class MindHelperEnv(gym.Env):
             if not isinstance(fam, str) or fam not in FAMILIES:
                 raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)))
-        return sample_episode(self.np_random, self.families)
+        return self._sample_spec()
+
+    def _sample_spec(self) -> dict[str, Any]:
+        """A sampled training episode: from the episode pool, or freshly generated."""
+        size, directory = self._pool_config
+        if size == 0:
+            return sample_episode(self.np_random, self.families)
+        if self._pool is None:
+            from mindhelper_env.scenarios.pool import get_pool
+
+            self._pool = get_pool(self.families, size, directory)
+        self._pool_entry = self._pool.sample(self.np_random)
+        spec, self._pool_world = self._pool_entry.load()
+        return spec  # without "graph" (episode_spec fetches the complete spec)
+
+    @property
+    def episode_pool(self) -> Any:
+        """The :class:`~mindhelper_env.scenarios.pool.EpisodePool` sampled episodes come from
+        (``None`` with ``pool_size=0``); e.g. ``env.unwrapped.episode_pool.fill()`` warms it."""
+        size, directory = self._pool_config
+        if size and self._pool is None:
+            from mindhelper_env.scenarios.pool import get_pool
+
+            self._pool = get_pool(self.families, size, directory)
+        return self._pool
 
     def _vector_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """``{"suite": s, "indices": [...]}``: this sub-env takes ``indices[vector_index]``."""
@@ -577,6 +612,18 @@ class MindHelperEnv(gym.Env):
         self._renderer = None
         self._frame_renderer = None
         super().close()
+
+
+def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
+    if size is None:
+        from mindhelper_env.scenarios.pool import DEFAULT_POOL_SIZE
+
+        size = DEFAULT_POOL_SIZE
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"pool_size must be a non-negative int (0: no pool), got {size!r}")
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(f"pool_dir must be a path or None, got {directory!r}")
+    return int(size), None if directory is None else os.fspath(directory)
 
 
 def _or_minus_one(value: int | None) -> int:
