@@ -139,6 +139,7 @@ class MindHelperEnv(gym.Env):
     _pool: Any = None
     _pool_entry: Any = None
     _pool_world: Any = None
+    _lists: Any = None
 
     def __init__(
         self,
@@ -509,20 +510,17 @@ class MindHelperEnv(gym.Env):
              "holding": w.held_by(a.id)}
             for a in sim.actors if w.chars[a.id].room in room_set
         ]
+        grabbable, furniture, room_list = self._node_lists(sim)
+        nodes = w.graph.nodes
+        room_of = w.room_of
         objects = []
-        locations = []
-        for r in rooms:
-            for nid in w.room_nodes(r):
-                node = w.graph.nodes[nid]
-                if "GRABBABLE" in node.properties:
-                    if not w.is_hidden(nid):
-                        objects.append({"id": nid, "class": node.class_name,
-                                        "location": w.location(nid), "room": r})
-                elif node.category == "Furniture":
-                    locations.append({"id": nid, "class": node.class_name, "room": r,
-                                      "open": "OPEN" in node.states if "CAN_OPEN" in node.properties else None})
-        objects.sort(key=lambda d: d["id"])
-        locations.sort(key=lambda d: d["id"])
+        for nid, cls in grabbable:  # sorted by id
+            r = room_of(nid)
+            if r in room_set and not w.is_hidden(nid):
+                objects.append({"id": nid, "class": cls, "location": w.location(nid), "room": r})
+        locations = [{"id": nid, "class": cls, "room": r,
+                      "open": "OPEN" in nodes[nid].states if can_open else None}
+                     for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id
         return {
             "tick": sim.tick,
             "window": self._window,
@@ -533,11 +531,31 @@ class MindHelperEnv(gym.Env):
                 "actors": actors,
                 "objects": objects,
                 "locations": locations,
-                "rooms": [{"id": r, "class": w.graph.nodes[r].class_name} for r in w.rooms],
+                "rooms": [{"id": r, "class": cls} for r, cls in room_list],
             },
             "robot": {"id": ROBOT_ID, "room": w.chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},
         }
+
+    def _node_lists(self, sim: Simulation) -> tuple[list[tuple[int, str]],
+                                                     list[tuple[int, str, bool, int | None]],
+                                                     list[tuple[int, str]]]:
+        """Per episode (nodes are never added or removed, furniture never moves): ``(id,
+        class)`` of grabbable objects, ``(id, class, can_open, room)`` of furniture and
+        ``(id, class)`` of rooms, by id."""
+        cached = self._lists
+        if cached is not None and cached[0] is sim:
+            return cached[1]
+        nodes = sim.world.graph.nodes
+        grabbable = [(i, nodes[i].class_name) for i in sorted(nodes)
+                     if "GRABBABLE" in nodes[i].properties]
+        furniture = [(i, nodes[i].class_name, "CAN_OPEN" in nodes[i].properties,
+                      sim.world.room_of(i))
+                     for i in sorted(nodes) if "GRABBABLE" not in nodes[i].properties
+                     and nodes[i].category == "Furniture"]
+        rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
+        self._lists = (sim, (grabbable, furniture, rooms))
+        return self._lists[1]
 
     def episode_record(self) -> dict[str, Any]:
         """The scoring record of the episode so far (see :mod:`mindhelper_env.metrics`)."""

@@ -25,6 +25,7 @@ should, is regenerated.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import logging
@@ -78,7 +79,14 @@ class PoolEntry:
 
     def load(self) -> tuple[dict[str, Any], World]:
         """A fresh ``(spec without "graph", World)`` for a new simulation of this episode."""
-        return pickle.loads(self.light), pickle.loads(self.world)
+        # unpickling creates many small objects at once: no collection passes meanwhile
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return pickle.loads(self.light), pickle.loads(self.world)
+        finally:
+            if enabled:
+                gc.enable()
 
 
 class EpisodePool:
