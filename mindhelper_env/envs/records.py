@@ -2,8 +2,9 @@
 
 Gymnasium's vector envs merge the sub-envs' ``info`` dicts key by key into arrays; a key
 whose value is ``None`` in one episode and a dict or an int in another cannot be merged
-(it raises, and an ``AsyncVectorEnv`` then hangs in ``close()``). So every value the
-MindHelper envs put in ``info`` keeps one type in every episode:
+(it raises, and an ``AsyncVectorEnv`` then hangs in ``close()``). So no number, bool or
+dict the MindHelper envs put in ``info`` is ever ``None`` (strings and lists, stacked as
+object arrays, may be); for the episode record:
 
 * ``info["episode_record"]`` is the episode record (:meth:`MindHelperEnv.episode_record`)
   with the reference's null fields left out (``window`` and ``target_object`` of an

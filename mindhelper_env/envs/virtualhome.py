@@ -98,7 +98,27 @@ class MindHelperEnv(gym.Env):
     Terminated when the focus person completes the task or gives up (or all people are done);
     truncated when ``max_ticks`` (or the episode's horizon) is reached. The final ``info``
     carries ``"episode_record"``: the robot's actions with ticks, executed lines, whether the
-    focus person succeeded, harm, and the reference (ground truth).
+    focus person succeeded, harm, and the reference (ground truth) — with the reference's
+    null fields (``window`` and ``target_object`` of an episode that needs no help) left
+    out — and ``"episode_record_json"``, the complete record (:meth:`episode_record`) as a
+    JSON string. The env registers no ``max_episode_steps``: limit episodes with
+    ``max_ticks``. An outer ``TimeLimit`` cannot tell the env; put
+    :class:`~mindhelper_env.envs.CompleteEpisodeRecord` (or ``PrecisionInterventionMetrics``)
+    outside it to get the record, marked ``truncated``, in the final ``info``.
+
+    ## Vector envs
+
+    Gymnasium's vector envs stack each ``info`` key into an array typed by its first value,
+    and recurse into dicts. So no number, bool or dict in ``info`` is ever ``None`` (``-1``
+    for "no tick"; a reference field that would be ``None`` is left out); only values
+    stacked as object arrays anyway (strings such as ``action_error``, lists such as
+    ``candidates``) may be ``None``. Hence
+    ``gym.make_vec(..., vectorization_mode="sync" | "async")`` stacks infos in every
+    autoreset mode (async: ``vector_kwargs={"shared_memory": False}``, as the observation is
+    text). ``reset(options={"suite": s, "indices": [i0, i1, ...]})`` gives the sub-env whose
+    ``vector_index`` is ``k`` episode ``indices[k]``;
+    :func:`~mindhelper_env.envs.make_vec_env` builds vector envs with ranks set.
+    ``options={"suite": s, "index": i}`` means episode ``i`` in every sub-env.
 
     ## Arguments
 
@@ -119,12 +139,25 @@ class MindHelperEnv(gym.Env):
       With ``observability="room"`` the frame shows only the robot's room (the rest greyed
       out, no people or objects drawn there). Needs the ``video`` extra (Pillow).
 
+    * ``pool_size`` (4096): sampled episodes (``reset()`` without options) are entry
+      ``np_random.integers(pool_size)`` of a pool of validated episodes cached on disk
+      (:mod:`mindhelper_env.scenarios.pool`; same seed, same episodes, warm or cold); ``0``
+      generates and validates a fresh episode at every reset (~10 ms).
+    * ``pool_dir``: the pool's cache directory (default ``$MINDHELPER_CACHE_DIR``, else
+      ``$XDG_CACHE_HOME/mindhelper-env`` or ``~/.cache/mindhelper-env``).
+
     ``reset(options={"episode": spec})`` replays an episode spec exactly;
-    ``reset(options={"family": name})`` samples one family.
+    ``reset(options={"family": name})`` samples one family (freshly generated).
     ``env.unwrapped.ground_truth`` is the episode's :class:`~mindhelper_env.scenarios.Reference`.
 
     ## Version History
 
+    * v0 (unreleased, after 0.2.0): vector-safe ``info`` (no number, bool or dict is ever
+      ``None``; ``episode_record`` without null reference fields plus
+      ``episode_record_json``); ``options={"suite", "indices"}`` with ``vector_index``;
+      sampled episodes from an on-disk pool of validated episodes (``pool_size``,
+      ``pool_dir``; episodes per seed differ from 0.2.0; suites unchanged); faster resets
+      (parsed worlds are copied, not rebuilt from JSON).
     * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, twelve families with
       silent twins, deadline = onset + 5 ticks, shuffled ids, movement is not an
       intervention. Suites ``vh-dev-v1``/``vh-test-v1``; the leaky v0 suites are withdrawn.
