@@ -158,3 +158,44 @@ def test_make_vec_env_time_limit_and_bad_args() -> None:
         make_vec_env(0)
     with pytest.raises(ValueError):
         make_vec_env(2, vectorization_mode="ray")
+
+
+def _leaf_types(value, path, out) -> None:
+    """Record the kind of every value Gymnasium stacks (dict leaves; lists are opaque)."""
+    if isinstance(value, dict):
+        out.setdefault(path, set()).add("dict")
+        for k, v in value.items():
+            _leaf_types(v, f"{path}/{k}", out)
+    elif value is None:
+        out.setdefault(path, set()).add("none")
+    elif isinstance(value, (bool, np.bool_)):
+        out.setdefault(path, set()).add("bool")
+    elif isinstance(value, (int, np.integer)):
+        out.setdefault(path, set()).add("int")
+    elif isinstance(value, (float, np.floating)):
+        out.setdefault(path, set()).add("float")
+    else:
+        out.setdefault(path, set()).add("object")
+
+
+def test_every_info_key_keeps_its_kind_across_families() -> None:
+    from mindhelper_env.scenarios.spec import FAMILIES
+
+    env = PrecisionInterventionMetrics(gym.make(ENV_ID))
+    kinds: dict[str, set[str]] = {}
+    rng = np.random.default_rng(1)
+    for i, family in enumerate(FAMILIES * 2):
+        _, info = env.reset(seed=i, options={"family": family})
+        _leaf_types(info, "", kinds)
+        while True:
+            action = _actions(rng, {"candidates": {"objects": [info["candidates"]["objects"]]}},
+                              1)[0]
+            *_, term, trunc, info = env.step(action)
+            _leaf_types(info, "", kinds)
+            if term or trunc:
+                break
+    assert "/episode_record/reference/mental_state" in kinds
+    for path, seen in kinds.items():
+        typed = seen & {"dict", "int", "float", "bool"}
+        # a typed array (or a dict) must never meet None or another kind
+        assert len(typed) <= 1 and not (typed and seen - typed), (path, seen)

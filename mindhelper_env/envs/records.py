@@ -22,17 +22,19 @@ from typing import Any
 
 __all__ = ["record_info", "stable_record", "complete_final_info"]
 
-#: Reference fields that are ``None`` in some episodes (left out of ``info["episode_record"]``).
-NULLABLE_REFERENCE_FIELDS = ("window", "target_object")
+def _without_nulls(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _without_nulls(v) if isinstance(v, Mapping) else v
+            for k, v in d.items() if v is not None}
 
 
 def stable_record(record: Mapping[str, Any]) -> dict[str, Any]:
-    """``record`` with the reference's null fields left out (one type per key)."""
+    """``record`` with the reference's null fields (at any depth: e.g. ``window``,
+    ``target_object``) left out, so that no key is ``None`` in one episode and a number or
+    a dict in another."""
     out = dict(record)
     ref = out.get("reference")
     if isinstance(ref, Mapping):
-        out["reference"] = {k: v for k, v in ref.items()
-                            if not (k in NULLABLE_REFERENCE_FIELDS and v is None)}
+        out["reference"] = _without_nulls(ref)
     return out
 
 
