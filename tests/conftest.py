@@ -18,6 +18,15 @@ def play(env, agent, *, seed=None, options=None):
             return info
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _episode_pool_cache(tmp_path_factory):
+    """Episode pools go to a temporary directory, never the user's cache."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MINDHELPER_CACHE_DIR", str(tmp_path_factory.mktemp("mindhelper-cache")))
+    yield
+    mp.undo()
+
+
 @pytest.fixture()
 def vh_env():
     env = gym.make("MindHelper-VirtualHome-v0")

@@ -105,7 +105,8 @@ def test_every_observation_field_is_perceptual(index):
                 # a named destination is where the walker now stands (no hidden intent)
                 assert ev["args"][0]["id"] in world.graph.nodes
         # the scoring record (with the ground truth) comes only with the episode's end
-        assert set(info) == INFO_KEYS | ({"episode_record"} if last else set())
+        assert set(info) == INFO_KEYS | ({"episode_record", "episode_record_json"} if last
+                                         else set())
         assert set(info["candidates"]) == CANDIDATE_KEYS
         for a in info["candidates"]["actors"]:
             assert set(a) == {"id", "name", "kind", "room", "holding"}

@@ -50,9 +50,10 @@ def test_oracle_is_precise_on_every_episode_that_needs_help() -> None:
             assert pi["precise"] is True and pi["success"] is True
             assert ref.window["onset_tick"] <= pi["t_I"] <= ref.window["deadline_tick"]
             assert pi["t_I"] == info["episode_record"]["actions"][0]["tick"]
-            assert pi["silent_correct"] is None
+            assert pi["silent_correct"] is False and pi["scored"] is True
         else:
-            assert pi["silent_correct"] is True and pi["t_I"] is None and pi["precise"] is None
+            assert pi["silent_correct"] is True and pi["t_I"] == -1 and pi["precise"] is False
+            assert pi["onset_tick"] == pi["deadline_tick"] == -1
     m = env.metrics()
     assert (m["episodes"], m["n_help"], m["n_silent"]) == (N, N // 2, N // 2)
     assert m["PIR"] == m["PSR"] == m["PIA"] == m["TA"] == 1.0
@@ -66,7 +67,7 @@ def test_silent_agent_is_always_correctly_silent_and_never_precise() -> None:
     for i in range(N):
         pi = _play(env, agent, i)["precision_intervention"]
         assert pi["intervened"] is False
-        assert pi["missed"] is (True if pi["needs_intervention"] else None)
+        assert pi["missed"] is pi["needs_intervention"]
     m = env.metrics()
     assert m["PSR"] == 1.0 and m["PIR"] == 0.0 and m["PIA"] == 0.5 and m["TA"] == 0.0
     assert m["silent_all"] == 1.0
@@ -171,11 +172,13 @@ def test_tiny_env_help_episode(act_at: int | None, outcome: str, success: bool) 
     env = PrecisionInterventionMetrics(TinyEnv(), reference_fn=tiny_reference)
     pi = _run_tiny(env, act_at)["precision_intervention"]
     assert set(pi) == set(EPISODE_FIELDS)
-    assert pi["t_I"] == act_at and pi["intervened"] is (act_at is not None)
+    assert pi["t_I"] == (-1 if act_at is None else act_at)
+    assert pi["intervened"] is (act_at is not None)
     for key in ("precise", "premature", "late", "missed"):
         assert pi[key] is (key == outcome), key
     assert pi["success"] is success and pi["steps"] == TinyEnv.LENGTH
-    assert pi["silent_correct"] is None and pi["family"] == "tiny"
+    assert pi["silent_correct"] is False and pi["family"] == "tiny"
+    assert pi["success_known"] is True
     m = env.metrics()
     assert m["PIR"] == (1.0 if outcome == "precise" else 0.0)
     assert m["TA"] == (1.0 if success else 0.0)
@@ -194,7 +197,7 @@ def test_tiny_env_running_aggregates_over_mixed_episodes() -> None:
                                               reference_fn=tiny_reference)
     for act_at in (None, None, 1):  # one false alarm
         pi = _run_tiny(silent_env, act_at)["precision_intervention"]
-    assert pi["false_alarm"] is True and pi["silent_correct"] is False and pi["precise"] is None
+    assert pi["false_alarm"] is True and pi["silent_correct"] is False and pi["precise"] is False
     m = silent_env.metrics()
     assert m["PSR"] == pytest.approx(2 / 3) and m["PIR"] is None
     assert m["PIA"] == pytest.approx(2 / 3) and m["TA"] is None
@@ -206,7 +209,8 @@ def test_tiny_env_without_reference_is_not_scored(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.WARNING, logger="mindhelper_env.wrappers.metrics"):
         pi = _run_tiny(env, 2)["precision_intervention"]
         _run_tiny(env, 2)
-    assert pi["needs_intervention"] is None and pi["precise"] is None and pi["t_I"] == 2
+    assert pi["scored"] is False and pi["needs_intervention"] is False
+    assert pi["precise"] is False and pi["t_I"] == 2
     m = env.metrics()
     assert m["episodes"] == 2 and m["unscored"] == 2 and m["PIR"] is None
     assert sum("no reference" in r.getMessage() for r in caplog.records) == 1  # warned once
@@ -251,7 +255,7 @@ def test_log_rows(tmp_path: Path, suffix: str) -> None:
             rows = list(csv.DictReader(fh))
         assert list(rows[0]) == list(EPISODE_FIELDS)
         assert [r["precise"] for r in rows] == ["True", "False", "False"]
-        assert [r["t_I"] for r in rows] == ["2", "", "4"]
+        assert [r["t_I"] for r in rows] == ["2", "-1", "4"]
     else:
         rows = [json.loads(x) for x in path.read_text().splitlines()]
         assert [r["precise"] for r in rows] == [True, False, False]

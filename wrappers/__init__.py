@@ -3,10 +3,15 @@
 >>> import gymnasium as gym
 >>> from mindhelper_env.wrappers import PrecisionInterventionMetrics
 >>> env = PrecisionInterventionMetrics(gym.make("MindHelper-VirtualHome-v0"))
+
+For RL libraries: :class:`BagOfWordsObs` (text -> ``Box``) and :class:`CandidateActions`
+(``Discrete`` with action masks); :func:`make_rl_env` applies both.
 """
 
 from __future__ import annotations
 
 from mindhelper_env.wrappers.metrics import EPISODE_FIELDS, PrecisionInterventionMetrics
+from mindhelper_env.wrappers.rl import BagOfWordsObs, CandidateActions, make_rl_env
 
-__all__ = ["PrecisionInterventionMetrics", "EPISODE_FIELDS"]
+__all__ = ["PrecisionInterventionMetrics", "EPISODE_FIELDS", "BagOfWordsObs",
+           "CandidateActions", "make_rl_env"]

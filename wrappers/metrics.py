@@ -41,6 +41,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from mindhelper_env.envs.records import complete_final_info
+
 __all__ = ["PrecisionInterventionMetrics", "EPISODE_FIELDS"]
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,7 @@ EPISODE_FIELDS: tuple[str, ...] = (
     "episode",
     "episode_id",
     "family",
+    "scored",
     "needs_intervention",
     "intervened",
     "t_I",
@@ -61,9 +64,20 @@ EPISODE_FIELDS: tuple[str, ...] = (
     "missed",
     "silent_correct",
     "false_alarm",
+    "success_known",
     "success",
     "steps",
 )
+
+#: Value of every field before the episode fills it in: one type per field in every episode,
+#: so that vector envs can stack ``info["precision_intervention"]``.
+_BLANK: dict[str, Any] = {
+    "episode": 0, "episode_id": "", "family": "", "scored": False,
+    "needs_intervention": False, "intervened": False, "t_I": -1, "onset_tick": -1,
+    "deadline_tick": -1, "precise": False, "premature": False, "late": False, "missed": False,
+    "silent_correct": False, "false_alarm": False, "success_known": False, "success": False,
+    "steps": 0,
+}
 
 _LOG_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".csv": "csv"}
 
@@ -133,11 +147,19 @@ class PrecisionInterventionMetrics(gym.Wrapper, gym.utils.RecordConstructorArgs)
             writes JSON lines, ``.csv`` writes CSV (header when the file is new or empty).
 
     At the end of an episode ``info["precision_intervention"]`` holds the fields of
-    :data:`EPISODE_FIELDS`: ``intervened``, ``t_I`` (tick of the first intervention or
-    ``None``), ``precise`` / ``premature`` / ``late`` / ``missed`` (``None`` when the episode
-    needs no help), ``silent_correct`` / ``false_alarm`` (``None`` when it needs help),
-    ``success`` (``None`` if unknown). Without a reference ``needs_intervention`` is
-    ``None``, the episode is not counted, and a warning is logged once.
+    :data:`EPISODE_FIELDS`, each with one type in every episode (so vector envs can stack
+    them): ``scored`` (a reference was found), ``needs_intervention``, ``intervened``,
+    ``t_I`` (tick of the first intervention, ``-1`` for none), ``onset_tick`` /
+    ``deadline_tick`` (``-1`` when the episode needs no help), ``precise`` / ``premature`` /
+    ``late`` / ``missed`` (``False`` when the episode needs no help), ``silent_correct`` /
+    ``false_alarm`` (``False`` when it needs help), ``success_known`` and ``success``
+    (``False`` when unknown), ``episode_id`` / ``family`` (``""`` when unknown). Without a
+    reference ``scored`` is ``False``, the episode is not counted, and a warning is logged
+    once.
+
+    When the episode ends without ``info["episode_record"]`` (an outer ``TimeLimit``
+    truncated a MindHelper env), the wrapper adds it from ``env.unwrapped.episode_record()``
+    (see :mod:`mindhelper_env.envs.records`).
 
     The wrapper holds no open files or locks, so it pickles whenever the env (and the
     callables given) do; it records its constructor arguments, so ``env.spec.make()``
@@ -242,6 +264,7 @@ class PrecisionInterventionMetrics(gym.Wrapper, gym.utils.RecordConstructorArgs)
         self._steps += 1
         self._tick = self._read_tick(info)
         if terminated or truncated:
+            info = complete_final_info(self.env, info)
             info["precision_intervention"] = self._finish_episode(info)
         return obs, reward, terminated, truncated, info
 
@@ -289,12 +312,13 @@ class PrecisionInterventionMetrics(gym.Wrapper, gym.utils.RecordConstructorArgs)
         if isinstance(record, Mapping) and isinstance(record.get("intervention_tick"), int):
             t_i = record["intervention_tick"] if record["intervention_tick"] >= 0 else None
         intervened = t_i is not None
-        out: dict[str, Any] = dict.fromkeys(EPISODE_FIELDS)
+        out: dict[str, Any] = dict(_BLANK)
         out.update({
             "episode": self._n_episodes,
             "intervened": intervened,
-            "t_I": t_i,
-            "success": success,
+            "t_I": -1 if t_i is None else int(t_i),
+            "success_known": success is not None,
+            "success": bool(success),
             "steps": self._steps,
         })
         self._n_episodes += 1
@@ -305,8 +329,14 @@ class PrecisionInterventionMetrics(gym.Wrapper, gym.utils.RecordConstructorArgs)
                                "(pass reference_fn=...); it is not scored")
                 self._warned_no_reference = True
         else:
-            out.update({k: ref[k] for k in ("needs_intervention", "onset_tick",
-                                            "deadline_tick", "family", "episode_id")})
+            out["scored"] = True
+            out["needs_intervention"] = ref["needs_intervention"]
+            for key in ("onset_tick", "deadline_tick"):
+                if ref[key] is not None:
+                    out[key] = ref[key]
+            for key in ("family", "episode_id"):
+                if ref[key] is not None:
+                    out[key] = str(ref[key])
             if not intervened:
                 self._n_never_acted += 1
             if ref["needs_intervention"]:

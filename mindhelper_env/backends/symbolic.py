@@ -63,12 +63,17 @@ class Simulation:
     ----------
     spec:
         an episode spec dict (see :mod:`mindhelper_env.scenarios.spec`).
+    world:
+        optional: a :class:`World` built from the episode's graph that has never been stepped
+        (e.g. ``template.copy()``); the simulation takes it over instead of parsing
+        ``spec["graph"]``, which may then be absent.
     """
 
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: dict[str, Any], world: World | None = None) -> None:
         if not isinstance(spec, dict):
             raise ValueError(f"an episode spec must be a dict, got {type(spec).__name__}")
-        missing = [k for k in ("graph", "actors") if k not in spec]
+        missing = [k for k in ("graph", "actors") if k not in spec
+                   and not (k == "graph" and world is not None)]
         if missing:
             raise ValueError(f"episode spec has no {', '.join(repr(k) for k in missing)}")
         if not isinstance(spec["actors"], list) or not all(
@@ -76,7 +81,13 @@ class Simulation:
         ):
             raise ValueError("episode spec 'actors' must be a list of {id, name, activities, ...}")
         self.spec = spec
-        self.world = World(spec["graph"], robot_ids=(ROBOT_ID,))
+        if world is None:
+            world = World(spec["graph"], robot_ids=(ROBOT_ID,))
+        elif not isinstance(world, World):
+            raise TypeError(f"world must be a World, got {type(world).__name__}")
+        elif ROBOT_ID in world.chars:
+            world.set_robot(ROBOT_ID)
+        self.world = world
         self.robot = ROBOT_ID
         if ROBOT_ID not in self.world.chars:
             raise ValueError("episode graph has no robot character (node 1)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections import deque
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
+from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
     clean_text,
@@ -96,7 +98,27 @@ class MindHelperEnv(gym.Env):
     Terminated when the focus person completes the task or gives up (or all people are done);
     truncated when ``max_ticks`` (or the episode's horizon) is reached. The final ``info``
     carries ``"episode_record"``: the robot's actions with ticks, executed lines, whether the
-    focus person succeeded, harm, and the reference (ground truth).
+    focus person succeeded, harm, and the reference (ground truth) — with the reference's
+    null fields (``window`` and ``target_object`` of an episode that needs no help) left
+    out — and ``"episode_record_json"``, the complete record (:meth:`episode_record`) as a
+    JSON string. The env registers no ``max_episode_steps``: limit episodes with
+    ``max_ticks``. An outer ``TimeLimit`` cannot tell the env; put
+    :class:`~mindhelper_env.envs.CompleteEpisodeRecord` (or ``PrecisionInterventionMetrics``)
+    outside it to get the record, marked ``truncated``, in the final ``info``.
+
+    ## Vector envs
+
+    Gymnasium's vector envs stack each ``info`` key into an array typed by its first value,
+    and recurse into dicts. So no number, bool or dict in ``info`` is ever ``None`` (``-1``
+    for "no tick"; a reference field that would be ``None`` is left out); only values
+    stacked as object arrays anyway (strings such as ``action_error``, lists such as
+    ``candidates``) may be ``None``. Hence
+    ``gym.make_vec(..., vectorization_mode="sync" | "async")`` stacks infos in every
+    autoreset mode (async: ``vector_kwargs={"shared_memory": False}``, as the observation is
+    text). ``reset(options={"suite": s, "indices": [i0, i1, ...]})`` gives the sub-env whose
+    ``vector_index`` is ``k`` episode ``indices[k]``;
+    :func:`~mindhelper_env.envs.make_vec_env` builds vector envs with ranks set.
+    ``options={"suite": s, "index": i}`` means episode ``i`` in every sub-env.
 
     ## Arguments
 
@@ -117,12 +139,25 @@ class MindHelperEnv(gym.Env):
       With ``observability="room"`` the frame shows only the robot's room (the rest greyed
       out, no people or objects drawn there). Needs the ``video`` extra (Pillow).
 
+    * ``pool_size`` (4096): sampled episodes (``reset()`` without options) are entry
+      ``np_random.integers(pool_size)`` of a pool of validated episodes cached on disk
+      (:mod:`mindhelper_env.scenarios.pool`; same seed, same episodes, warm or cold); ``0``
+      generates and validates a fresh episode at every reset (~10 ms).
+    * ``pool_dir``: the pool's cache directory (default ``$MINDHELPER_CACHE_DIR``, else
+      ``$XDG_CACHE_HOME/mindhelper-env`` or ``~/.cache/mindhelper-env``).
+
     ``reset(options={"episode": spec})`` replays an episode spec exactly;
-    ``reset(options={"family": name})`` samples one family.
+    ``reset(options={"family": name})`` samples one family (freshly generated).
     ``env.unwrapped.ground_truth`` is the episode's :class:`~mindhelper_env.scenarios.Reference`.
 
     ## Version History
 
+    * v0 (unreleased, after 0.2.0): vector-safe ``info`` (no number, bool or dict is ever
+      ``None``; ``episode_record`` without null reference fields plus
+      ``episode_record_json``); ``options={"suite", "indices"}`` with ``vector_index``;
+      sampled episodes from an on-disk pool of validated episodes (``pool_size``,
+      ``pool_dir``; episodes per seed differ from 0.2.0; suites unchanged); faster resets
+      (parsed worlds are copied, not rebuilt from JSON).
     * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, twelve families with
       silent twins, deadline = onset + 5 ticks, shuffled ids, movement is not an
       intervention. Suites ``vh-dev-v1``/``vh-test-v1``; the leaky v0 suites are withdrawn.
@@ -130,6 +165,14 @@ class MindHelperEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    #: Rank of this env in a vector env (``options={"suite": s, "indices": [...]}`` picks
+    #: ``indices[vector_index]``); set by :func:`mindhelper_env.envs.make_vec_env`.
+    vector_index: int | None = None
+    _pool: Any = None
+    _pool_entry: Any = None
+    _pool_world: Any = None
+    _lists: Any = None
 
     def __init__(
         self,
@@ -143,6 +186,8 @@ class MindHelperEnv(gym.Env):
         frame_size: int = 128,
         frame_stack: int = 1,
         render_size: int = 256,
+        pool_size: int | None = None,
+        pool_dir: str | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
@@ -211,6 +256,7 @@ class MindHelperEnv(gym.Env):
         self._intervened = False
         self._last_text = ""
         self._renderer: Any = None
+        self._pool_config = _check_pool(pool_size, pool_dir)
 
     @staticmethod
     def _check_families(families: Any) -> dict[str, float]:
@@ -248,6 +294,8 @@ class MindHelperEnv(gym.Env):
         """A deep copy of the current episode's spec (replay with options={'episode': spec})."""
         if self._spec is None:
             raise gym.error.ResetNeeded("call reset() first")
+        if "graph" not in self._spec and self._pool_entry is not None:
+            return self._pool.spec(self._pool_entry.index)  # a pool episode: a fresh copy
         return copy.deepcopy(self._spec)
 
     @property
@@ -264,9 +312,11 @@ class MindHelperEnv(gym.Env):
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
+        options = self._vector_options(dict(options or {}))
+        self._pool_entry = self._pool_world = None
         spec = self._episode_from_options(options)
-        sim = Simulation(spec)
+        sim = Simulation(spec, world=self._pool_world)
+        self._pool_world = None
         try:
             ref = Reference.from_dict(spec["reference"])
         except (KeyError, TypeError, ValueError) as err:
@@ -315,7 +365,53 @@ class MindHelperEnv(gym.Env):
             if not isinstance(fam, str) or fam not in FAMILIES:
                 raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)))
-        return sample_episode(self.np_random, self.families)
+        return self._sample_spec()
+
+    def _sample_spec(self) -> dict[str, Any]:
+        """A sampled training episode: from the episode pool, or freshly generated."""
+        size, directory = self._pool_config
+        if size == 0:
+            return sample_episode(self.np_random, self.families)
+        if self._pool is None:
+            from mindhelper_env.scenarios.pool import get_pool
+
+            self._pool = get_pool(self.families, size, directory)
+        self._pool_entry = self._pool.sample(self.np_random)
+        spec, self._pool_world = self._pool_entry.load()
+        return spec  # without "graph" (episode_spec fetches the complete spec)
+
+    @property
+    def episode_pool(self) -> Any:
+        """The :class:`~mindhelper_env.scenarios.pool.EpisodePool` sampled episodes come from
+        (``None`` with ``pool_size=0``); e.g. ``env.unwrapped.episode_pool.fill()`` warms it."""
+        size, directory = self._pool_config
+        if size and self._pool is None:
+            from mindhelper_env.scenarios.pool import get_pool
+
+            self._pool = get_pool(self.families, size, directory)
+        return self._pool
+
+    def _vector_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """``{"suite": s, "indices": [...]}``: this sub-env takes ``indices[vector_index]``."""
+        if "indices" not in options:
+            return options
+        indices = options.pop("indices")
+        if "index" in options:
+            raise ValueError("pass either options['index'] or options['indices'], not both")
+        if isinstance(indices, (str, bytes)) or not hasattr(indices, "__len__"):
+            raise ValueError(f"options['indices'] must be a list of ints, got {indices!r}")
+        rank = self.vector_index
+        if rank is None:
+            if len(indices) != 1:
+                raise ValueError(
+                    "options['indices'] needs the env's vector_index (set by "
+                    "mindhelper_env.envs.make_vec_env, or env.unwrapped.vector_index = k)")
+            rank = 0
+        if not 0 <= rank < len(indices):
+            raise ValueError(f"options['indices'] has {len(indices)} entries; this env has "
+                             f"vector_index {rank}")
+        options["index"] = indices[rank]
+        return options
 
     def _suite_episode(self, suite: str, index: Any) -> dict[str, Any]:
         from mindhelper_env.scenarios.suites import suite_episode, suite_names
@@ -394,7 +490,7 @@ class MindHelperEnv(gym.Env):
         if terminated or truncated:
             self._done = True
             reward += self._final_reward()
-            info["episode_record"] = self.episode_record()
+            info.update(record_info(self.episode_record()))
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     # ------------------------------------------------------------------ helpers
@@ -447,20 +543,17 @@ class MindHelperEnv(gym.Env):
              "holding": w.held_by(a.id)}
             for a in sim.actors if w.chars[a.id].room in room_set
         ]
+        grabbable, furniture, room_list = self._node_lists(sim)
+        nodes = w.graph.nodes
+        room_of = w.room_of
         objects = []
-        locations = []
-        for r in rooms:
-            for nid in w.room_nodes(r):
-                node = w.graph.nodes[nid]
-                if "GRABBABLE" in node.properties:
-                    if not w.is_hidden(nid):
-                        objects.append({"id": nid, "class": node.class_name,
-                                        "location": w.location(nid), "room": r})
-                elif node.category == "Furniture":
-                    locations.append({"id": nid, "class": node.class_name, "room": r,
-                                      "open": "OPEN" in node.states if "CAN_OPEN" in node.properties else None})
-        objects.sort(key=lambda d: d["id"])
-        locations.sort(key=lambda d: d["id"])
+        for nid, cls in grabbable:  # sorted by id
+            r = room_of(nid)
+            if r in room_set and not w.is_hidden(nid):
+                objects.append({"id": nid, "class": cls, "location": w.location(nid), "room": r})
+        locations = [{"id": nid, "class": cls, "room": r,
+                      "open": "OPEN" in nodes[nid].states if can_open else None}
+                     for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id
         return {
             "tick": sim.tick,
             "window": self._window,
@@ -471,11 +564,31 @@ class MindHelperEnv(gym.Env):
                 "actors": actors,
                 "objects": objects,
                 "locations": locations,
-                "rooms": [{"id": r, "class": w.graph.nodes[r].class_name} for r in w.rooms],
+                "rooms": [{"id": r, "class": cls} for r, cls in room_list],
             },
             "robot": {"id": ROBOT_ID, "room": w.chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},
         }
+
+    def _node_lists(self, sim: Simulation) -> tuple[list[tuple[int, str]],
+                                                     list[tuple[int, str, bool, int | None]],
+                                                     list[tuple[int, str]]]:
+        """Per episode (nodes are never added or removed, furniture never moves): ``(id,
+        class)`` of grabbable objects, ``(id, class, can_open, room)`` of furniture and
+        ``(id, class)`` of rooms, by id."""
+        cached = self._lists
+        if cached is not None and cached[0] is sim:
+            return cached[1]
+        nodes = sim.world.graph.nodes
+        grabbable = [(i, nodes[i].class_name) for i in sorted(nodes)
+                     if "GRABBABLE" in nodes[i].properties]
+        furniture = [(i, nodes[i].class_name, "CAN_OPEN" in nodes[i].properties,
+                      sim.world.room_of(i))
+                     for i in sorted(nodes) if "GRABBABLE" not in nodes[i].properties
+                     and nodes[i].category == "Furniture"]
+        rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
+        self._lists = (sim, (grabbable, furniture, rooms))
+        return self._lists[1]
 
     def episode_record(self) -> dict[str, Any]:
         """The scoring record of the episode so far (see :mod:`mindhelper_env.metrics`)."""
@@ -550,6 +663,18 @@ class MindHelperEnv(gym.Env):
         self._renderer = None
         self._frame_renderer = None
         super().close()
+
+
+def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
+    if size is None:
+        from mindhelper_env.scenarios.pool import DEFAULT_POOL_SIZE
+
+        size = DEFAULT_POOL_SIZE
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"pool_size must be a non-negative int (0: no pool), got {size!r}")
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise ValueError(f"pool_dir must be a path or None, got {directory!r}")
+    return int(size), None if directory is None else os.fspath(directory)
 
 
 def _or_minus_one(value: int | None) -> int:

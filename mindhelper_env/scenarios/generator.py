@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.actors.actor import ACTOR_KINDS
-from mindhelper_env.backends.symbolic import Simulation
+from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
 from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 from mindhelper_env.scenarios.spec import (
@@ -154,7 +154,13 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     target = draft["target"]
     spec = {k: draft[k] for k in ("family", "graph", "robot", "actors", "events", "horizon")}
     spec["reference"] = {"focus_actor": focus, "needs_intervention": draft["needs_intervention"]}
-    sim = Simulation(spec)
+    # every rollout starts from a copy of one parsed world (no graph parsing per rollout)
+    template = World(spec["graph"], robot_ids=(ROBOT_ID,))
+
+    def fresh() -> Simulation:
+        return Simulation(spec, world=template.copy())
+
+    sim = fresh()
     cues = observe_cues(sim)
     if not sim.terminated:
         raise EpisodeInvalid("no-help rollout did not finish within the horizon")
@@ -170,7 +176,7 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
             raise EpisodeInvalid("a silent twin whose focus person shows no struggle cue")
         if family in ("false_belief_witnessed", "false_belief_self_corrected"):
             t = _last_fetch_start(sim)
-            _check_belief_at(spec, focus, target, t, want_true=True)
+            _check_belief_at(fresh(), focus, target, t, want_true=True)
         return {"window": None, "reference_actions": []}
     if f.status != "gave_up":
         raise EpisodeInvalid("needs-help episode succeeds without help")
@@ -184,12 +190,12 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     if gave_up < deadline + _SLACK_AFTER_DEADLINE:
         raise EpisodeInvalid("focus person gives up too soon after the deadline")
     if family == "false_belief_relocation":
-        _check_belief_at(spec, focus, target, onset, want_true=False)
-    at_onset = Simulation(spec)
+        _check_belief_at(fresh(), focus, target, onset, want_true=False)
+    at_onset = fresh()
     at_onset.run(max_ticks=onset)
     program = help_program(at_onset.world, focus, family, target)
     for delay in range(DEADLINE_TICKS + 1):
-        trial = Simulation(spec)
+        trial = fresh()
         trial.run(max_ticks=onset + delay)
         if trial.terminated:
             raise EpisodeInvalid("episode ended before help could be given")
@@ -211,11 +217,10 @@ def _last_fetch_start(sim: Simulation) -> int | None:
     return ticks[-1] if ticks else None
 
 
-def _check_belief_at(spec: dict[str, Any], focus: int, target: int, tick: int | None,
+def _check_belief_at(sim: Simulation, focus: int, target: int, tick: int | None,
                      *, want_true: bool) -> None:
     if tick is None:
         raise EpisodeInvalid("focus person never started the fetch")
-    sim = Simulation(spec)
     sim.run(max_ticks=tick)
     f = sim.actor_by_id[focus]
     believed = f.beliefs.get(target)

@@ -62,6 +62,17 @@ class Node:
         except (KeyError, IndexError, TypeError, ValueError):
             return None
 
+    def clone(self) -> Node:
+        """An independent copy: mutable parts (states, bounding box, extra) are copied."""
+        box = self.bounding_box
+        if box is not None:
+            box = {k: v[:] if type(v) is list else copy.deepcopy(v) for k, v in box.items()}
+        extra = self.extra
+        extra = {k: v if isinstance(v, _SCALARS) else copy.deepcopy(v)
+                 for k, v in extra.items()} if extra else {}
+        return Node(self.id, self.class_name, self.category, self.properties, set(self.states),
+                    box, self.prefab_name, extra, self.key)
+
     def to_virtualhome(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "id": self.id,
@@ -176,7 +187,13 @@ class SceneGraph:
         return node_id in self.nodes
 
     def copy(self) -> SceneGraph:
-        return SceneGraph.from_virtualhome(self.to_virtualhome())
+        """An independent copy (a structural copy; no JSON round trip)."""
+        g = SceneGraph.__new__(SceneGraph)
+        g.nodes = {nid: n.clone() for nid, n in self.nodes.items()}
+        g._out = {nid: {r: set(ts) for r, ts in rels.items()} for nid, rels in self._out.items()}
+        g._in = {nid: {r: set(fs) for r, fs in rels.items()} for nid, rels in self._in.items()}
+        g._n_edges = self._n_edges
+        return g
 
     # -- VirtualHome JSON ---------------------------------------------------------------
     @classmethod
@@ -251,6 +268,7 @@ class SceneGraph:
 
 
 _EMPTY: frozenset[int] = frozenset()
+_SCALARS = (str, int, float, bool, type(None))
 
 
 def _copy_box(box: Any) -> Any:

@@ -1,0 +1,270 @@
+"""A pool of pre-validated training episodes, cached on disk, for fast resets.
+
+Generating an episode (:func:`~mindhelper_env.scenarios.generator.generate_episode`: draft,
+then validation by several simulated rollouts) costs ~10 ms, far more than the few steps an
+episode lasts. :class:`EpisodePool` makes the env's *sampled* episodes (``reset()`` without
+``options``) come from a fixed, numbered set instead:
+
+* entry ``k`` is ``generate_episode(family_k, seed_k)`` — the same full validation — where
+  ``(family_k, seed_k)`` is drawn from a random stream seeded by the pool's key and ``k``
+  alone, so entry ``k`` is the same episode however and whenever it is generated;
+* the env picks ``k = np_random.integers(size)``: the same env seed gives the same sequence of
+  episodes whether the pool is warm or cold;
+* an entry is generated on first use (or by :meth:`EpisodePool.fill`, optionally in a
+  background thread), written to ``<cache dir>/pools/<key>/<k>.json`` (atomically, so
+  processes sharing the directory cannot see half a file) and kept in memory, compactly, with
+  its parsed :class:`~mindhelper_env.world.World`: a reset unpickles a fresh world (~0.15 ms)
+  instead of parsing the graph (~1 ms).
+
+The key is a digest of :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, the family
+weights and the pool format: a new generator never reads old files. The cache directory is
+``$MINDHELPER_CACHE_DIR``, else ``$XDG_CACHE_HOME/mindhelper-env``, else
+``~/.cache/mindhelper-env``. A file that cannot be read, or that does not hold the episode it
+should, is regenerated.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import logging
+import os
+import pickle
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mindhelper_env.backends.symbolic import ROBOT_ID
+from mindhelper_env.scenarios.generator import generate_episode
+from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION
+from mindhelper_env.world.world import World
+
+__all__ = ["EpisodePool", "PoolEntry", "cache_dir", "get_pool", "DEFAULT_POOL_SIZE"]
+
+logger = logging.getLogger(__name__)
+
+#: Default number of distinct sampled training episodes per env configuration.
+DEFAULT_POOL_SIZE = 4096
+_POOL_FORMAT = 1
+
+
+def cache_dir() -> Path:
+    """``$MINDHELPER_CACHE_DIR``, else ``$XDG_CACHE_HOME/mindhelper-env``, else
+    ``~/.cache/mindhelper-env``."""
+    explicit = os.environ.get("MINDHELPER_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "mindhelper-env"
+
+
+@dataclass(frozen=True)
+class PoolEntry:
+    """One pool episode, kept compact in memory (~12 KB): its spec without the graph and its
+    parsed world, both pickled in this process (never read from disk). :meth:`load` gives
+    fresh objects each time."""
+
+    index: int
+    family: str
+    seed: int
+    light: bytes
+    world: bytes
+
+    def load(self) -> tuple[dict[str, Any], World]:
+        """A fresh ``(spec without "graph", World)`` for a new simulation of this episode."""
+        # unpickling creates many small objects at once: no collection passes meanwhile
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return pickle.loads(self.light), pickle.loads(self.world)
+        finally:
+            if enabled:
+                gc.enable()
+
+
+class EpisodePool:
+    """Numbered, validated episodes of one family mix (see the module docstring).
+
+    Args:
+        families: ``{family: weight}`` (positive total).
+        size: number of entries (the env draws ``k`` uniformly in ``range(size)``).
+        directory: cache directory (default :func:`cache_dir`); ``None`` there and
+            ``persist=False`` keep the pool in memory only.
+        persist: write generated entries to disk.
+    """
+
+    def __init__(self, families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE, *,
+                 directory: str | os.PathLike[str] | None = None, persist: bool = True) -> None:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"pool size must be a positive int, got {size!r}")
+        fams = {str(f): float(w) for f, w in families.items() if float(w) > 0}
+        unknown = set(fams) - set(FAMILIES)
+        if not fams or unknown:
+            raise ValueError(f"pool families must be known families with positive weights, "
+                             f"got {dict(families)!r}")
+        self.families = dict(sorted(fams.items()))
+        self.size = int(size)
+        digest = hashlib.sha256(json.dumps(
+            {"format": _POOL_FORMAT, "generator": GENERATOR_VERSION,
+             "families": self.families}, sort_keys=True).encode()).hexdigest()
+        self.key = digest[:20]
+        self._stream_seed = int(digest[:16], 16)
+        base = Path(directory) if directory is not None else cache_dir()
+        self._base = str(base)
+        self.directory: Path | None = base / "pools" / self.key if persist else None
+        self._names = list(self.families)
+        weights = np.array([self.families[n] for n in self._names])
+        self._p = weights / weights.sum()
+        self._entries: dict[int, PoolEntry] = {}
+        self._full: dict[int, bytes] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its configuration (an env pickled mid-episode does not carry the pool);
+        # in the same process this is the shared pool again, elsewhere entries reload lazily.
+        if self.directory is None:
+            return (_memory_pool, (self.families, self.size))
+        return (get_pool, (self.families, self.size, self._base))
+
+    # ------------------------------------------------------------------ entries
+    def source(self, k: int) -> tuple[str, int]:
+        """``(family, seed)`` of entry ``k`` (a function of the pool key and ``k`` only)."""
+        rng = np.random.default_rng([self._stream_seed, int(k)])
+        fam = self._names[int(rng.choice(len(self._names), p=self._p))]
+        return fam, int(rng.integers(0, 2**31 - 1))
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def n_loaded(self) -> int:
+        """Entries held in memory."""
+        return len(self._entries)
+
+    def sample(self, rng: np.random.Generator) -> PoolEntry:
+        """Entry ``rng.integers(size)``."""
+        return self.get(int(rng.integers(self.size)))
+
+    def get(self, k: int) -> PoolEntry:
+        """Entry ``k``: from memory, else from disk, else generated (and written)."""
+        entry = self._entries.get(k)
+        if entry is not None:
+            return entry
+        if not 0 <= k < self.size:
+            raise IndexError(f"pool entry {k} out of range(0, {self.size})")
+        family, seed = self.source(k)
+        spec = self._read(k, family, seed)
+        if spec is None:
+            spec = generate_episode(family, seed)
+            self._write(k, spec)
+        world = World(spec["graph"], robot_ids=(ROBOT_ID,))
+        light = {key: val for key, val in spec.items() if key != "graph"}
+        entry = PoolEntry(k, family, seed, pickle.dumps(light, protocol=pickle.HIGHEST_PROTOCOL),
+                          pickle.dumps(world, protocol=pickle.HIGHEST_PROTOCOL))
+        with self._lock:
+            if self.directory is None:
+                self._full.setdefault(k, pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+            return self._entries.setdefault(k, entry)
+
+    def spec(self, k: int) -> dict[str, Any]:
+        """The complete spec of entry ``k`` (graph included), e.g. to replay it."""
+        entry = self.get(k)
+        full = self._full.get(k)
+        if full is not None:
+            return pickle.loads(full)
+        spec = self._read(k, entry.family, entry.seed)
+        if spec is None:  # the file went away: the same episode again
+            spec = generate_episode(entry.family, entry.seed)
+            self._write(k, spec)
+        return spec
+
+    def fill(self, n: int | None = None, *,
+             progress: Callable[[int, int], None] | None = None) -> int:
+        """Load or generate entries ``0 .. n-1`` (default: all); returns how many were loaded
+        or generated now."""
+        n = self.size if n is None else min(int(n), self.size)
+        done = 0
+        for k in range(n):
+            if self._stop.is_set():
+                break
+            if k not in self._entries:
+                self.get(k)
+                done += 1
+            if progress is not None:
+                progress(k + 1, n)
+        return done
+
+    def fill_in_background(self, n: int | None = None) -> threading.Thread:
+        """Run :meth:`fill` in a daemon thread (the env keeps working meanwhile; it shares
+        the interpreter, so steps are slower until the thread ends). Idempotent."""
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self.fill, args=(n,), daemon=True,
+                                            name=f"mindhelper-pool-{self.key[:8]}")
+            self._thread.start()
+        return self._thread
+
+    def stop(self) -> None:
+        """Ask a background fill to stop after the entry it is on."""
+        self._stop.set()
+
+    # ------------------------------------------------------------------ disk
+    def _path(self, k: int) -> Path | None:
+        return None if self.directory is None else self.directory / f"{k}.json"
+
+    def _read(self, k: int, family: str, seed: int) -> dict[str, Any] | None:
+        path = self._path(k)
+        if path is None or not path.exists():
+            return None
+        try:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            logger.warning("episode pool: cannot read %s (%s); regenerating", path, err)
+            return None
+        if not (isinstance(spec, dict) and spec.get("generator") == GENERATOR_VERSION
+                and spec.get("family") == family and spec.get("seed") == seed
+                and "graph" in spec and "reference" in spec):
+            logger.warning("episode pool: %s does not hold %s seed %d; regenerating",
+                           path, family, seed)
+            return None
+        return spec
+
+    def _write(self, k: int, spec: dict[str, Any]) -> None:
+        path = self._path(k)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{k}.", suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(spec, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+        except OSError as err:  # a read-only cache only costs speed
+            logger.warning("episode pool: cannot write %s (%s); keeping it in memory", path, err)
+
+
+_POOLS: dict[tuple[str, int, str], EpisodePool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def get_pool(families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE,
+             directory: str | os.PathLike[str] | None = None) -> EpisodePool:
+    """The process-wide pool for this configuration (envs in one process share it)."""
+    base = str(Path(directory) if directory is not None else cache_dir())
+    probe = EpisodePool(families, size, directory=base)
+    key = (probe.key, probe.size, base)
+    with _POOLS_LOCK:
+        return _POOLS.setdefault(key, probe)
+
+
+def _memory_pool(families: Mapping[str, float], size: int) -> EpisodePool:
+    return EpisodePool(families, size, persist=False)

@@ -1,0 +1,171 @@
+"""The episode pool: validated episodes, deterministic warm or cold, cached on disk."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from mindhelper_env.backends.symbolic import Simulation
+from mindhelper_env.scenarios import pool as pool_mod
+from mindhelper_env.scenarios.generator import generate_episode
+from mindhelper_env.scenarios.pool import EpisodePool, cache_dir
+from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS
+from mindhelper_env.world.world import World
+
+ENV_ID = "MindHelper-VirtualHome-v0"
+FAMS = {"false_belief_relocation": 1.0, "routine": 1.0, "reach_helped": 0.5}
+
+
+def _episode_ids(env: gym.Env, seed: int, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        env.reset(seed=seed if i == 0 else None)
+        ids.append(env.unwrapped.ground_truth.episode_id)
+    return ids
+
+
+def test_same_seed_same_episodes_warm_or_cold(tmp_path) -> None:
+    cold = gym.make(ENV_ID, families=FAMS, pool_size=16, pool_dir=str(tmp_path / "a"))
+    first = _episode_ids(cold, 3, 10)
+    assert len(set(first)) > 3
+    pool = cold.unwrapped.episode_pool
+    assert 0 < pool.n_loaded <= 16 and len(list(pool.directory.glob("*.json"))) == pool.n_loaded
+    pool.fill()
+    # a new process would start from the files: a fresh pool object on the same directory
+    warm_pool = EpisodePool(FAMS, 16, directory=tmp_path / "a")
+    assert warm_pool.key == pool.key
+    warm = gym.make(ENV_ID, families=FAMS, pool_size=16, pool_dir=str(tmp_path / "a"))
+    warm.unwrapped._pool = warm_pool
+    assert _episode_ids(warm, 3, 10) == first
+    assert warm_pool.n_loaded == len(set(first))  # read from disk, not generated
+    other_dir = gym.make(ENV_ID, families=FAMS, pool_size=16, pool_dir=str(tmp_path / "b"))
+    assert _episode_ids(other_dir, 3, 10) == first
+
+
+def test_entries_are_generated_episodes_and_replay_exactly(tmp_path) -> None:
+    pool = EpisodePool(FAMS, 8, directory=tmp_path)
+    for k in (0, 5):
+        family, seed = pool.source(k)
+        assert family in FAMS
+        assert pool.spec(k) == generate_episode(family, seed)
+    env = gym.make(ENV_ID, families=FAMS, pool_size=8, pool_dir=str(tmp_path))
+    replay = gym.make(ENV_ID, pool_size=0)
+    obs, info = env.reset(seed=1)
+    spec = env.unwrapped.episode_spec
+    assert "graph" in spec and spec["episode_id"] == env.unwrapped.ground_truth.episode_id
+    obs2, info2 = replay.reset(options={"episode": spec})
+    assert obs == obs2 and info == info2
+    rng = np.random.default_rng(0)
+    while True:
+        objs = info["candidates"]["objects"]
+        action = "none"
+        if objs and rng.random() < 0.3:
+            o = objs[int(rng.integers(len(objs)))]
+            action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+        obs, r, term, trunc, info = env.step(action)
+        obs2, r2, term2, trunc2, info2 = replay.step(action)
+        assert (obs, r, term, trunc) == (obs2, r2, term2, trunc2)
+        assert info == info2
+        if term or trunc:
+            break
+
+
+def test_key_depends_on_generator_and_families(tmp_path, monkeypatch) -> None:
+    a = EpisodePool(FAMS, 4, directory=tmp_path)
+    assert EpisodePool(dict(FAMS), 99, directory=tmp_path).key == a.key  # size is not in it
+    assert EpisodePool({**FAMS, "routine": 2.0}, 4, directory=tmp_path).key != a.key
+    monkeypatch.setattr(pool_mod, "GENERATOR_VERSION", "mh-gen-test")
+    assert EpisodePool(FAMS, 4, directory=tmp_path).key != a.key
+
+
+def test_bad_or_foreign_files_are_regenerated(tmp_path, caplog) -> None:
+    pool = EpisodePool(FAMS, 4, directory=tmp_path)
+    good = pool.spec(1)
+    pool.get(2)
+    (pool.directory / "1.json").write_text("{not json")
+    other = dict(good, seed=good["seed"] + 1)
+    (pool.directory / "2.json").write_text(json.dumps(other))
+    fresh = EpisodePool(FAMS, 4, directory=tmp_path)
+    assert fresh.spec(1) == good
+    assert fresh.spec(2)["seed"] == pool.source(2)[1]
+    assert sum("regenerating" in r.getMessage() for r in caplog.records) >= 2
+    assert json.loads((pool.directory / "1.json").read_text()) == good
+
+
+def test_memory_only_pool_and_pickling(tmp_path) -> None:
+    mem = EpisodePool(FAMS, 4, persist=False)
+    assert mem.directory is None
+    spec = mem.spec(3)
+    assert spec == generate_episode(*mem.source(3))
+    again = pickle.loads(pickle.dumps(mem))
+    assert again.key == mem.key and again.n_loaded == 0 and again.spec(3) == spec
+    env = gym.make(ENV_ID, families=FAMS, pool_size=4, pool_dir=str(tmp_path))
+    env.reset(seed=0)
+    env.step("none")
+    clone = pickle.loads(pickle.dumps(env))
+    assert clone.step("none")[0] == env.step("none")[0]
+
+
+def test_background_fill(tmp_path) -> None:
+    pool = EpisodePool(FAMS, 6, directory=tmp_path)
+    thread = pool.fill_in_background()
+    assert pool.fill_in_background() is thread
+    thread.join(timeout=120)
+    assert not thread.is_alive() and pool.n_loaded == 6
+    assert pool.fill() == 0
+
+
+def test_arguments_and_cache_dir(tmp_path, monkeypatch) -> None:
+    for bad in (-1, 1.5, True, "4"):
+        with pytest.raises(ValueError, match="pool_size"):
+            gym.make(ENV_ID, pool_size=bad)
+    with pytest.raises(ValueError, match="pool_dir"):
+        gym.make(ENV_ID, pool_dir=3)
+    with pytest.raises(ValueError):
+        EpisodePool({"nope": 1.0}, 4)
+    with pytest.raises(ValueError):
+        EpisodePool(FAMS, 0)
+    with pytest.raises(IndexError):
+        EpisodePool(FAMS, 2, persist=False).get(2)
+    env = gym.make(ENV_ID, pool_size=0)
+    assert env.unwrapped.episode_pool is None
+    env.reset(seed=4)
+    assert env.unwrapped.episode_spec["graph"]
+    monkeypatch.setenv("MINDHELPER_CACHE_DIR", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x"
+    monkeypatch.delenv("MINDHELPER_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "mindhelper-env"
+
+
+def test_world_copy_and_pickle_behave_like_a_parsed_world() -> None:
+    spec = generate_episode("false_belief_relocation", 12)
+    template = World(spec["graph"], robot_ids=(1,))
+    copies = [World(spec["graph"], robot_ids=(1,)), template.copy(),
+              pickle.loads(pickle.dumps(template))]
+    sims = [Simulation(spec, world=w) for w in copies]
+    program = "\n".join(spec["reference"]["reference_actions"])
+    for sim in sims:
+        sim.run(max_ticks=spec["reference"]["window"]["onset_tick"])
+        sim.issue(program)
+        sim.run()
+    logs = [[e.to_dict() for e in s.log] for s in sims]
+    graphs = [s.world.graph.to_virtualhome() for s in sims]
+    assert logs[0] == logs[1] == logs[2] and graphs[0] == graphs[1] == graphs[2]
+    assert all(s.focus_succeeded() for s in sims)
+    # the template is untouched
+    assert template.graph.to_virtualhome() == World(spec["graph"]).graph.to_virtualhome()
+    assert template.tick == 0
+
+
+def test_default_pool_uses_the_cache_dir(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("MINDHELPER_CACHE_DIR", str(tmp_path))
+    env = gym.make(ENV_ID, families=FAMS, pool_size=3)
+    env.reset(seed=0)
+    pool = env.unwrapped.episode_pool
+    assert pool.directory.parent.parent == tmp_path and any(pool.directory.glob("*.json"))
+    assert DEFAULT_FAMILY_WEIGHTS  # the default mix keeps its own key
