@@ -516,10 +516,19 @@ def _cmd_render(args: argparse.Namespace) -> int:
                          options={"suite": args.suite, "index": args.index})
     video, timeline = save_episode_media(rec, args.out, fps=args.fps)
     env.close()
+    trace_note = ""
+    trace = getattr(agent, "trace", None)
+    if isinstance(trace, list) and trace:
+        from mindhelper_env.render.trace import format_trace
+        from mindhelper_env.runner_safety import atomic_write_bytes
+
+        trace_path = args.out.with_name(args.out.stem + "-trace.txt")
+        atomic_write_bytes(trace_path, format_trace(trace).encode())
+        trace_note = f"\ntrace: {trace_path}"
     outcome = rec.timeline["outcome"]
     _console().print(f"{rec.record['episode_id']} ({rec.timeline['family']}) with {args.agent}: "
                      f"{outcome}, {rec.record['ticks']} ticks, {len(rec.frames)} frames\n"
-                     f"video: {video}\ntimeline: {timeline}", soft_wrap=True)
+                     f"video: {video}\ntimeline: {timeline}{trace_note}", soft_wrap=True)
     return EXIT_OK
 
 

@@ -75,3 +75,17 @@ def test_evaluate_videos(tmp_path):
     vids = sorted(p.name for p in (out / "videos").iterdir())
     assert vids == ["oracle-vh-dev-v1-0000-timeline.png", "oracle-vh-dev-v1-0000.gif",
                     "silent-vh-dev-v1-0000-timeline.png", "silent-vh-dev-v1-0000.gif"]
+
+
+def test_render_writes_the_mindclaw_trace(tmp_path):
+    out = tmp_path / "claw.gif"
+    rc = main(["render", "--suite", "vh-dev-v1", "--index", "2", "--agent", "mindclaw",
+               "--out", str(out), "--size", "128"])
+    assert rc == 0
+    text = (tmp_path / "claw-trace.txt").read_text()
+    assert text.startswith("window 0 (tick 0): ")
+    assert "belief_create_visual_fact" in text and "robot sees" in text
+    # agents without a trace write none
+    rc = main(["render", "--suite", "vh-dev-v1", "--index", "2", "--agent", "silent",
+               "--out", str(tmp_path / "quiet.gif"), "--size", "128"])
+    assert rc == 0 and not (tmp_path / "quiet-trace.txt").exists()
