@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mindhelper_env.agents.tracker import BeliefTracker, Cue, parse_events
-from mindhelper_env.scenarios.observer import ADULT_REACH, is_usual_place
-from mindhelper_env.world.house import OBJECT_CATALOG
+from mindhelper_env.scenarios.observer import ADULT_REACH, classes_kept_at, is_usual_place
 
 __all__ = ["Fact", "Change", "CueContext", "Perception", "MindMemory", "BELIEF_OPS"]
 
@@ -88,11 +87,6 @@ class Perception:
 
     def count(self, op: str) -> int:
         return len(self.pending.get(op, []))
-
-
-def classes_kept_at(place_class: str) -> list[str]:
-    """Object classes people keep on or in furniture of ``place_class``."""
-    return [c for c, (_, places) in sorted(OBJECT_CATALOG.items()) if place_class in places]
 
 
 class _Tracker(BeliefTracker):

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 
 from mindhelper_env.world.house import OBJECT_CATALOG
 
-__all__ = ["Need", "PersonView", "SceneView", "is_usual_place", "judge_look", "judge_stretch",
+__all__ = ["Need", "PersonView", "SceneView", "is_usual_place", "classes_kept_at", "judge_look",
+           "judge_stretch",
            "judge_stand", "judge_tick", "ADULT_REACH"]
 
 #: Reach (metres) of an adult; adults can reach every shelf and cabinet of a generated house.
@@ -91,7 +92,8 @@ def is_usual_place(obj_class: str, place_class: str) -> bool:
     return entry is not None and place_class in entry[1]
 
 
-def _classes_kept_at(place_class: str) -> list[str]:
+def classes_kept_at(place_class: str) -> list[str]:
+    """Object classes people keep on or in furniture of ``place_class``."""
     return [c for c, (_, places) in sorted(OBJECT_CATALOG.items()) if place_class in places]
 
 
@@ -112,7 +114,7 @@ def judge_look(person: PersonView, place: int, scene: SceneView) -> Need | None:
     # implicit goal: searching the usual places for something that is not in any of them
     place_class = cls.get(place, "")
     known_classes = {cls.get(o) for o in person.beliefs}
-    for c in _classes_kept_at(place_class):
+    for c in classes_kept_at(place_class):
         if c in known_classes:
             continue
         seen = [o for o, loc in sorted(scene.where.items())
