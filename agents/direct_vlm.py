@@ -47,7 +47,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
 from typing import Any
 
@@ -55,6 +54,7 @@ import numpy as np
 
 from mindhelper_env.agents.base import Usage
 from mindhelper_env.models import ModelClient, make_client
+from mindhelper_env.models.base import first_json_object
 from mindhelper_env.world.script import VERB_ARITY, parse_program, split_program
 
 __all__ = ["DirectVLMAgent", "parse_answer", "SYSTEM_PROMPT"]
@@ -106,25 +106,13 @@ or
 {{"intervene": true, "program": ["[walk] <fridge> (132)", "[open] <fridge> (132)"]}}"""
 
 
-def _first_json_object(text: str) -> dict[str, Any] | None:
-    decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", text):
-        try:
-            obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
-
-
 def parse_answer(text: str, known_ids: set[int] | None = None,
                  max_lines: int = 32) -> tuple[str | None, str]:
     """Turn a model reply into an action: ``(action, "")`` or ``(None, reason)``.
 
     ``action`` is ``"none"`` or the program's canonical lines joined by newlines.
     """
-    obj = _first_json_object(text or "")
+    obj = first_json_object(text or "")
     if obj is None:
         return None, "no JSON object in the answer"
     intervene = obj.get("intervene")

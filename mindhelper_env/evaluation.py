@@ -530,15 +530,6 @@ def _finite_float(token: str) -> float:
     return value
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def _nesting_depth(text: str) -> int:
     """Deepest ``[``/``{`` nesting of a JSON text (strings skipped); linear, no recursion."""
     depth = deepest = 0
@@ -567,7 +558,7 @@ def _strict_json(text: str) -> Any:
         raise ValueError(f"nested deeper than {_MAX_DEPTH} levels")
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                          object_pairs_hook=_no_duplicates)
+                          object_pairs_hook=_suites_module().no_duplicate_keys)
     except RecursionError:
         raise ValueError(f"nested deeper than {_MAX_DEPTH} levels") from None
 

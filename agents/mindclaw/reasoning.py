@@ -26,15 +26,14 @@ error, replay miss) falls back too and counts in ``usage.fallbacks``.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mindhelper_env.agents.base import Usage
 from mindhelper_env.agents.mindclaw.memory import CueContext, MindMemory, Perception
+from mindhelper_env.models.base import first_json_object
 from mindhelper_env.scenarios.observer import Need
 from mindhelper_env.world.script import parse_program, split_program
 
@@ -66,19 +65,6 @@ ACTION_SYSTEM = (
     "object: {\"program\": [lines]}.")
 
 _KINDS = ("false_belief", "implicit_goal")
-
-
-def first_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in ``text`` (prose and code fences around it are fine)."""
-    decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", text or ""):
-        try:
-            obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
 
 
 @dataclass

@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 __all__ = [
+    "first_json_object",
     "Completion",
     "ModelClient",
     "ModelError",
@@ -180,3 +182,17 @@ def prompt_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
             else:
                 images += 1
     return chars, images
+
+
+def first_json_object(text: str | None) -> dict[str, Any] | None:
+    """The first JSON object in a model's answer (prose and code fences around it are fine),
+    or None."""
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text or ""):
+        try:
+            obj, _ = decoder.raw_decode(text or "", m.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None

@@ -94,6 +94,7 @@ __all__ = [
     "pinned_digests",
     "pin_digests",
     "apportion",
+    "no_duplicate_keys",
     "perceived_graph",
     "is_training_seed",
     "suite_names",
@@ -519,7 +520,7 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"{token} is not valid JSON")
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:
@@ -544,7 +545,7 @@ def _iter_jsonl(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, str |
             continue
         try:
             obj = json.loads(text, parse_constant=_reject_constant,
-                             object_pairs_hook=_no_duplicate_keys)
+                             object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as err:
             yield n, None, f"invalid JSON ({err.msg} at column {err.colno})"
             continue
