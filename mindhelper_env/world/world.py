@@ -377,7 +377,9 @@ class World:
         return "CLOSED" in n.states
 
     def is_hidden(self, nid: int) -> bool:
-        """True if the node is inside a closed container (at any depth)."""
+        """True if the node is inside a closed container (at any depth). Only nodes with the
+        CONTAINERS property hide what is in them: VirtualHome also marks counters CLOSED and
+        puts curtains INSIDE one another."""
         seen = 0
         cur = nid
         while seen < 16:
@@ -389,8 +391,10 @@ class World:
             rel, par = p
             if par in self._room_members:
                 return False
-            if rel == "INSIDE" and "CLOSED" in self.graph.nodes[par].states:
-                return True
+            if rel == "INSIDE":
+                pn = self.graph.nodes[par]
+                if "CLOSED" in pn.states and "CONTAINERS" in pn.properties:
+                    return True
             cur = par
             seen += 1
         return False
