@@ -664,7 +664,7 @@ class World:
             return self._fail(cid, line, f"{self.name(t)} is already open")
         if not opening and "CLOSED" in n.states:
             return self._fail(cid, line, f"{self.name(t)} is already closed")
-        if self.free_hand(cid) is None:
+        if opening and self.free_hand(cid) is None:  # closing needs no free hand
             return self._fail(cid, line, "both hands are full")
         if not self.reachable(cid, t):
             return self._fail(cid, line, f"{self.name(t)} is out of reach")
