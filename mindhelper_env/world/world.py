@@ -754,6 +754,10 @@ class World:
         want = "ON" if on else "OFF"
         if want in n.states:
             return self._fail(cid, line, f"{self.name(t)} is already {want.lower()}")
+        if ("OFF" if on else "ON") not in n.states:
+            return self._fail(cid, line, f"{self.name(t)} is neither on nor off")
+        if on and "PLUGGED_OUT" in n.states:
+            return self._fail(cid, line, f"{self.name(t)} is unplugged")
         self.set_state(t, want)
         return self._ok(cid, line)
 
