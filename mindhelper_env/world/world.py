@@ -71,6 +71,9 @@ _ROOM_CLASSES = frozenset(
     }
 )
 _PLACEMENT = ("INSIDE", "ON")
+#: How many may sit on a seat of a class at once (objects on it count too, as in VirtualHome);
+#: other sittable classes seat one.
+_SEATS = {"couch": 4, "sofa": 4, "bed": 4, "loveseat": 2, "bench": 2, "pianobench": 2}
 #: Categories of structural nodes that never count as an object's container or surface
 #: (VirtualHome puts furniture ON the floor; the furniture is the anchor, not the floor).
 _STRUCTURAL = frozenset({"floors", "walls", "ceiling", "ceilings", "doors", "windows"})
@@ -775,6 +778,10 @@ class World:
             return self._fail(cid, line, "already sitting")
         if not self.is_close(cid, t):
             return self._fail(cid, line, f"not close to {self.name(t)}; [walk] to it first")
+        taken = sum(1 for o in self._contents.get(t, ()) if self._parent.get(o) == ("ON", t))
+        taken += sum(1 for o in self.chars.values() if o.sitting_on == t)
+        if taken >= _SEATS.get(self.graph.nodes[t].key, 1):
+            return self._fail(cid, line, f"no room to sit on {self.name(t)}")
         c.sitting_on = t
         self.graph.add_edge(cid, "SITTING", t)
         self.graph.nodes[cid].states.add("SITTING")
