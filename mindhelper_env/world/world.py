@@ -778,7 +778,7 @@ class World:
             return self._fail(cid, line, "already sitting")
         if not self.is_close(cid, t):
             return self._fail(cid, line, f"not close to {self.name(t)}; [walk] to it first")
-        taken = sum(1 for o in self._contents.get(t, ()) if self._parent.get(o) == ("ON", t))
+        taken = len(self.graph.sources(t, "ON"))
         taken += sum(1 for o in self.chars.values() if o.sitting_on == t)
         if taken >= _SEATS.get(self.graph.nodes[t].key, 1):
             return self._fail(cid, line, f"no room to sit on {self.name(t)}")
