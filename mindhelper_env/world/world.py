@@ -210,6 +210,11 @@ class World:
                         self._holder[obj] = n.id
                 for seat in g.targets(n.id, "SITTING"):
                     self.chars[n.id].sitting_on = seat
+                if "SITTING" in n.states and self.chars[n.id].sitting_on is None:
+                    # VirtualHome's executor seats a character with an ON edge, and a loaded
+                    # graph may say SITTING with no seat at all: then it sits in its room
+                    seats = sorted(g.targets(n.id, "ON")) or sorted(rooms)
+                    self.chars[n.id].sitting_on = seats[0] if seats else None
                 continue
         for n in g.nodes.values():
             if n.id in room_set or n.id in self.chars or n.id in self._holder:
