@@ -27,9 +27,12 @@ Deliberate differences the harness switches off: the character's reach is set ab
 object (``reach=None``), since VirtualHome has no reach limit. The other deliberate
 differences of :mod:`mindhelper_env.world.world` stay in and are counted.
 
-Speed. Both sides are timed per line on the same lines, parsing included (our
+Speed. :func:`replay_speed` replays every generated line of every sequence through each side
+in its own pass (so neither pollutes the other's caches), parsing included (our
 :meth:`World.execute` parses the string; VirtualHome's line is parsed with its
-``parse_script_line``); building the worlds is not timed.
+``parse_script_line``); building worlds and states is not timed. ``run_conformance`` also
+sums per-line times measured while the two alternate (``ours_seconds``/``theirs_seconds``),
+which understates our speed.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ __all__ = [
     "VirtualHomeRunner",
     "generate_sequence",
     "run_conformance",
+    "replay_speed",
 ]
 
 #: Non-walk verbs the harness generates.
@@ -127,6 +131,9 @@ class ConformanceReport:
     lines_timed: int = 0
     ours_seconds: float = 0.0
     theirs_seconds: float = 0.0
+    #: ``(graph, character id, lines)`` of every sequence, all its generated lines, for
+    #: :func:`replay_speed`
+    recorded: list[tuple[dict[str, Any], int, list[str]]] = field(default_factory=list)
 
     def stats(self, verb: str) -> VerbStats:
         return self.verbs.setdefault(verb, VerbStats())
@@ -333,7 +340,14 @@ def run_conformance(
             world.set_reach(cid, float("inf") if reach is None else reach)
             vh = VirtualHomeRunner(graph, cid)
             rep.sequences += 1
+            lines: list[str] = []
+            rep.recorded.append((graph, cid, lines))
+            compared = True
             for line in generate_sequence(world, cid, rng, steps, cands):
+                lines.append(line)
+                if not compared:  # keep generating (for the speed replay), stop comparing
+                    world.execute(cid, line)
+                    continue
                 t0 = perf()
                 res = world.execute(cid, line)
                 t1 = perf()
@@ -349,12 +363,47 @@ def run_conformance(
                     rep.differences.append((verb, f"{name}: {line}", res.ok, res.reason,
                                             theirs, err, "verdict"))
                     rep.cut += 1
-                    break
+                    compared = False
+                    continue
                 ids = res.line.ids if res.line is not None else ()
                 diff = _consistent(world, vh, cid, ids)
                 if diff:
                     rep.differences.append((verb, f"{name}: {line}", res.ok, res.reason,
                                             theirs, err, diff))
                     rep.cut += 1
-                    break
+                    compared = False
     return rep
+
+
+def replay_speed(recorded: Sequence[tuple[dict[str, Any], int, list[str]]],
+                 repeats: int = 5) -> tuple[float, float]:
+    """Median lines/s of our world and of VirtualHome's executor replaying the same recorded
+    sequences (each side in its own pass; building worlds and states is not timed)."""
+    import statistics
+
+    n = sum(len(lines) for _, _, lines in recorded)
+    bases: dict[int, World] = {}
+    ours, theirs = [], []
+    perf = time.perf_counter
+    for _ in range(repeats):
+        total = 0.0
+        for graph, cid, lines in recorded:
+            base = bases.get(id(graph))
+            if base is None:
+                base = bases[id(graph)] = World(graph)
+            world = base.copy()
+            world.set_reach(cid, float("inf"))
+            t0 = perf()
+            for line in lines:
+                world.execute(cid, line)
+            total += perf() - t0
+        ours.append(n / total)
+        total = 0.0
+        for graph, cid, lines in recorded:
+            vh = VirtualHomeRunner(graph, cid)
+            t0 = perf()
+            for line in lines:
+                vh.execute(line)
+            total += perf() - t0
+        theirs.append(n / total)
+    return statistics.median(ours), statistics.median(theirs)
