@@ -545,12 +545,8 @@ class MindHelperEnv(gym.Env):
         ]
         grabbable, furniture, room_list = self._node_lists(sim)
         nodes = w.graph.nodes
-        room_of = w.room_of
-        objects = []
-        for nid, cls in grabbable:  # sorted by id
-            r = room_of(nid)
-            if r in room_set and not w.is_hidden(nid):
-                objects.append({"id": nid, "class": cls, "location": w.location(nid), "room": r})
+        objects = [{"id": nid, "class": grabbable[nid], "location": loc, "room": r}
+                   for nid, loc, r in w.objects_in(grabbable, room_set)]  # sorted by id
         locations = [{"id": nid, "class": cls, "room": r,
                       "open": "OPEN" in nodes[nid].states if can_open else None}
                      for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id
@@ -570,18 +566,18 @@ class MindHelperEnv(gym.Env):
                       "holding": w.held_by(ROBOT_ID)},
         }
 
-    def _node_lists(self, sim: Simulation) -> tuple[list[tuple[int, str]],
+    def _node_lists(self, sim: Simulation) -> tuple[dict[int, str],
                                                      list[tuple[int, str, bool, int | None]],
                                                      list[tuple[int, str]]]:
-        """Per episode (nodes are never added or removed, furniture never moves): ``(id,
-        class)`` of grabbable objects, ``(id, class, can_open, room)`` of furniture and
+        """Per episode (nodes are never added or removed, furniture never moves): ``{id:
+        class}`` of grabbable objects, ``(id, class, can_open, room)`` of furniture and
         ``(id, class)`` of rooms, by id."""
         cached = self._lists
         if cached is not None and cached[0] is sim:
             return cached[1]
         nodes = sim.world.graph.nodes
-        grabbable = [(i, nodes[i].class_name) for i in sorted(nodes)
-                     if "GRABBABLE" in nodes[i].properties]
+        grabbable = {i: nodes[i].class_name for i in sorted(nodes)
+                     if "GRABBABLE" in nodes[i].properties}
         furniture = [(i, nodes[i].class_name, "CAN_OPEN" in nodes[i].properties,
                       sim.world.room_of(i))
                      for i in sorted(nodes) if "GRABBABLE" not in nodes[i].properties
