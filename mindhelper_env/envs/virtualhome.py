@@ -454,7 +454,7 @@ class MindHelperEnv(gym.Env):
             events.extend(tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
-            ended = sim.terminated or sim.truncated
+            ended = any(sim.end_flags())
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
                 self._frames.append(self._frame(self._visible_events(tick_events)))
             if ended:
@@ -468,8 +468,7 @@ class MindHelperEnv(gym.Env):
             if not ln.ok:
                 errors.append(f"line '{ln.line}' at tick {ln.tick}: {ln.reason}")
         self._window += 1
-        terminated = sim.terminated
-        truncated = sim.truncated
+        terminated, truncated = sim.end_flags()
         visible = self._visible_events(events)
         text = "\n".join(f"[t={ev.tick}] " + narrate_event(sim.world, ev, self._names, self._style)
                          for ev in visible)
