@@ -575,12 +575,15 @@ class MindHelperEnv(gym.Env):
         if cached is not None and cached[0] is sim:
             return cached[1]
         nodes = sim.world.graph.nodes
-        grabbable = {i: nodes[i].class_name for i in sorted(nodes)
-                     if "GRABBABLE" in nodes[i].properties}
-        furniture = [(i, nodes[i].class_name, "CAN_OPEN" in nodes[i].properties,
-                      sim.world.room_of(i))
-                     for i in sorted(nodes) if "GRABBABLE" not in nodes[i].properties
-                     and nodes[i].category == "Furniture"]
+        room_of = sim.world.room_of
+        grabbable: dict[int, str] = {}
+        furniture = []
+        for i in sorted(nodes):
+            n = nodes[i]
+            if "GRABBABLE" in n.properties:
+                grabbable[i] = n.class_name
+            elif n.category == "Furniture":
+                furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, room_of(i)))
         rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
         self._lists = (sim, (grabbable, furniture, rooms))
         return self._lists[1]

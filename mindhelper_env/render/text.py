@@ -93,7 +93,7 @@ def _choose(key: str, style: int, ev: Event) -> str:
 def _who(world: World, cid: int, names: dict[int, str]) -> str:
     if cid == 0:
         return "Someone"
-    return names.get(cid, world.name(cid))
+    return names[cid] if cid in names else world.name(cid)
 
 
 def _thing(world: World, nid: int, names: dict[int, str]) -> str:
@@ -191,12 +191,14 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
                    kinds: dict[int, str] | None = None) -> str:
     """What the robot sees at the start: rooms, people, and visible objects with places."""
     kinds = kinds or {}
+    nodes = world.graph.nodes
     lines = ["The home has: " + ", ".join(_room(world, r) for r in world.rooms) + "."]
     for r in rooms:
-        people = [c for c in sorted(world.room_nodes(r)) if c in world.chars and c != robot]
+        members = sorted(world.room_nodes(r))
+        people = [c for c in members if c in world.chars and c != robot]
         objs = [
-            n for n in sorted(world.room_nodes(r))
-            if "GRABBABLE" in world.graph.nodes[n].properties and not world.is_hidden(n)
+            n for n in members
+            if "GRABBABLE" in nodes[n].properties and not world.is_hidden(n)
             and world.holder(n) is None
         ]
         parts = []

@@ -10,6 +10,7 @@ stores edges as adjacency sets so that relations can be changed in constant time
 from __future__ import annotations
 
 import copy
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,7 +50,7 @@ class Node:
 
     def __post_init__(self) -> None:
         if not self.key:
-            self.key = normalize_class(self.class_name)
+            self.key = _intern(normalize_class(self.class_name))
 
     @property
     def height(self) -> float | None:
@@ -213,6 +214,7 @@ class SceneGraph:
         if not isinstance(edges, list):
             raise ValueError("scene graph 'edges' must be a list")
         g = cls()
+        shared: dict[frozenset[str], frozenset[str]] = {}  # one object per property set
         for i, raw in enumerate(nodes):
             if not isinstance(raw, dict):
                 raise ValueError(f"node #{i} is not an object")
@@ -231,12 +233,12 @@ class SceneGraph:
             g.add_node(
                 Node(
                     id=nid,
-                    class_name=cname,
-                    category=str(raw.get("category") or ""),
-                    properties=frozenset(str(p).upper() for p in props),
-                    states={str(s).upper() for s in states},
+                    class_name=_intern(cname),
+                    category=_intern(str(raw.get("category") or "")),
+                    properties=_shared(shared, frozenset(_intern(str(p).upper()) for p in props)),
+                    states={_intern(str(s).upper()) for s in states},
                     bounding_box=_copy_box(raw.get("bounding_box")),
-                    prefab_name=raw.get("prefab_name"),
+                    prefab_name=_intern(raw.get("prefab_name")),
                     extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _NODE_KEYS},
                 )
             )
@@ -268,6 +270,19 @@ class SceneGraph:
 
 
 _EMPTY: frozenset[int] = frozenset()
+
+
+def _intern(value: Any) -> Any:
+    """``sys.intern`` for plain strings (anything else is returned as it is). Graphs read
+    with :meth:`SceneGraph.from_virtualhome` share one object per distinct class, category,
+    property and state string, so a pickled world (an episode pool entry) stores each once
+    and unpickles faster."""
+    return sys.intern(value) if type(value) is str else value
+
+
+def _shared(table: dict[frozenset[str], frozenset[str]], value: frozenset[str]
+            ) -> frozenset[str]:
+    return table.setdefault(value, value)
 _SCALARS = (str, int, float, bool, type(None))
 
 
