@@ -63,6 +63,14 @@ class Node:
         except (KeyError, IndexError, TypeError, ValueError):
             return None
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # pickled as one tuple of fields, restored without __init__ (as pickle's default
+        # does, but without an intermediate state dict: episode pools unpickle a whole world
+        # at every reset)
+        return _node_from_fields, (self.id, self.class_name, self.category, self.properties,
+                                   self.states, self.bounding_box, self.prefab_name,
+                                   self.extra, self.key)
+
     def clone(self) -> Node:
         """An independent copy: mutable parts (states, bounding box, extra) are copied."""
         box = self.bounding_box
@@ -88,6 +96,13 @@ class Node:
             d["prefab_name"] = self.prefab_name
         d.update(copy.deepcopy(self.extra))
         return d
+
+
+def _node_from_fields(*values: Any) -> Node:
+    node = object.__new__(Node)
+    (node.id, node.class_name, node.category, node.properties, node.states,
+     node.bounding_box, node.prefab_name, node.extra, node.key) = values
+    return node
 
 
 class SceneGraph:
