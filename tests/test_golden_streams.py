@@ -101,3 +101,14 @@ def test_pool_streams_are_unchanged() -> None:
     env = gym.make("MindHelper-VirtualHome-v0", pool_size=16)
     resets = [{"seed": 3}] + [{} for _ in range(15)]
     assert _stream_digest(env, resets, seed=5) == GOLDEN["pool-home"]
+
+
+def test_events_json_needs_no_character_cleaning() -> None:
+    # the env only cuts the events JSON to length: json.dumps escapes every character that
+    # clean_text would replace
+    from mindhelper_env.render.text import clean_text, cut_text
+
+    s = "".join(chr(i) for i in range(0x3000)) + "\U0001f600"
+    text = json.dumps([{"actor_name": s, "args": [{"id": 1, "class": s}], "room": None}])
+    assert clean_text(text, 10**9) == text
+    assert clean_text(text, 500) == cut_text(text, 500)

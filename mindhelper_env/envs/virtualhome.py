@@ -17,6 +17,7 @@ from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
     clean_text,
+    cut_text,
     describe_scene,
     event_dict,
     narrate_event,
@@ -480,7 +481,8 @@ class MindHelperEnv(gym.Env):
         self._last_events = visible
         obs = {
             "narration": text,
-            "events": clean_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
+            # json.dumps escapes all but printable ASCII: only the length cut applies
+            "events": cut_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
             "tick": np.int64(min(sim.tick, self.max_ticks)),
         }
         if rgb:

@@ -18,7 +18,7 @@ from typing import Any
 
 from mindhelper_env.world.world import Event, World
 
-__all__ = ["CHARSET", "clean_text", "narrate_event", "describe_scene", "event_dict",
+__all__ = ["CHARSET", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
            "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
@@ -71,7 +71,13 @@ _PHRASES: dict[str, tuple[str, ...]] = {
 
 def clean_text(text: str, max_length: int) -> str:
     """Map characters outside :data:`CHARSET` to ``?`` and cut to ``max_length``."""
-    text = _NON_PRINTABLE.sub("?", text)
+    return cut_text(_NON_PRINTABLE.sub("?", text), max_length)
+
+
+def cut_text(text: str, max_length: int) -> str:
+    """Cut ``text`` to ``max_length`` characters (ending in `` ...``) as :func:`clean_text`
+    does, for text already in :data:`CHARSET` (e.g. ``json.dumps`` output, which escapes
+    every character outside ``\\x20-\\x7e``)."""
     if len(text) > max_length:
         text = text[: max_length - 4] + " ..."
     return text
