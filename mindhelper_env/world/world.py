@@ -359,7 +359,10 @@ class World:
 
     def held_by(self, char_id: int) -> list[int]:
         g = self.graph
-        return sorted(g.targets(char_id, "HOLDS_RH")) + sorted(g.targets(char_id, "HOLDS_LH"))
+        rh, lh = g.targets(char_id, "HOLDS_RH"), g.targets(char_id, "HOLDS_LH")
+        if not rh and not lh:
+            return []
+        return sorted(rh) + sorted(lh)
 
     def free_hand(self, char_id: int) -> str | None:
         g = self.graph
@@ -629,7 +632,8 @@ class World:
             node = self.graph.nodes.get(nid)
             if node is None:
                 return self._fail(char_id, line, f"unknown node id {nid}")
-            if node.key != cls.replace("_", "").replace(" ", "") and not (
+            key = node.key  # normalized: no "_" or " ", so cls == key needs no replace()
+            if cls != key and key != cls.replace("_", "").replace(" ", "") and not (
                 cls == "character" and nid in self.chars
             ):
                 return self._fail(
