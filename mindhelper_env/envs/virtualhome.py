@@ -378,6 +378,9 @@ class MindHelperEnv(gym.Env):
 
             self._pool = get_pool(self.families, size, directory)
         self._pool_entry = self._pool.sample(self.np_random)
+        # the last episode is over (reset cannot fail from here): free its world before
+        # unpickling the next, so the garbage collector sees one world's objects, not two
+        self._sim = self._lists = None
         spec, self._pool_world = self._pool_entry.load()
         return spec  # without "graph" (episode_spec fetches the complete spec)
 
