@@ -16,6 +16,7 @@ from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
+    Labels,
     clean_text,
     cut_text,
     describe_scene,
@@ -252,6 +253,7 @@ class MindHelperEnv(gym.Env):
         self._done = True
         self._window = 0
         self._names: dict[int, str] = {}
+        self._labels: Labels | None = None
         self._kinds: dict[int, str] = {}
         self._style = 0
         self._intervened = False
@@ -329,6 +331,7 @@ class MindHelperEnv(gym.Env):
         self._names = {a.id: a.name for a in sim.actors}
         self._names[ROBOT_ID] = "Robot"
         self._kinds = {a.id: a.kind for a in sim.actors}
+        self._labels = Labels(sim.world, self._names)
         self._style = style_of(spec.get("seed", spec.get("episode_id", "")))
         self._intervened = False
         self._done = False
@@ -474,7 +477,8 @@ class MindHelperEnv(gym.Env):
         self._window += 1
         terminated, truncated = sim.end_flags()
         visible = self._visible_events(events)
-        text = "\n".join(f"[t={ev.tick}] " + narrate_event(sim.world, ev, self._names, self._style)
+        world, names, style, labels = sim.world, self._names, self._style, self._labels
+        text = "\n".join(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels)
                          for ev in visible)
         if not text:
             text = "Nothing happened that you could see."
@@ -637,7 +641,8 @@ class MindHelperEnv(gym.Env):
     def _draw(self, renderer: Any, events: list[Any], *, scoped: bool = False) -> np.ndarray:
         sim = self._sim
         assert sim is not None
-        captions = [narrate_event(sim.world, ev, self._names, self._style) for ev in events]
+        captions = [narrate_event(sim.world, ev, self._names, self._style, self._labels)
+                    for ev in events]
         return renderer.render(
             sim.world,
             actors={a.id: (a.name, a.kind) for a in sim.actors},

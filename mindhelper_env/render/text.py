@@ -18,7 +18,7 @@ from typing import Any
 
 from mindhelper_env.world.world import Event, World
 
-__all__ = ["CHARSET", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
+__all__ = ["CHARSET", "Labels", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
            "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
@@ -122,12 +122,44 @@ def _and(parts: list[str]) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0) -> str:
-    """One sentence for an event: the behaviour a camera would have shown."""
+class Labels:
+    """The phrases naming nodes in one episode's narration (``Emma (3)``, ``the fridge
+    (12)``, ``kitchen (4)``), built once per node: names and classes do not change within
+    an episode (nodes are never added or removed). Make one per episode and pass it to
+    :func:`narrate_event`."""
+
+    __slots__ = ("world", "names", "_things", "_rooms")
+
+    def __init__(self, world: World, names: dict[int, str]) -> None:
+        self.world = world
+        self.names = names
+        self._things: dict[int, str] = {}
+        self._rooms: dict[int | None, str] = {}
+
+    def thing(self, nid: int) -> str:
+        label = self._things.get(nid)
+        if label is None:
+            label = self._things[nid] = _thing(self.world, nid, self.names)
+        return label
+
+    def room(self, rid: int | None) -> str:
+        label = self._rooms.get(rid)
+        if label is None:
+            label = self._rooms[rid] = _room(self.world, rid)
+        return label
+
+
+def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0,
+                  labels: Labels | None = None) -> str:
+    """One sentence for an event: the behaviour a camera would have shown. ``labels``
+    (optional, for ``world`` and ``names``) saves rebuilding node phrases at every event."""
+    if labels is None:
+        labels = Labels(world, names)
+    thing = labels.thing
     who = _who(world, ev.actor, names)
-    a = [_thing(world, x, names) for x in ev.args]
+    a = [thing(x) for x in ev.args]
     v = ev.verb
-    room = _room(world, ev.room)
+    room = labels.room(ev.room)
     fields: dict[str, Any] = {"who": who, "room": room}
     fields.update({f"a{i}": x for i, x in enumerate(a)})
     key = v
@@ -140,12 +172,12 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
         else:
             key = "arrive"
     elif v == "open":
-        inside = [_thing(world, x, names) for x in ev.revealed]
+        inside = [thing(x) for x in ev.revealed]
         extra = (" Inside: " + ", ".join(inside) + ".") if inside else " It was empty."
     elif v == "grab":
         src = ""
         if ev.source and ev.source[1] in world.graph.nodes:
-            src = f" from {_thing(world, ev.source[1], names)}"
+            src = f" from {thing(ev.source[1])}"
             if world.graph.nodes[ev.source[1]].key in _HIGH:
                 key = "grab_high"
         fields["src"] = src
@@ -157,7 +189,7 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
         if len(ev.args) < 2 or ev.args[0] == ev.args[1]:
             key = "stretch_box"
     elif v == "stand":
-        held = [_thing(world, x, names) for x in ev.args[1:]]
+        held = [thing(x) for x in ev.args[1:]]
         fields["held"] = _and(held) or "something"
         key = "stand" if len(held) > 1 else "stand_one"
     if key not in _PHRASES:
