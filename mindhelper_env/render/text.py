@@ -7,6 +7,10 @@ was looking for, whether a search succeeded or why an attempt failed. Each behav
 several phrasings; which one is used is fixed by the episode's *style* number and the event,
 so the same episode always reads the same, but a parser has to understand the sentences
 rather than match one template.
+
+The env narrates every window, so the phrases naming nodes ("the fridge (12)") are built
+once per episode (:class:`Labels`); the events JSON is ``json.dumps`` output, which is
+already printable ASCII, so it is only cut to length (:func:`cut_text`).
 """
 
 from __future__ import annotations

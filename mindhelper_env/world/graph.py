@@ -5,6 +5,11 @@ A graph is ``{"nodes": [...], "edges": [...]}``. A node is
 an edge is ``{"from_id", "relation_type", "to_id"}``. :class:`SceneGraph` reads such a dict,
 keeps every key it does not know (so an exported graph means what the imported one meant) and
 stores edges as adjacency sets so that relations can be changed in constant time.
+
+Graphs are copied often (an episode pool unpickles a parsed world at every reset), so
+:meth:`SceneGraph.from_virtualhome` interns class, category, property and state strings and
+shares one frozenset per distinct property set, and a :class:`Node` pickles as one tuple of
+its fields: a pickled world is smaller and loads faster, with the same contents.
 """
 
 from __future__ import annotations
