@@ -7,15 +7,14 @@ keeps every key it does not know (so an exported graph means what the imported o
 stores edges as adjacency sets so that relations can be changed in constant time.
 
 Graphs are copied often (an episode pool unpickles a parsed world at every reset), so
-:meth:`SceneGraph.from_virtualhome` interns class, category, property and state strings and
-shares one frozenset per distinct property set, and a :class:`Node` pickles as one tuple of
-its fields: a pickled world is smaller and loads faster, with the same contents.
+:meth:`SceneGraph.share_values` makes equal strings and property sets of different nodes
+one object, and a :class:`Node` pickles as one tuple of its fields: a pickled world is then
+smaller and loads faster, with the same contents.
 """
 
 from __future__ import annotations
 
 import copy
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,7 +54,7 @@ class Node:
 
     def __post_init__(self) -> None:
         if not self.key:
-            self.key = _intern(normalize_class(self.class_name))
+            self.key = normalize_class(self.class_name)
 
     @property
     def height(self) -> float | None:
@@ -207,6 +206,20 @@ class SceneGraph:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self.nodes
 
+    def share_values(self) -> None:
+        """Make equal strings (class names, categories, keys, properties, states) and equal
+        property sets of different nodes one object each; values are unchanged. A pickle
+        stores a shared object once, so the graph then pickles smaller and unpickles faster
+        (episode pools keep pickled worlds)."""
+        share: Any = {}.setdefault
+        for n in self.nodes.values():
+            n.class_name = share(n.class_name, n.class_name)
+            n.category = share(n.category, n.category)
+            n.key = share(n.key, n.key)
+            props = frozenset(share(p, p) for p in n.properties)
+            n.properties = share(props, props)
+            n.states = {share(x, x) for x in n.states}
+
     def copy(self) -> SceneGraph:
         """An independent copy (a structural copy; no JSON round trip)."""
         g = SceneGraph.__new__(SceneGraph)
@@ -234,7 +247,6 @@ class SceneGraph:
         if not isinstance(edges, list):
             raise ValueError("scene graph 'edges' must be a list")
         g = cls()
-        shared: dict[frozenset[str], frozenset[str]] = {}  # one object per property set
         for i, raw in enumerate(nodes):
             if not isinstance(raw, dict):
                 raise ValueError(f"node #{i} is not an object")
@@ -253,12 +265,12 @@ class SceneGraph:
             g.add_node(
                 Node(
                     id=nid,
-                    class_name=_intern(cname),
-                    category=_intern(str(raw.get("category") or "")),
-                    properties=_shared(shared, frozenset(_intern(str(p).upper()) for p in props)),
-                    states={_intern(str(s).upper()) for s in states},
+                    class_name=cname,
+                    category=str(raw.get("category") or ""),
+                    properties=frozenset(str(p).upper() for p in props),
+                    states={str(s).upper() for s in states},
                     bounding_box=_copy_box(raw.get("bounding_box")),
-                    prefab_name=_intern(raw.get("prefab_name")),
+                    prefab_name=raw.get("prefab_name"),
                     extra={k: copy.deepcopy(v) for k, v in raw.items() if k not in _NODE_KEYS},
                 )
             )
@@ -290,19 +302,6 @@ class SceneGraph:
 
 
 _EMPTY: frozenset[int] = frozenset()
-
-
-def _intern(value: Any) -> Any:
-    """``sys.intern`` for plain strings (anything else is returned as it is). Graphs read
-    with :meth:`SceneGraph.from_virtualhome` share one object per distinct class, category,
-    property and state string, so a pickled world (an episode pool entry) stores each once
-    and unpickles faster."""
-    return sys.intern(value) if type(value) is str else value
-
-
-def _shared(table: dict[frozenset[str], frozenset[str]], value: frozenset[str]
-            ) -> frozenset[str]:
-    return table.setdefault(value, value)
 _SCALARS = (str, int, float, bool, type(None))
 
 
