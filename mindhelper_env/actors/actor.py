@@ -169,23 +169,25 @@ class Actor:
         if room is None:
             return
         seen_places: set[int] = set()
+        nodes, beliefs = world.graph.nodes, self.beliefs
+        is_hidden, location = world.is_hidden, world.location
         for nid in world.room_nodes(room):
-            node = world.graph.nodes[nid]
-            if "GRABBABLE" in node.properties:
-                if world.is_hidden(nid):
+            node = nodes[nid]
+            props = node.properties
+            if "GRABBABLE" in props:
+                if is_hidden(nid):
                     continue
-                loc = world.location(nid)
+                loc = location(nid)
                 if loc is not None:
-                    self.beliefs[nid] = loc
-            elif "SURFACES" in node.properties or (
-                "CONTAINERS" in node.properties and "CLOSED" not in node.states
-            ):
-                if not world.is_hidden(nid):
+                    beliefs[nid] = loc
+            elif "SURFACES" in props or ("CONTAINERS" in props and "CLOSED" not in node.states):
+                if not is_hidden(nid):
                     seen_places.add(nid)
         # negative evidence: a believed place in view that does not hold the object
-        for obj, loc in list(self.beliefs.items()):
-            if loc in seen_places and world.location(obj) != loc:
-                del self.beliefs[obj]
+        if seen_places:
+            for obj, loc in list(beliefs.items()):
+                if loc in seen_places and location(obj) != loc:
+                    del beliefs[obj]
 
     def _see_event(self, world: World, ev: Event) -> None:
         verb = ev.verb

@@ -125,14 +125,22 @@ class Simulation:
 
     @property
     def terminated(self) -> bool:
-        f = self.focus
+        f = self.actor_by_id.get(self.focus_id)
         if f is not None and f.status != "active":
             return True
-        return all(a.status != "active" for a in self.actors)
+        for a in self.actors:
+            if a.status == "active":
+                return False
+        return True
 
     @property
     def truncated(self) -> bool:
-        return not self.terminated and self.world.tick >= self.horizon
+        return self.end_flags()[1]
+
+    def end_flags(self) -> tuple[bool, bool]:
+        """``(terminated, truncated)``, checking termination once."""
+        terminated = self.terminated
+        return terminated, not terminated and self.world.tick >= self.horizon
 
     def focus_succeeded(self) -> bool:
         f = self.focus

@@ -16,7 +16,9 @@ from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
+    Labels,
     clean_text,
+    cut_text,
     describe_scene,
     event_dict,
     narrate_event,
@@ -251,6 +253,7 @@ class MindHelperEnv(gym.Env):
         self._done = True
         self._window = 0
         self._names: dict[int, str] = {}
+        self._labels: Labels | None = None
         self._kinds: dict[int, str] = {}
         self._style = 0
         self._intervened = False
@@ -328,6 +331,7 @@ class MindHelperEnv(gym.Env):
         self._names = {a.id: a.name for a in sim.actors}
         self._names[ROBOT_ID] = "Robot"
         self._kinds = {a.id: a.kind for a in sim.actors}
+        self._labels = Labels(sim.world, self._names)
         self._style = style_of(spec.get("seed", spec.get("episode_id", "")))
         self._intervened = False
         self._done = False
@@ -377,6 +381,9 @@ class MindHelperEnv(gym.Env):
 
             self._pool = get_pool(self.families, size, directory)
         self._pool_entry = self._pool.sample(self.np_random)
+        # the last episode is over (reset cannot fail from here): free its world before
+        # unpickling the next, so the garbage collector sees one world's objects, not two
+        self._sim = self._lists = None
         spec, self._pool_world = self._pool_entry.load()
         return spec  # without "graph" (episode_spec fetches the complete spec)
 
@@ -454,7 +461,7 @@ class MindHelperEnv(gym.Env):
             events.extend(tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
-            ended = sim.terminated or sim.truncated
+            ended = any(sim.end_flags())
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
                 self._frames.append(self._frame(self._visible_events(tick_events)))
             if ended:
@@ -468,10 +475,10 @@ class MindHelperEnv(gym.Env):
             if not ln.ok:
                 errors.append(f"line '{ln.line}' at tick {ln.tick}: {ln.reason}")
         self._window += 1
-        terminated = sim.terminated
-        truncated = sim.truncated
+        terminated, truncated = sim.end_flags()
         visible = self._visible_events(events)
-        text = "\n".join(f"[t={ev.tick}] " + narrate_event(sim.world, ev, self._names, self._style)
+        world, names, style, labels = sim.world, self._names, self._style, self._labels
+        text = "\n".join(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels)
                          for ev in visible)
         if not text:
             text = "Nothing happened that you could see."
@@ -481,7 +488,8 @@ class MindHelperEnv(gym.Env):
         self._last_events = visible
         obs = {
             "narration": text,
-            "events": clean_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
+            # json.dumps escapes all but printable ASCII: only the length cut applies
+            "events": cut_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
             "tick": np.int64(min(sim.tick, self.max_ticks)),
         }
         if rgb:
@@ -545,12 +553,8 @@ class MindHelperEnv(gym.Env):
         ]
         grabbable, furniture, room_list = self._node_lists(sim)
         nodes = w.graph.nodes
-        room_of = w.room_of
-        objects = []
-        for nid, cls in grabbable:  # sorted by id
-            r = room_of(nid)
-            if r in room_set and not w.is_hidden(nid):
-                objects.append({"id": nid, "class": cls, "location": w.location(nid), "room": r})
+        objects = [{"id": nid, "class": grabbable[nid], "location": loc, "room": r}
+                   for nid, loc, r in w.objects_in(grabbable, room_set)]  # sorted by id
         locations = [{"id": nid, "class": cls, "room": r,
                       "open": "OPEN" in nodes[nid].states if can_open else None}
                      for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id
@@ -570,22 +574,25 @@ class MindHelperEnv(gym.Env):
                       "holding": w.held_by(ROBOT_ID)},
         }
 
-    def _node_lists(self, sim: Simulation) -> tuple[list[tuple[int, str]],
+    def _node_lists(self, sim: Simulation) -> tuple[dict[int, str],
                                                      list[tuple[int, str, bool, int | None]],
                                                      list[tuple[int, str]]]:
-        """Per episode (nodes are never added or removed, furniture never moves): ``(id,
-        class)`` of grabbable objects, ``(id, class, can_open, room)`` of furniture and
+        """Per episode (nodes are never added or removed, furniture never moves): ``{id:
+        class}`` of grabbable objects, ``(id, class, can_open, room)`` of furniture and
         ``(id, class)`` of rooms, by id."""
         cached = self._lists
         if cached is not None and cached[0] is sim:
             return cached[1]
         nodes = sim.world.graph.nodes
-        grabbable = [(i, nodes[i].class_name) for i in sorted(nodes)
-                     if "GRABBABLE" in nodes[i].properties]
-        furniture = [(i, nodes[i].class_name, "CAN_OPEN" in nodes[i].properties,
-                      sim.world.room_of(i))
-                     for i in sorted(nodes) if "GRABBABLE" not in nodes[i].properties
-                     and nodes[i].category == "Furniture"]
+        room_of = sim.world.room_of
+        grabbable: dict[int, str] = {}
+        furniture = []
+        for i in sorted(nodes):
+            n = nodes[i]
+            if "GRABBABLE" in n.properties:
+                grabbable[i] = n.class_name
+            elif n.category == "Furniture":
+                furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, room_of(i)))
         rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
         self._lists = (sim, (grabbable, furniture, rooms))
         return self._lists[1]
@@ -634,7 +641,8 @@ class MindHelperEnv(gym.Env):
     def _draw(self, renderer: Any, events: list[Any], *, scoped: bool = False) -> np.ndarray:
         sim = self._sim
         assert sim is not None
-        captions = [narrate_event(sim.world, ev, self._names, self._style) for ev in events]
+        captions = [narrate_event(sim.world, ev, self._names, self._style, self._labels)
+                    for ev in events]
         return renderer.render(
             sim.world,
             actors={a.id: (a.name, a.kind) for a in sim.actors},

@@ -7,6 +7,10 @@ was looking for, whether a search succeeded or why an attempt failed. Each behav
 several phrasings; which one is used is fixed by the episode's *style* number and the event,
 so the same episode always reads the same, but a parser has to understand the sentences
 rather than match one template.
+
+The env narrates every window, so the phrases naming nodes ("the fridge (12)") are built
+once per episode (:class:`Labels`); the events JSON is ``json.dumps`` output, which is
+already printable ASCII, so it is only cut to length (:func:`cut_text`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from mindhelper_env.world.world import Event, World
 
-__all__ = ["CHARSET", "clean_text", "narrate_event", "describe_scene", "event_dict",
+__all__ = ["CHARSET", "Labels", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
            "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
@@ -71,7 +75,13 @@ _PHRASES: dict[str, tuple[str, ...]] = {
 
 def clean_text(text: str, max_length: int) -> str:
     """Map characters outside :data:`CHARSET` to ``?`` and cut to ``max_length``."""
-    text = _NON_PRINTABLE.sub("?", text)
+    return cut_text(_NON_PRINTABLE.sub("?", text), max_length)
+
+
+def cut_text(text: str, max_length: int) -> str:
+    """Cut ``text`` to ``max_length`` characters (ending in `` ...``) as :func:`clean_text`
+    does, for text already in :data:`CHARSET` (e.g. ``json.dumps`` output, which escapes
+    every character outside ``\\x20-\\x7e``)."""
     if len(text) > max_length:
         text = text[: max_length - 4] + " ..."
     return text
@@ -93,7 +103,7 @@ def _choose(key: str, style: int, ev: Event) -> str:
 def _who(world: World, cid: int, names: dict[int, str]) -> str:
     if cid == 0:
         return "Someone"
-    return names.get(cid, world.name(cid))
+    return names[cid] if cid in names else world.name(cid)
 
 
 def _thing(world: World, nid: int, names: dict[int, str]) -> str:
@@ -116,12 +126,44 @@ def _and(parts: list[str]) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
-def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0) -> str:
-    """One sentence for an event: the behaviour a camera would have shown."""
+class Labels:
+    """The phrases naming nodes in one episode's narration (``Emma (3)``, ``the fridge
+    (12)``, ``kitchen (4)``), built once per node: names and classes do not change within
+    an episode (nodes are never added or removed). Make one per episode and pass it to
+    :func:`narrate_event`."""
+
+    __slots__ = ("world", "names", "_things", "_rooms")
+
+    def __init__(self, world: World, names: dict[int, str]) -> None:
+        self.world = world
+        self.names = names
+        self._things: dict[int, str] = {}
+        self._rooms: dict[int | None, str] = {}
+
+    def thing(self, nid: int) -> str:
+        label = self._things.get(nid)
+        if label is None:
+            label = self._things[nid] = _thing(self.world, nid, self.names)
+        return label
+
+    def room(self, rid: int | None) -> str:
+        label = self._rooms.get(rid)
+        if label is None:
+            label = self._rooms[rid] = _room(self.world, rid)
+        return label
+
+
+def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0,
+                  labels: Labels | None = None) -> str:
+    """One sentence for an event: the behaviour a camera would have shown. ``labels``
+    (optional, for ``world`` and ``names``) saves rebuilding node phrases at every event."""
+    if labels is None:
+        labels = Labels(world, names)
+    thing = labels.thing
     who = _who(world, ev.actor, names)
-    a = [_thing(world, x, names) for x in ev.args]
+    a = [thing(x) for x in ev.args]
     v = ev.verb
-    room = _room(world, ev.room)
+    room = labels.room(ev.room)
     fields: dict[str, Any] = {"who": who, "room": room}
     fields.update({f"a{i}": x for i, x in enumerate(a)})
     key = v
@@ -134,12 +176,12 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
         else:
             key = "arrive"
     elif v == "open":
-        inside = [_thing(world, x, names) for x in ev.revealed]
+        inside = [thing(x) for x in ev.revealed]
         extra = (" Inside: " + ", ".join(inside) + ".") if inside else " It was empty."
     elif v == "grab":
         src = ""
         if ev.source and ev.source[1] in world.graph.nodes:
-            src = f" from {_thing(world, ev.source[1], names)}"
+            src = f" from {thing(ev.source[1])}"
             if world.graph.nodes[ev.source[1]].key in _HIGH:
                 key = "grab_high"
         fields["src"] = src
@@ -151,7 +193,7 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
         if len(ev.args) < 2 or ev.args[0] == ev.args[1]:
             key = "stretch_box"
     elif v == "stand":
-        held = [_thing(world, x, names) for x in ev.args[1:]]
+        held = [thing(x) for x in ev.args[1:]]
         fields["held"] = _and(held) or "something"
         key = "stand" if len(held) > 1 else "stand_one"
     if key not in _PHRASES:
@@ -191,12 +233,14 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
                    kinds: dict[int, str] | None = None) -> str:
     """What the robot sees at the start: rooms, people, and visible objects with places."""
     kinds = kinds or {}
+    nodes = world.graph.nodes
     lines = ["The home has: " + ", ".join(_room(world, r) for r in world.rooms) + "."]
     for r in rooms:
-        people = [c for c in sorted(world.room_nodes(r)) if c in world.chars and c != robot]
+        members = sorted(world.room_nodes(r))
+        people = [c for c in members if c in world.chars and c != robot]
         objs = [
-            n for n in sorted(world.room_nodes(r))
-            if "GRABBABLE" in world.graph.nodes[n].properties and not world.is_hidden(n)
+            n for n in members
+            if "GRABBABLE" in nodes[n].properties and not world.is_hidden(n)
             and world.holder(n) is None
         ]
         parts = []

@@ -16,7 +16,8 @@ simulator checks at the end).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
@@ -96,7 +97,9 @@ class Reference:
         return None if self.window is None else self.window["deadline_tick"]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields as a dict of fresh JSON values (what ``dataclasses.asdict`` gives,
+        built directly: every finished episode's record contains it)."""
+        return {f: _copy_json(getattr(self, f)) for f in _REFERENCE_FIELDS}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Reference:
@@ -115,3 +118,19 @@ class Reference:
             reference_actions=[str(x) for x in d.get("reference_actions", [])],
             success=dict(d.get("success") or {}),
         )
+
+
+_REFERENCE_FIELDS = tuple(f.name for f in fields(Reference))
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, tuples of scalars), types kept."""
+    if isinstance(value, dict):
+        return {k: _copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_json(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_copy_json(v) for v in value)
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    return copy.deepcopy(value)

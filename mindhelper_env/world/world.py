@@ -53,7 +53,7 @@ with ``ok=False`` and a ``reason``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,7 +383,10 @@ class World:
 
     def held_by(self, char_id: int) -> list[int]:
         g = self.graph
-        return sorted(g.targets(char_id, "HOLDS_RH")) + sorted(g.targets(char_id, "HOLDS_LH"))
+        rh, lh = g.targets(char_id, "HOLDS_RH"), g.targets(char_id, "HOLDS_LH")
+        if not rh and not lh:
+            return []
+        return sorted(rh) + sorted(lh)
 
     def free_hand(self, char_id: int) -> str | None:
         g = self.graph
@@ -422,6 +425,50 @@ class World:
             cur = par
             seen += 1
         return False
+
+    def objects_in(self, ids: Iterable[int], rooms: Container[int | None]
+                   ) -> list[tuple[int, int | None, int | None]]:
+        """``(id, location, room)`` of each node of ``ids`` (in order) whose room is in
+        ``rooms`` and that is not hidden: the same as filtering with :meth:`room_of` and
+        :meth:`is_hidden` and asking :meth:`location`, in one pass over the indices (the
+        env lists its candidate objects with it at every step)."""
+        holder, parent, members = self._holder, self._parent, self._room_members
+        chars, room_of, nodes = self.chars, self._room_of, self.graph.nodes
+        out = []
+        for nid in ids:
+            if nid in chars:
+                r = chars[nid].room
+            elif nid in members:
+                r = nid
+            else:
+                r = room_of.get(nid)
+            if r not in rooms:
+                continue
+            h = holder.get(nid)
+            if h is not None:
+                out.append((nid, h, r))
+                continue
+            p = parent.get(nid)
+            if p is None:
+                out.append((nid, None, r))
+                continue
+            cur, hidden = nid, False  # is_hidden(nid), inlined
+            for _ in range(16):
+                if cur in holder:
+                    break
+                up = parent.get(cur)
+                if up is None:
+                    break
+                rel, par = up
+                if par in members:
+                    break
+                if rel == "INSIDE" and "CLOSED" in nodes[par].states:
+                    hidden = True
+                    break
+                cur = par
+            if not hidden:
+                out.append((nid, p[1], r))
+        return out
 
     def anchor(self, nid: int) -> int:
         """The room-level object a node is in or on (itself if it stands in a room)."""
@@ -613,7 +660,8 @@ class World:
             node = self.graph.nodes.get(nid)
             if node is None:
                 return self._fail(char_id, line, f"unknown node id {nid}")
-            if node.key != cls.replace("_", "").replace(" ", "") and not (
+            key = node.key  # normalized: no "_" or " ", so cls == key needs no replace()
+            if cls != key and key != cls.replace("_", "").replace(" ", "") and not (
                 cls == "character" and nid in self.chars
             ):
                 return self._fail(

@@ -1,0 +1,114 @@
+"""Golden hashes of complete observation/info streams.
+
+Speed work on the simulation, the narration and the info candidates must not change what an
+agent sees. These tests play the 100 dev-suite episodes (and a few freshly sampled ones) with a
+self-contained random agent that reads the info candidates, hash every ``reset`` and ``step``
+result (observation, reward, flags, info) as canonical JSON, and compare with hashes computed
+before any optimisation. If one fails, the env's behaviour changed: that is a bug unless the
+change is deliberate (then bump the env's version history and re-pin here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import mindhelper_env  # noqa: F401  (registers the envs)
+
+DEV = "vh-dev-v1"
+VERBS = ("walk", "open", "close", "grab", "putback", "putin", "give", "tell", "switchon", "sit")
+
+
+def _plain(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return {"ndarray": hashlib.sha256(x.tobytes()).hexdigest(), "shape": list(x.shape)}
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"unexpected {type(x).__name__} in a stream")
+
+
+def _canon(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, default=_plain, ensure_ascii=True).encode()
+
+
+def _random_action(rng: np.random.Generator, info: dict[str, Any]) -> str:
+    """Silence most of the time; else 1-3 lines over the candidates, some of them invalid."""
+    if rng.random() < 0.7:
+        return "none"
+    cands = info["candidates"]
+    pool = cands["objects"] + cands["locations"] + cands["actors"] + cands["rooms"]
+    lines = []
+    for _ in range(int(rng.integers(1, 4))):
+        verb = VERBS[int(rng.integers(len(VERBS)))]
+        if rng.random() < 0.05 or not pool:
+            lines.append(f"[{verb}] <nothing> (99999)")
+            continue
+        a = pool[int(rng.integers(len(pool)))]
+        b = pool[int(rng.integers(len(pool)))]
+        cls_a = a.get("class", "character")
+        cls_b = b.get("class", "character")
+        if verb in ("putback", "putin", "give", "tell"):
+            lines.append(f"[{verb}] <{cls_a}> ({a['id']}) <{cls_b}> ({b['id']})")
+        else:
+            lines.append(f"[{verb}] <{cls_a}> ({a['id']})")
+    return "; ".join(lines)
+
+
+def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str:
+    rng = np.random.default_rng(seed)
+    h = hashlib.sha256()
+    for kwargs in resets:
+        obs, info = env.reset(**kwargs)
+        h.update(_canon([obs, info]))
+        while True:
+            obs, reward, term, trunc, info = env.step(_random_action(rng, info))
+            h.update(_canon([obs, reward, term, trunc, info]))
+            if term or trunc:
+                break
+    return h.hexdigest()
+
+
+GOLDEN = {
+    "dev-home": "c8ac8ef76fc485a5773355a076244c169cd3596177ab07b7f0c81ccc941364a9",
+    "dev-room": "5a7b509e44d6f9b3b6623877573ac32532e9b01ee05c2e61c5a44a983f0ea6d1",
+    "fresh-home": "a32a8d4de413594046a004825315c17bc5fd84cb871008fc981480f5555473bb",
+    "pool-home": "e22829d5aee8b2b1f1bec59cab804382829d76f8b0a42edc0f69924d69bd300c",
+}
+
+
+@pytest.mark.parametrize("observability", ["home", "room"])
+def test_dev_suite_streams_are_unchanged(observability: str) -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", observability=observability, pool_size=0)
+    n = 100 if observability == "home" else 30
+    resets = [{"options": {"suite": DEV, "index": i}} for i in range(n)]
+    assert _stream_digest(env, resets, seed=7) == GOLDEN[f"dev-{observability}"]
+
+
+def test_freshly_sampled_streams_are_unchanged() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0, window_ticks=2, max_ticks=90)
+    resets = [{"seed": 500 + i} for i in range(8)]
+    assert _stream_digest(env, resets, seed=11) == GOLDEN["fresh-home"]
+
+
+def test_pool_streams_are_unchanged() -> None:
+    # sampled episodes from an episode pool (parsed worlds copied, not rebuilt); the pool
+    # lives in the session's temporary cache dir (conftest)
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=16)
+    resets = [{"seed": 3}] + [{} for _ in range(15)]
+    assert _stream_digest(env, resets, seed=5) == GOLDEN["pool-home"]
+
+
+def test_events_json_needs_no_character_cleaning() -> None:
+    # the env only cuts the events JSON to length: json.dumps escapes every character that
+    # clean_text would replace
+    from mindhelper_env.render.text import clean_text, cut_text
+
+    s = "".join(chr(i) for i in range(0x3000)) + "\U0001f600"
+    text = json.dumps([{"actor_name": s, "args": [{"id": 1, "class": s}], "room": None}])
+    assert clean_text(text, 10**9) == text
+    assert clean_text(text, 500) == cut_text(text, 500)
