@@ -65,6 +65,23 @@ def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None, **kw:
 AGENTS["mindclaw"] = _mindclaw
 
 
+def _learned_trigger(model: Any = None, env: Any = None, seed: int | None = None,
+                     trigger: Any = None, **kw: Any) -> Any:
+    """MindClaw whose Trigger is a learned policy: the shipped one, or ``trigger=PATH``
+    (an ``.npz`` exported by ``mindhelper train-trigger``); needs no torch."""
+    from mindhelper_env.agents.mindclaw import MindClawAgent
+    from mindhelper_env.agents.mindclaw.learned import NumpyTriggerPolicy
+    from mindhelper_env.agents.mindclaw.trigger import policy_observation
+
+    agent = MindClawAgent(model=model, policy=NumpyTriggerPolicy(trigger),
+                          features=policy_observation, **kw)
+    agent.name = "learned-trigger"
+    return agent
+
+
+AGENTS["learned-trigger"] = _learned_trigger
+
+
 def register_agent(name: str, factory: Callable[..., Any]) -> None:
     """Add an agent factory under ``name`` (used by ``make_agent`` and the CLI)."""
     AGENTS[name] = factory

@@ -114,6 +114,7 @@ def test_unknown_argument_is_a_type_error():
 def test_importing_the_package_and_env_imports_no_heavy_library():
     code = ("import sys, gymnasium as gym, mindhelper_env; e = gym.make('MindHelper-Trigger-v0');"
             " e.reset(seed=0); e.step(6);"
+            " from mindhelper_env.agents import make_agent; make_agent('learned-trigger');"
             " print(sorted(m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'ray')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

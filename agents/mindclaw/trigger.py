@@ -34,9 +34,13 @@ believed_here, usual_place, small, hands_full); the best matching skill's confid
 need found (1/0); already acted (1/0); dispatches so far this window / ``MAX_DISPATCHES``;
 the decision tick / 200 (capped).
 
-:func:`policy_observation` appends :data:`EXTRA_FEATURE_NAMES` (the next cue's
-``expected_missing`` and ``astray_class`` signature flags, see
-:meth:`~.memory.MindMemory.cue_signature`) to those 18: the observation of the Trigger env
+:func:`policy_observation` appends :data:`EXTRA_FEATURE_NAMES` to those 18: the next cue's
+``expected_missing`` and ``astray_class`` signature flags (see
+:meth:`~.memory.MindMemory.cue_signature`); ``knows_other`` — an object the person
+expected at the place is elsewhere, and for each such object the person's committed table
+holds another object of its class where the robot last saw it; ``usual_seen`` — for some
+class kept at the place that the person's table holds nothing of, the robot saw an object
+of that class at a usual place for it (not held). This is the observation of the Trigger env
 (``MindHelper-Trigger-v0``) and of the shipped learned Trigger. ``Trigger(features=fn)``
 chooses which vector the policy gets (default :func:`trigger_features`).
 """
@@ -71,7 +75,8 @@ FEATURE_NAMES: tuple[str, ...] = (
 #: Length of :func:`trigger_features`' vector.
 TRIGGER_FEATURE_SIZE = len(FEATURE_NAMES)
 #: Features :func:`policy_observation` adds after :data:`FEATURE_NAMES`.
-EXTRA_FEATURE_NAMES: tuple[str, ...] = ("cue_expected_missing", "cue_astray_class")
+EXTRA_FEATURE_NAMES: tuple[str, ...] = ("cue_expected_missing", "cue_astray_class",
+                                         "cue_knows_other", "cue_usual_seen")
 OBSERVATION_NAMES: tuple[str, ...] = FEATURE_NAMES + EXTRA_FEATURE_NAMES
 #: Length of :func:`policy_observation`'s vector.
 OBSERVATION_SIZE = len(OBSERVATION_NAMES)
@@ -158,7 +163,34 @@ def policy_observation(memory: MindMemory, state: WindowState,
     if cue is not None:
         for j, key in enumerate(("expected_missing", "astray_class")):
             x[TRIGGER_FEATURE_SIZE + j] = float(bool(cue.signature.get(key)))
+        x[TRIGGER_FEATURE_SIZE + 2:] = _look_context(memory, cue)
     return x
+
+
+def _look_context(memory: MindMemory, ctx: CueContext) -> tuple[float, float]:
+    """``(knows_other, usual_seen)`` of a cue (see the module docstring)."""
+    from mindhelper_env.agents.mindclaw.memory import classes_kept_at
+    from mindhelper_env.scenarios.observer import is_usual_place
+
+    t = memory.tracker
+    place = ctx.cue.place
+    prior = ctx.prior_beliefs
+    cls = t.classes
+    missing = [o for o, loc in prior.items() if loc == place and t.where.get(o) not in
+               (None, place)]
+    knows_other = bool(missing) and all(
+        any(o2 != o and cls.get(o2) == cls.get(o) and t.where.get(o2) == loc2
+            for o2, loc2 in prior.items()) for o in missing)
+    known = {cls.get(o) for o in prior}
+    usual_seen = False
+    for c in classes_kept_at(cls.get(place, "")):
+        if c in known:
+            continue
+        if any(cls.get(o) == c and loc not in t.people and loc != t.robot_id
+               and is_usual_place(c, cls.get(loc, "")) for o, loc in t.where.items()):
+            usual_seen = True
+            break
+    return float(knows_other), float(usual_seen)
 
 
 def rule_policy(memory: MindMemory, state: WindowState) -> str:

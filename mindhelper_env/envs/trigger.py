@@ -69,12 +69,14 @@ class MindHelperTriggerEnv(gym.Env):
 
     ## Observation Space
 
-    ``Box(0, 1, (20,), float32)``:
+    ``Box(0, 1, (22,), float32)``:
     :func:`~mindhelper_env.agents.mindclaw.trigger.policy_observation` — the 18 documented
     :func:`~mindhelper_env.agents.mindclaw.trigger.trigger_features` (pending changes per
     belief operation, unhandled cues, the next cue's kind and signature flags, skill
-    confidence, need found, acted, dispatches, tick) and the next cue's
-    ``expected_missing`` and ``astray_class`` flags
+    confidence, need found, acted, dispatches, tick) and four flags of the next cue:
+    ``expected_missing``, ``astray_class``, ``knows_other`` (the person knows where another
+    object of the missing one's class is) and ``usual_seen`` (an object of a class kept at
+    the place lies at a usual place)
     (:data:`~mindhelper_env.agents.mindclaw.trigger.OBSERVATION_NAMES`). The observation
     after the last step is all zeros.
 
