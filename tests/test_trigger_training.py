@@ -141,3 +141,22 @@ def test_train_trigger_bad_arguments_exit_2_naming_the_flag(tmp_path, capsys, ar
     err = capsys.readouterr().err
     assert rc == 2 and flag in err and err.count("\n") == 1
     assert not (tmp_path / "x").exists()
+
+
+def test_shipped_policy_reproduces_its_dev_scores(tmp_path):
+    """The figures reported for the shipped policy (README) on vh-dev-v1: same PHA as the
+    rule Trigger (98.0) with 32 instead of 34 reasoning_run operations."""
+    from mindhelper_env.evaluation import evaluate
+
+    summary = evaluate("vh-dev-v1", ["mindclaw", "learned-trigger"], tmp_path,
+                       progress=False, plots=False, timing=False,
+                       agent_kwargs={"mindclaw": {"model": "symbolic"},
+                                     "learned-trigger": {"model": "symbolic"}})
+    calls = {}
+    for agent in ("mindclaw", "learned-trigger"):
+        with open(tmp_path / f"{agent}.jsonl") as fh:
+            calls[agent] = sum(w["ops"].count("reasoning_run")
+                               for line in fh for w in json.loads(line).get("trace", []))
+    assert summary["metrics"]["mindclaw"]["PHA"] == pytest.approx(98.0)
+    assert summary["metrics"]["learned-trigger"]["PHA"] == pytest.approx(98.0)
+    assert calls == {"mindclaw": 34, "learned-trigger": 32}
