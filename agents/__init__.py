@@ -6,7 +6,8 @@
 ``direct-vlm`` (model-backed, needs the ``llm`` extra) is imported only when built:
 ``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``. ``mindclaw`` (the
 MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or with one
-given the same way.
+given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run
+with numpy (the shipped ``learned_trigger.npz``, or ``trigger=PATH``).
 """
 
 from __future__ import annotations

@@ -393,6 +393,9 @@ def train(algo: str, timesteps: int, envs: int, out: str | os.PathLike[str], *,
                     return False
             return True
 
+    if progress and importlib.util.find_spec("tqdm") is None:
+        logger.warning("tqdm is not installed: no progress bar (pip install tqdm)")
+        progress = False
     evaluate_now(0)
     callbacks = [HeldOutEval()]
     if checkpoint_freq:
