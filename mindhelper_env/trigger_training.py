@@ -269,19 +269,19 @@ def _make_model(algo: str, vec: Any, seed: int, tb: str | None) -> Any:
         from sb3_contrib import MaskablePPO
 
         return MaskablePPO("MlpPolicy", vec, n_steps=1024, batch_size=512, n_epochs=4,
-                           learning_rate=5e-4, gamma=0.995, ent_coef=0.005,
+                           learning_rate=5e-4, gamma=1.0, ent_coef=0.005,
                            policy_kwargs={"net_arch": [32, 32]}, **common)
     if algo == "ppo":
         from stable_baselines3 import PPO
 
         return PPO("MlpPolicy", vec, n_steps=1024, batch_size=512, n_epochs=4,
-                   learning_rate=5e-4, gamma=0.995, ent_coef=0.005,
+                   learning_rate=5e-4, gamma=1.0, ent_coef=0.005,
                    policy_kwargs={"net_arch": [32, 32]}, **common)
     from stable_baselines3 import DQN
 
     return DQN("MlpPolicy", vec, buffer_size=50_000, learning_starts=1000, batch_size=128,
                train_freq=4, target_update_interval=1000, exploration_fraction=0.2,
-               exploration_final_eps=0.02, gamma=0.995, learning_rate=5e-4,
+               exploration_final_eps=0.02, gamma=1.0, learning_rate=5e-4,
                policy_kwargs={"net_arch": [32, 32]}, **common)
 
 
