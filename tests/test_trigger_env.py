@@ -128,3 +128,17 @@ def test_defaults_are_documented():
                     "## Episode End", "## Arguments", "## Version History"):
         assert section in doc
     assert set(TRIGGER_REWARD) >= set(OUTCOMES)
+
+
+def test_vector_env_stacks_infos():
+    v = gym.make_vec(ENV_ID, num_envs=2, vectorization_mode="sync", pool_size=16)
+    obs, info = v.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends = 0
+    for _ in range(60):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in info["action_mask"]])
+        obs, _r, term, _trunc, info = v.step(acts)
+        ends += int(term.sum())
+        assert obs.shape == (2, OBSERVATION_SIZE) and info["action_mask"].shape == (2, 7)
+    assert ends > 0
+    v.close()
