@@ -348,7 +348,10 @@ def train(algo: str, timesteps: int, envs: int, out: str | os.PathLike[str], *,
     if bc_episodes:
         from mindhelper_env.validity import training_episodes
 
-        data = bc_dataset(training_episodes(bc_episodes, seed=seed + 1))
+        held = {s["episode_id"] for s in eval_specs}
+        bc_specs = [s for s in training_episodes(bc_episodes, seed=seed + 1)
+                    if s["episode_id"] not in held]  # never clone on evaluation episodes
+        data = bc_dataset(bc_specs)
         bc_acc = _bc_warm_start(model, algo, data, epochs=bc_epochs, seed=seed)
         logger.info("behaviour cloning on %d questions: accuracy %.3f", len(data[2]), bc_acc)
 
