@@ -6,7 +6,8 @@
 ``direct-vlm`` (model-backed, needs the ``llm`` extra) is imported only when built:
 ``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``. ``mindclaw`` (the
 MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or with one
-given the same way.
+given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run
+with numpy (the shipped ``learned_trigger.npz``, or ``trigger=PATH``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,23 @@ def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None, **kw:
 
 
 AGENTS["mindclaw"] = _mindclaw
+
+
+def _learned_trigger(model: Any = None, env: Any = None, seed: int | None = None,
+                     trigger: Any = None, **kw: Any) -> Any:
+    """MindClaw whose Trigger is a learned policy: the shipped one, or ``trigger=PATH``
+    (an ``.npz`` exported by ``mindhelper train-trigger``); needs no torch."""
+    from mindhelper_env.agents.mindclaw import MindClawAgent
+    from mindhelper_env.agents.mindclaw.learned import NumpyTriggerPolicy
+    from mindhelper_env.agents.mindclaw.trigger import policy_observation
+
+    agent = MindClawAgent(model=model, policy=NumpyTriggerPolicy(trigger),
+                          features=policy_observation, **kw)
+    agent.name = "learned-trigger"
+    return agent
+
+
+AGENTS["learned-trigger"] = _learned_trigger
 
 
 def register_agent(name: str, factory: Callable[..., Any]) -> None:

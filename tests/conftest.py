@@ -1,11 +1,35 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import mindhelper_env  # noqa: F401  (registers the envs)
 
 ENV_IDS = sorted(e for e in gym.registry if e.startswith("MindHelper-"))
+#: The envs whose actions are text programs and observations text (not the Trigger env).
+TEXT_ENV_IDS = [e for e in ENV_IDS
+                if isinstance(gym.make(e).unwrapped.action_space, gym.spaces.Text)]
+
+
+class RandomActions:
+    """Random valid actions for any registered env: text programs (the ``random`` agent)
+    or a masked ``Discrete`` index (``action_masks()``)."""
+
+    def __init__(self, env, seed):
+        from mindhelper_env.agents import make_agent
+
+        self.env = env.unwrapped
+        self.rng = np.random.default_rng(seed)
+        self.text = isinstance(self.env.action_space, gym.spaces.Text)
+        self.agent = make_agent("random", p=0.3, seed=seed) if self.text else None
+        if self.agent is not None:
+            self.agent.reset(seed=seed)
+
+    def __call__(self, obs, info):
+        if self.text:
+            return self.agent.act(obs, info)
+        return int(self.rng.choice(np.flatnonzero(self.env.action_masks())))
 
 
 def play(env, agent, *, seed=None, options=None):

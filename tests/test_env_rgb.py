@@ -8,10 +8,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from mindhelper_env.agents import make_agent
-from tests.conftest import ENV_IDS, play
+from tests.conftest import TEXT_ENV_IDS, play
 
 
-@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("env_id", TEXT_ENV_IDS)
 @pytest.mark.parametrize("kwargs", [{"obs_mode": "text+rgb"},
                                     {"obs_mode": "text+rgb", "frame_stack": 3, "frame_size": 64},
                                     {"render_mode": "rgb_array"}])

@@ -8,6 +8,7 @@ Action Generation) and mined skills.
 * :mod:`.reasoning` — the three modules, each with a symbolic and a model backend;
 * :mod:`.skills` — skill mining from rollouts, load/save, the shipped ``skills.json``;
 * :mod:`.engine` — the per-window loop and its trace;
+* :mod:`.learned` — a learned Trigger policy run with numpy (``learned-trigger``);
 * :mod:`.agent` — :class:`MindClawAgent`, registered as ``mindclaw``.
 
 Importing this package imports no model SDK.

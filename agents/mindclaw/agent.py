@@ -49,7 +49,7 @@ class MindClawAgent:
     name = "mindclaw"
 
     def __init__(self, model: Any = None, *, skills: SkillBook | str | None = None,
-                 policy: Policy | None = None, backends: dict[str, str] | None = None,
+                 policy: Policy | None = None, features: Any = None, backends: dict[str, str] | None = None,
                  max_tokens: int = 96, **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL") or None
@@ -84,7 +84,7 @@ class MindClawAgent:
 
         self.engine = Engine(
             MindMemory(),
-            Trigger(self.skills, policy),
+            Trigger(self.skills, policy, features),
             Observation(module_client("observation"), self.usage, max_tokens),
             MentalReasoning(module_client("reasoning"), self.usage, max_tokens),
             ActionGeneration(module_client("action"), self.usage, max_tokens * 2),

@@ -61,49 +61,70 @@ class Engine:
 
     def step(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> str:
         """One window: returns ``"none"`` or the program (lines joined by newlines)."""
+        state = self.begin_window(obs, info)
+        while not self.execute(self.trigger.dispatch(self.memory, state)):
+            pass
+        return self.end_window()
+
+    # The window loop in three parts, so that an outside caller (the Trigger env,
+    # :mod:`mindhelper_env.envs.trigger`) can choose the operations one at a time.
+    def begin_window(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> WindowState:
+        """Perceive one window; returns the Trigger's :class:`WindowState` for it."""
         perception, calls = self.observation.run(self.memory, obs, info)
-        state = WindowState(perception, acted=self.acted)
-        ops: list[str] = []
-        counts = {op: 0 for op in BELIEF_OPS}
-        changes: list[dict[str, Any]] = []
-        reasoning: list[dict[str, Any]] = []
-        program: list[str] = []
-        action_source = None
-        n_cues = len(perception.cues)
-        while True:
-            op = self.trigger.dispatch(self.memory, state)
-            ops.append(op)
-            if op in BELIEF_OPS:
-                done = self.memory.commit(op)
-                counts[op] += len(done)
-                room = TRACE_CHANGES - len(changes)
-                changes += [dict(c.to_dict(), op=op) for c in done[:max(room, 0)]]
-            elif op == "reasoning_run":
-                ctx = state.next_cue()
-                if ctx is None:
-                    continue
-                ctx.handled = True
-                verdict = self.reasoning.judge(self.memory, ctx)
-                calls += verdict.calls
-                need = verdict.need
-                reasoning.append({
-                    "cue_tick": ctx.cue.tick, "person": ctx.cue.person, "kind": ctx.cue.kind,
-                    "place": ctx.cue.place, "signature": dict(ctx.signature),
-                    "blocked": None if need is None else need.kind,
-                    "object": None if need is None else need.target, "source": verdict.source,
-                })
-                if need is not None:
-                    state.needs.append((need, verdict.source))
-            elif op == "action_run":
-                if not state.needs:
-                    continue
-                need, _why = state.needs.pop(0)
-                program, action_source, more = self.action.generate(self.memory, need)
-                calls += more
-                if program:
-                    break
-            else:  # noop
-                break
+        self.state = WindowState(perception, acted=self.acted)
+        self._ops: list[str] = []
+        self._counts = {op: 0 for op in BELIEF_OPS}
+        self._changes: list[dict[str, Any]] = []
+        self._reasoning: list[dict[str, Any]] = []
+        self._calls = list(calls)
+        self._program: list[str] = []
+        self._action_source: str | None = None
+        self._n_cues = len(perception.cues)
+        return self.state
+
+    def execute(self, op: str) -> bool:
+        """Execute one operation of the current window; True when the window is over
+        (``noop``, or ``action_run`` that wrote a program)."""
+        state = self.state
+        self._ops.append(op)
+        if op in BELIEF_OPS:
+            done = self.memory.commit(op)
+            self._counts[op] += len(done)
+            room = TRACE_CHANGES - len(self._changes)
+            self._changes += [dict(c.to_dict(), op=op) for c in done[:max(room, 0)]]
+        elif op == "reasoning_run":
+            ctx = state.next_cue()
+            if ctx is None:
+                return False
+            ctx.handled = True
+            verdict = self.reasoning.judge(self.memory, ctx)
+            self._calls += verdict.calls
+            need = verdict.need
+            self._reasoning.append({
+                "cue_tick": ctx.cue.tick, "person": ctx.cue.person, "kind": ctx.cue.kind,
+                "place": ctx.cue.place, "signature": dict(ctx.signature),
+                "blocked": None if need is None else need.kind,
+                "object": None if need is None else need.target, "source": verdict.source,
+            })
+            if need is not None:
+                state.needs.append((need, verdict.source))
+        elif op == "action_run":
+            if not state.needs:
+                return False
+            need, _why = state.needs.pop(0)
+            program, self._action_source, more = self.action.generate(self.memory, need)
+            self._calls += more
+            if program:
+                self._program = program
+                return True
+        else:  # noop
+            return True
+        return False
+
+    def end_window(self) -> str:
+        """Close the current window (trace, ``trigger_ops``); returns ``"none"`` or the
+        program."""
+        state, ops, program = self.state, self._ops, self._program
         issued = bool(program)
         if issued:
             predicted = "action_run"
@@ -111,18 +132,18 @@ class Engine:
             predicted = window_op([o for o in ops if o != "action_run"]
                                   + (["reasoning_run"] if "action_run" in ops else []))
         entry = {
-            "window": self.window, "tick": perception.tick, "ops": ops,
-            "belief_changes": counts, "changes": changes, "cues": n_cues,
-            "skills": list(state.skill_hits), "reasoning": reasoning,
-            "calls": [c.to_dict() for c in calls],
+            "window": self.window, "tick": state.perception.tick, "ops": ops,
+            "belief_changes": self._counts, "changes": self._changes, "cues": self._n_cues,
+            "skills": list(state.skill_hits), "reasoning": self._reasoning,
+            "calls": [c.to_dict() for c in self._calls],
             "action": "\n".join(program) if issued else None,
-            "action_source": action_source if issued else None,
+            "action_source": self._action_source if issued else None,
             "predicted": predicted,
         }
         self.trace.append(entry)
         if not self.acted:
             self.trigger_ops.append({"predicted": predicted, "window": self.window,
-                                     "tick": perception.tick})
+                                     "tick": state.perception.tick})
         self.window += 1
         if issued:
             self.acted = True

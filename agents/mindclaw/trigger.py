@@ -33,6 +33,16 @@ unhandled cue's kind one-hot (look, stretch, stand) and its signature flags (hel
 believed_here, usual_place, small, hands_full); the best matching skill's confidence; a
 need found (1/0); already acted (1/0); dispatches so far this window / ``MAX_DISPATCHES``;
 the decision tick / 200 (capped).
+
+:func:`policy_observation` appends :data:`EXTRA_FEATURE_NAMES` to those 18: the next cue's
+``expected_missing`` and ``astray_class`` signature flags (see
+:meth:`~.memory.MindMemory.cue_signature`); ``knows_other`` — an object the person
+expected at the place is elsewhere, and for each such object the person's committed table
+holds another object of its class where the robot last saw it; ``usual_seen`` — for some
+class kept at the place that the person's table holds nothing of, the robot saw an object
+of that class at a usual place for it (not held). This is the observation of the Trigger env
+(``MindHelper-Trigger-v0``) and of the shipped learned Trigger. ``Trigger(features=fn)``
+chooses which vector the policy gets (default :func:`trigger_features`).
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from mindhelper_env.agents.mindclaw.skills import SkillBook
 from mindhelper_env.scenarios.observer import Need
 
 __all__ = ["TRIGGER_OPS", "TRIGGER_FEATURE_SIZE", "FEATURE_NAMES", "MAX_DISPATCHES",
+           "EXTRA_FEATURE_NAMES", "OBSERVATION_NAMES", "OBSERVATION_SIZE", "policy_observation",
            "WindowState", "Trigger", "trigger_features", "action_mask", "rule_policy",
            "op_index", "window_op"]
 
@@ -63,6 +74,12 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 #: Length of :func:`trigger_features`' vector.
 TRIGGER_FEATURE_SIZE = len(FEATURE_NAMES)
+#: Features :func:`policy_observation` adds after :data:`FEATURE_NAMES`.
+EXTRA_FEATURE_NAMES: tuple[str, ...] = ("cue_expected_missing", "cue_astray_class",
+                                         "cue_knows_other", "cue_usual_seen")
+OBSERVATION_NAMES: tuple[str, ...] = FEATURE_NAMES + EXTRA_FEATURE_NAMES
+#: Length of :func:`policy_observation`'s vector.
+OBSERVATION_SIZE = len(OBSERVATION_NAMES)
 #: Dispatches per window after which the Trigger answers ``noop``.
 MAX_DISPATCHES = 64
 
@@ -136,6 +153,46 @@ def trigger_features(memory: MindMemory, state: WindowState,
     return x
 
 
+def policy_observation(memory: MindMemory, state: WindowState,
+                       skills: SkillBook | None = None) -> np.ndarray:
+    """:func:`trigger_features` plus :data:`EXTRA_FEATURE_NAMES` (float32, length
+    :data:`OBSERVATION_SIZE`, all in [0, 1])."""
+    x = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
+    x[:TRIGGER_FEATURE_SIZE] = trigger_features(memory, state, skills)
+    cue = state.next_cue()
+    if cue is not None:
+        for j, key in enumerate(("expected_missing", "astray_class")):
+            x[TRIGGER_FEATURE_SIZE + j] = float(bool(cue.signature.get(key)))
+        x[TRIGGER_FEATURE_SIZE + 2:] = _look_context(memory, cue)
+    return x
+
+
+def _look_context(memory: MindMemory, ctx: CueContext) -> tuple[float, float]:
+    """``(knows_other, usual_seen)`` of a cue (see the module docstring)."""
+    from mindhelper_env.agents.mindclaw.memory import classes_kept_at
+    from mindhelper_env.scenarios.observer import is_usual_place
+
+    t = memory.tracker
+    place = ctx.cue.place
+    prior = ctx.prior_beliefs
+    cls = t.classes
+    missing = [o for o, loc in prior.items() if loc == place and t.where.get(o) not in
+               (None, place)]
+    knows_other = bool(missing) and all(
+        any(o2 != o and cls.get(o2) == cls.get(o) and t.where.get(o2) == loc2
+            for o2, loc2 in prior.items()) for o in missing)
+    known = {cls.get(o) for o in prior}
+    usual_seen = False
+    for c in classes_kept_at(cls.get(place, "")):
+        if c in known:
+            continue
+        if any(cls.get(o) == c and loc not in t.people and loc != t.robot_id
+               and is_usual_place(c, cls.get(loc, "")) for o, loc in t.where.items()):
+            usual_seen = True
+            break
+    return float(knows_other), float(usual_seen)
+
+
 def rule_policy(memory: MindMemory, state: WindowState) -> str:
     """The default policy (see the module docstring)."""
     for op in BELIEF_OPS:
@@ -162,9 +219,11 @@ def window_op(ops: list[str]) -> str:
 class Trigger:
     """The dispatcher (see the module docstring)."""
 
-    def __init__(self, skills: SkillBook | None = None, policy: Policy | None = None) -> None:
+    def __init__(self, skills: SkillBook | None = None, policy: Policy | None = None,
+                 features: Callable[..., np.ndarray] | None = None) -> None:
         self.skills = skills if skills is not None else SkillBook()
         self.policy = policy
+        self.features = features if features is not None else trigger_features
         self.policy_errors = 0
 
     def _skill(self, state: WindowState) -> str | None:
@@ -191,8 +250,10 @@ class Trigger:
             return None  # an action skill on a look cue: the object must be reasoned out
         return None
 
-    def dispatch(self, memory: MindMemory, state: WindowState) -> str:
-        """The next operation for this window."""
+    def automatic(self, memory: MindMemory, state: WindowState) -> str | None:
+        """Count one dispatch and return the operation decided without a learned policy
+        (``noop`` past :data:`MAX_DISPATCHES`, a skill's operation), or None when the
+        policy must choose."""
         state.dispatches += 1
         if state.dispatches > MAX_DISPATCHES:
             return "noop"
@@ -200,14 +261,22 @@ class Trigger:
             for op in BELIEF_OPS:
                 if state.perception.count(op):
                     return op
-        skilled = self._skill(state)
-        if skilled is not None:
-            return skilled
+        return self._skill(state)
+
+    def observe(self, memory: MindMemory, state: WindowState) -> np.ndarray:
+        """The policy's feature vector (``features``, default :func:`trigger_features`)."""
+        return self.features(memory, state, self.skills)
+
+    def dispatch(self, memory: MindMemory, state: WindowState) -> str:
+        """The next operation for this window."""
+        auto = self.automatic(memory, state)
+        if auto is not None:
+            return auto
         if self.policy is None:
             return rule_policy(memory, state)
         mask = action_mask(memory, state)
         try:
-            idx = int(self.policy(trigger_features(memory, state, self.skills), mask))
+            idx = int(self.policy(self.observe(memory, state), mask))
         except (TypeError, ValueError):
             idx = -1
         if not 0 <= idx < len(TRIGGER_OPS) or not mask[idx]:

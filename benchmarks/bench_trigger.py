@@ -1,0 +1,153 @@
+"""The learned Trigger: training speed, time to target, and suite scores.
+
+Run: ``python benchmarks/bench_trigger.py [--parts speed,train,suite] [--repeats 3]``
+(needs the ``rl`` extra for ``speed`` and ``train``). Reports medians over repeats.
+
+* ``speed``: env steps/s of ``MindHelper-Trigger-v0`` alone (masked random actions) and of
+  ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
+  train-trigger``), both on a warm episode pool;
+* ``train``: ``train(...)`` from scratch (fresh weights; label behaviour cloning on
+  ``--bc-episodes`` training episodes, then MaskablePPO) until the **target** — held-out
+  PHA (200 training-seed episodes the pool never plays) at most 1 point below the rule
+  Trigger's, with fewer ``reasoning_run`` calls per episode — and the wall time to reach
+  it, counting everything (held-out set and rule baseline, BC data, BC, learning); writes
+  the run (learning curve included) to ``--out``/seed-K;
+* ``suite``: the rule Trigger (``mindclaw``, symbolic) against ``learned-trigger`` (the
+  shipped ``learned_trigger.npz``, or ``--policy``) on ``--suite`` (default ``vh-test-v1``)
+  through the evaluation runner: PHA, PHR, PSR and ``reasoning_run`` operations per
+  episode (mean and median, counted in each record's trace).
+
+``--ship`` copies the policy of the first ``train`` repeat to
+``agents/mindclaw/learned_trigger.npz``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import mindhelper_env  # noqa: F401  (registers the envs)
+
+POOL = 1024
+
+
+def bench_env(n_steps: int = 6000) -> float:
+    env = gym.make("MindHelper-Trigger-v0", pool_size=POOL)
+    env.unwrapped.episode_pool.fill()
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        a = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
+        _o, _r, term, trunc, _i = env.step(a)
+        if term or trunc:
+            env.reset()
+    return n_steps / (time.perf_counter() - t0)
+
+
+def bench_ppo(n_steps: int = 30_720) -> float:
+    import torch
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from mindhelper_env.trigger_training import _make_model
+
+    torch.set_num_threads(1)
+    gym.make("MindHelper-Trigger-v0", pool_size=POOL).unwrapped.episode_pool.fill()
+    vec = make_vec_env("MindHelper-Trigger-v0", n_envs=2, seed=0,
+                       env_kwargs={"pool_size": POOL})
+    model = _make_model("maskable-ppo", vec, 0, None)
+    model.learn(2048)  # warm-up
+    t0 = time.perf_counter()
+    model.learn(n_steps, reset_num_timesteps=False)
+    rate = n_steps / (time.perf_counter() - t0)
+    vec.close()
+    return rate
+
+
+def bench_train(seed: int, out: Path, bc_episodes: int, timesteps: int) -> dict:
+    from mindhelper_env.trigger_training import train
+
+    return train("maskable-ppo", timesteps, 2, out, seed=seed, bc_episodes=bc_episodes,
+                 eval_freq=10_000, checkpoint_freq=0, progress=False, pool_size=POOL,
+                 stop_at_target=True, reward={"reasoning_cost": -0.1})
+
+
+def bench_suite(suite: str, policy: str | None, workers: int) -> dict:
+    from mindhelper_env.evaluation import evaluate
+
+    kwargs = {"learned-trigger": {"trigger": policy}} if policy else {}
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        summary = evaluate(suite, ["mindclaw", "learned-trigger"], tmp, workers=workers,
+                           progress=False, plots=False, timing=False, agent_kwargs=kwargs)
+        for agent in ("mindclaw", "learned-trigger"):
+            calls = []
+            with open(Path(tmp) / f"{agent}.jsonl") as fh:
+                for line in fh:
+                    rec = json.loads(line)
+                    calls.append(sum(w["ops"].count("reasoning_run")
+                                     for w in rec.get("trace", [])))
+            m = summary["metrics"][agent]
+            out[agent] = {"PHA": m["PHA"], "PHR": m["PHR"], "PSR": m["PSR"],
+                          "reasoning_run_mean": round(float(np.mean(calls)), 4),
+                          "reasoning_run_median": float(statistics.median(calls)),
+                          "reasoning_run_total": int(sum(calls)), "episodes": len(calls)}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--parts", default="speed,train,suite")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--bc-episodes", type=int, default=500)
+    ap.add_argument("--timesteps", type=int, default=200_000)
+    ap.add_argument("--suite", default="vh-test-v1")
+    ap.add_argument("--policy", default=None, help="an .npz (default: the shipped policy)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", default="runs/bench-trigger")
+    ap.add_argument("--ship", action="store_true")
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    report: dict = {}
+    if "speed" in parts:
+        envs = [bench_env() for _ in range(args.repeats)]
+        ppo = [bench_ppo() for _ in range(args.repeats)]
+        report["speed"] = {"env_steps_per_s": [round(x) for x in envs],
+                           "env_median": round(statistics.median(envs)),
+                           "maskable_ppo_2envs_steps_per_s": [round(x) for x in ppo],
+                           "maskable_ppo_median": round(statistics.median(ppo))}
+        print(json.dumps(report["speed"]), flush=True)
+    if "train" in parts:
+        runs = []
+        for k in range(args.repeats):
+            s = bench_train(k, Path(args.out) / f"seed-{k}", args.bc_episodes, args.timesteps)
+            runs.append(s)
+            print(json.dumps({"seed": k, "target_seconds": s["target_seconds"],
+                              "target_timesteps": s["target_timesteps"], "rule": s["rule"],
+                              "best": s["best"], "learn_steps_per_s":
+                              s["env_steps_per_second"]}), flush=True)
+        secs = [s["target_seconds"] for s in runs if s["target_seconds"] is not None]
+        report["train"] = {"reached": f"{len(secs)}/{len(runs)}",
+                           "target_seconds": secs,
+                           "median_target_seconds": statistics.median(secs) if secs else None}
+        print(json.dumps(report["train"]), flush=True)
+        if args.ship and runs:
+            dest = Path(mindhelper_env.__file__).resolve().parent.parent / "agents" / \
+                "mindclaw" / "learned_trigger.npz"
+            shutil.copyfile(Path(args.out) / "seed-0" / "policy.npz", dest)
+            print(f"shipped {dest}")
+    if "suite" in parts:
+        report["suite"] = bench_suite(args.suite, args.policy, args.workers)
+        print(json.dumps(report["suite"]), flush=True)
+
+
+if __name__ == "__main__":
+    main()
