@@ -9,7 +9,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.envs.records import record_info
-from mindhelper_env.envs.virtualhome import MindHelperEnv
+from mindhelper_env.envs.virtualhome import MindHelperEnv, merge_reward
 
 __all__ = ["MindHelperTriggerEnv", "TRIGGER_REWARD", "OUTCOMES"]
 
@@ -140,18 +140,7 @@ class MindHelperTriggerEnv(gym.Env):
         if unknown:
             raise TypeError(f"unexpected arguments {sorted(unknown)}; the household env "
                             f"takes {list(_INNER_ARGS)}")
-        if reward is not None and not isinstance(reward, dict):
-            raise ValueError(f"reward must be a dict of reward terms, got {type(reward).__name__}")
-        bad = set(reward or {}) - set(TRIGGER_REWARD)
-        if bad:
-            raise ValueError(f"unknown reward terms {sorted(bad, key=str)}; "
-                             f"known: {sorted(TRIGGER_REWARD)}")
-        for term, value in (reward or {}).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                                np.floating)) \
-                    or not np.isfinite(value):
-                raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
-        self.reward_config = {**TRIGGER_REWARD, **(reward or {})}
+        self.reward_config = merge_reward(reward, TRIGGER_REWARD)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         self.render_mode = render_mode

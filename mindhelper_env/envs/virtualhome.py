@@ -206,17 +206,7 @@ class MindHelperEnv(gym.Env):
                 or max_ticks < 1:
             raise ValueError(f"max_ticks must be a positive int, got {max_ticks!r}")
         self.max_ticks = int(max_ticks)
-        if reward is not None and not isinstance(reward, dict):
-            raise ValueError(f"reward must be a dict of reward terms, got {type(reward).__name__}")
-        unknown = set(reward or {}) - set(DEFAULT_REWARD)
-        if unknown:
-            raise ValueError(f"unknown reward terms {sorted(unknown, key=str)}; known: {sorted(DEFAULT_REWARD)}")
-        for term, value in (reward or {}).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                                np.floating)) \
-                    or not np.isfinite(value):
-                raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
-        self.reward_config = {**DEFAULT_REWARD, **(reward or {})}
+        self.reward_config = merge_reward(reward, DEFAULT_REWARD)
         if obs_mode not in ("text", "text+rgb"):
             raise ValueError(f"obs_mode must be 'text' or 'text+rgb', got {obs_mode!r}")
         self.obs_mode = obs_mode
@@ -683,6 +673,23 @@ def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
         raise ValueError(f"pool_dir must be a path or None, got {directory!r}")
     return int(size), None if directory is None else os.fspath(directory)
+
+
+def merge_reward(reward: Any, defaults: dict[str, float]) -> dict[str, float]:
+    """``defaults`` overridden by ``reward`` (a dict of known terms with finite numbers);
+    ``ValueError`` naming the first bad term."""
+    if reward is not None and not isinstance(reward, dict):
+        raise ValueError(f"reward must be a dict of reward terms, got {type(reward).__name__}")
+    unknown = set(reward or {}) - set(defaults)
+    if unknown:
+        raise ValueError(f"unknown reward terms {sorted(unknown, key=str)}; "
+                         f"known: {sorted(defaults)}")
+    for term, value in (reward or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
+                                                            np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
+    return {**defaults, **{k: float(v) for k, v in (reward or {}).items()}}
 
 
 def _or_minus_one(value: int | None) -> int:
