@@ -526,8 +526,10 @@ def test_two_concurrent_evaluates_second_refuses(capsys: pytest.CaptureFixture[s
             if lock.is_file() and lock.read_text().strip():
                 break
             time.sleep(0.01)
-        if first.poll() is not None:
-            pytest.skip("the first run finished before the second could start")
+        # the first run takes seconds and holds the lock throughout: seeing it end first
+        # means it failed before locking (or never locked), which is a failure, not a skip
+        assert first.poll() is None, first.communicate(timeout=120)[1].decode(errors="replace")
+        assert lock.is_file() and lock.read_text().strip(), "the first run never took the lock"
         t0 = time.perf_counter()
         rc, err = _cli(capsys, _evaluate_argv(out, "--seed", "5"))
         elapsed = time.perf_counter() - t0
