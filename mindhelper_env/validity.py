@@ -73,9 +73,10 @@ def narrations(spec: dict[str, Any], windows: int = 0) -> str:
     return "\n".join(texts)
 
 
-def training_episodes(n: int, seed: int = 0) -> list[dict[str, Any]]:
+def training_episodes(n: int, seed: int = 0, house: Any = None) -> list[dict[str, Any]]:
     """``n`` episodes from training seeds, half of them needing help, families drawn as the
-    envs and suites draw them (:data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`)."""
+    envs and suites draw them (:data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`),
+    set in ``house`` (see :func:`~mindhelper_env.world.houses.resolve_houses`)."""
     from mindhelper_env.scenarios.generator import generate_episode
     from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, HELP_FAMILIES
     from mindhelper_env.scenarios.suites import TRAINING_SEED_RANGE
@@ -88,7 +89,8 @@ def training_episodes(n: int, seed: int = 0) -> list[dict[str, Any]]:
         side = sides[i % 2]
         w = np.array([DEFAULT_FAMILY_WEIGHTS[f] for f in side])
         fam = side[int(rng.choice(len(side), p=w / w.sum()))]
-        out.append(generate_episode(fam, int(rng.integers(TRAINING_SEED_RANGE.stop))))
+        out.append(generate_episode(fam, int(rng.integers(TRAINING_SEED_RANGE.stop)),
+                                    house=house))
     return out
 
 
@@ -130,11 +132,13 @@ def bag_of_words_accuracy(suite: str, *, windows: int = 0, n_train: int = 1000,
     """Train on ``n_train`` training episodes, test on ``suite``: accuracy of predicting
     needs-help from the narration of the reset observation plus ``windows`` windows.
 
-    Returns ``{"accuracy", "train_accuracy", "majority", "n_train", "n_test"}``.
+    The training episodes are set in the suite's houses (a suite of real houses is judged
+    against a classifier trained in those houses). Returns ``{"accuracy", "train_accuracy",
+    "majority", "n_train", "n_test"}``.
     """
-    from mindhelper_env.scenarios.suites import suite_specs
+    from mindhelper_env.scenarios.suites import SUITES, suite_specs
 
-    train = training_episodes(n_train, seed)
+    train = training_episodes(n_train, seed, house=SUITES[suite].get("house"))
     test = suite_specs(suite)[:limit]
     tr_text = [narrations(s, windows) for s in train]
     te_text = [narrations(s, windows) for s in test]

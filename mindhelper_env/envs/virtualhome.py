@@ -26,6 +26,7 @@ from mindhelper_env.render.text import (
 )
 from mindhelper_env.scenarios.generator import generate_episode, sample_episode
 from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, FAMILIES, Reference
+from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.script import is_silence
 
 __all__ = ["MindHelperEnv", "DEFAULT_REWARD"]
@@ -145,6 +146,14 @@ class MindHelperEnv(gym.Env):
       ``np_random.integers(pool_size)`` of a pool of validated episodes cached on disk
       (:mod:`mindhelper_env.scenarios.pool`; same seed, same episodes, warm or cold); ``0``
       generates and validates a fresh episode at every reset (~10 ms).
+    * ``house``: where sampled episodes are set (suite episodes carry their own house):
+      ``None`` (procedurally generated houses, 3–6 rooms), a path to a VirtualHome
+      environment graph JSON file (a real apartment; e.g. one from a VirtualHome executable
+      or the TrimmedTestScene1 graphs of ``virtualhome-eval``), a graph dict, a list of those
+      (one house each), ``"virtualhome:scene1"`` (VirtualHome's TestScene1 apartment, needs
+      ``virtualhome-eval``) or ``"tdw"`` (TDW's floorplan houses, needs the ``tdw`` extra).
+      People, task objects and distractors are placed in the house's own rooms, containers
+      and surfaces (:mod:`mindhelper_env.world.houses`).
     * ``pool_dir``: the pool's cache directory (default ``$MINDHELPER_CACHE_DIR``, else
       ``$XDG_CACHE_HOME/mindhelper-env`` or ``~/.cache/mindhelper-env``).
 
@@ -190,6 +199,7 @@ class MindHelperEnv(gym.Env):
         render_size: int = 256,
         pool_size: int | None = None,
         pool_dir: str | None = None,
+        house: Any = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
@@ -250,6 +260,8 @@ class MindHelperEnv(gym.Env):
         self._last_text = ""
         self._renderer: Any = None
         self._pool_config = _check_pool(pool_size, pool_dir)
+        #: the real houses sampled episodes are set in (None: generated houses)
+        self.houses = resolve_houses(house)
 
     @staticmethod
     def _check_families(families: Any) -> dict[str, float]:
@@ -358,18 +370,19 @@ class MindHelperEnv(gym.Env):
             fam = options["family"]
             if not isinstance(fam, str) or fam not in FAMILIES:
                 raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
-            return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)))
+            return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)),
+                                    house=self.houses)
         return self._sample_spec()
 
     def _sample_spec(self) -> dict[str, Any]:
         """A sampled training episode: from the episode pool, or freshly generated."""
         size, directory = self._pool_config
         if size == 0:
-            return sample_episode(self.np_random, self.families)
+            return sample_episode(self.np_random, self.families, house=self.houses)
         if self._pool is None:
             from mindhelper_env.scenarios.pool import get_pool
 
-            self._pool = get_pool(self.families, size, directory)
+            self._pool = get_pool(self.families, size, directory, house=self.houses)
         self._pool_entry = self._pool.sample(self.np_random)
         # the last episode is over (reset cannot fail from here): free its world before
         # unpickling the next, so the garbage collector sees one world's objects, not two
@@ -385,7 +398,7 @@ class MindHelperEnv(gym.Env):
         if size and self._pool is None:
             from mindhelper_env.scenarios.pool import get_pool
 
-            self._pool = get_pool(self.families, size, directory)
+            self._pool = get_pool(self.families, size, directory, house=self.houses)
         return self._pool
 
     def _vector_options(self, options: dict[str, Any]) -> dict[str, Any]:

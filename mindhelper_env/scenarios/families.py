@@ -54,10 +54,12 @@ _KINDS = ("adult", "child", "wheelchair")
 class Draft:
     """A house with people being put together; ``to_spec`` makes the spec dict."""
 
-    def __init__(self, rng: np.random.Generator, family: str) -> None:
+    def __init__(self, rng: np.random.Generator, family: str, house: Any = None) -> None:
         self.rng = rng
         self.family = family
-        self.g: SceneGraph = generate_house(rng)
+        #: ``house`` is a :class:`~mindhelper_env.world.houses.HouseSet` (real houses) or
+        #: None (a procedurally generated house)
+        self.g: SceneGraph = generate_house(rng) if house is None else house.build(rng)
         self.world = World(self.g)  # index for queries while building (kept in sync below)
         self.next_id = max(self.g.nodes) + 1
         self.actors: list[dict[str, Any]] = []

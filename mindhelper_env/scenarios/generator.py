@@ -40,6 +40,7 @@ from mindhelper_env.scenarios.spec import (
     GENERATOR_VERSION,
     Reference,
 )
+from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
 __all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS",
@@ -233,16 +234,24 @@ def _check_belief_at(sim: Simulation, focus: int, target: int, tick: int | None,
         raise EpisodeInvalid(f"belief at onset is {'true' if is_true else 'false'}")
 
 
-def generate_episode(family: str, seed: int, *, episode_id: str | None = None) -> dict[str, Any]:
-    """Generate a validated episode spec of ``family`` from ``seed`` (deterministic)."""
+def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
+                     house: Any = None) -> dict[str, Any]:
+    """Generate a validated episode spec of ``family`` from ``seed`` (deterministic).
+
+    ``house``: where the episode is set: ``None`` for a procedurally generated house, else
+    anything :func:`~mindhelper_env.world.houses.resolve_houses` accepts (``"tdw"``, a
+    VirtualHome graph path, ...); the spec then records the house set's name under
+    ``"house"``.
+    """
     if family not in BUILDERS:
         raise ValueError(f"unknown family {family!r}; expected one of {list(FAMILIES)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    houses = resolve_houses(house)
     last = ""
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([int(seed), FAMILIES.index(family), attempt])
-        d = Draft(rng, family)
+        d = Draft(rng, family, houses)
         try:
             BUILDERS[family](d)
             draft = d.to_spec()
@@ -264,7 +273,7 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None) -
             reference_actions=truth["reference_actions"],
             success={"type": "task_completed", "actor": int(focus)},
         )
-        return {
+        spec = {
             "episode_id": eid,
             "generator": GENERATOR_VERSION,
             "seed": int(seed),
@@ -276,17 +285,22 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None) -
             "horizon": draft["horizon"],
             "reference": ref.to_dict(),
         }
+        if houses is not None:
+            spec["house"] = houses.name
+        return spec
     raise RuntimeError(
         f"could not generate a valid {family!r} episode from seed {seed} after "
         f"{MAX_ATTEMPTS} attempts (last problem: {last})"
     )
 
 
-def sample_episode(rng: np.random.Generator, families: dict[str, float] | None = None) -> dict[str, Any]:
-    """Draw a family (by weight) and a seed from ``rng`` and generate the episode."""
+def sample_episode(rng: np.random.Generator, families: dict[str, float] | None = None,
+                   house: Any = None) -> dict[str, Any]:
+    """Draw a family (by weight) and a seed from ``rng`` and generate the episode (set in
+    ``house``, see :func:`generate_episode`)."""
     fams = families or DEFAULT_FAMILY_WEIGHTS
     names = list(fams)
     w = np.array([float(fams[n]) for n in names])
     fam = names[int(rng.choice(len(names), p=w / w.sum()))]
     seed = int(rng.integers(0, 2**31 - 1))
-    return generate_episode(fam, seed)
+    return generate_episode(fam, seed, house=house)

@@ -98,10 +98,13 @@ class EpisodePool:
         directory: cache directory (default :func:`cache_dir`); ``None`` there and
             ``persist=False`` keep the pool in memory only.
         persist: write generated entries to disk.
+        house: a :class:`~mindhelper_env.world.houses.HouseSet` the episodes are set in
+            (``None``: procedurally generated houses); part of the key.
     """
 
     def __init__(self, families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE, *,
-                 directory: str | os.PathLike[str] | None = None, persist: bool = True) -> None:
+                 directory: str | os.PathLike[str] | None = None, persist: bool = True,
+                 house: Any = None) -> None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"pool size must be a positive int, got {size!r}")
         fams = {str(f): float(w) for f, w in families.items() if float(w) > 0}
@@ -111,9 +114,12 @@ class EpisodePool:
                              f"got {dict(families)!r}")
         self.families = dict(sorted(fams.items()))
         self.size = int(size)
-        digest = hashlib.sha256(json.dumps(
-            {"format": _POOL_FORMAT, "generator": GENERATOR_VERSION,
-             "families": self.families}, sort_keys=True).encode()).hexdigest()
+        self.house = house
+        config: dict[str, Any] = {"format": _POOL_FORMAT, "generator": GENERATOR_VERSION,
+                                  "families": self.families}
+        if house is not None:
+            config["house"] = house.key
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
         self.key = digest[:20]
         self._stream_seed = int(digest[:16], 16)
         base = Path(directory) if directory is not None else cache_dir()
@@ -132,8 +138,8 @@ class EpisodePool:
         # Pickled as its configuration (an env pickled mid-episode does not carry the pool);
         # in the same process this is the shared pool again, elsewhere entries reload lazily.
         if self.directory is None:
-            return (_memory_pool, (self.families, self.size))
-        return (get_pool, (self.families, self.size, self._base))
+            return (_memory_pool, (self.families, self.size, self.house))
+        return (get_pool, (self.families, self.size, self._base, self.house))
 
     # ------------------------------------------------------------------ entries
     def source(self, k: int) -> tuple[str, int]:
@@ -164,7 +170,7 @@ class EpisodePool:
         family, seed = self.source(k)
         spec = self._read(k, family, seed)
         if spec is None:
-            spec = generate_episode(family, seed)
+            spec = generate_episode(family, seed, house=self.house)
             self._write(k, spec)
         world = World(spec["graph"], robot_ids=(ROBOT_ID,))
         world.graph.share_values()  # a smaller pickle, unpickled at every reset
@@ -184,7 +190,7 @@ class EpisodePool:
             return pickle.loads(full)
         spec = self._read(k, entry.family, entry.seed)
         if spec is None:  # the file went away: the same episode again
-            spec = generate_episode(entry.family, entry.seed)
+            spec = generate_episode(entry.family, entry.seed, house=self.house)
             self._write(k, spec)
         return spec
 
@@ -233,6 +239,7 @@ class EpisodePool:
             return None
         if not (isinstance(spec, dict) and spec.get("generator") == GENERATOR_VERSION
                 and spec.get("family") == family and spec.get("seed") == seed
+                and spec.get("house") == (None if self.house is None else self.house.name)
                 and "graph" in spec and "reference" in spec):
             logger.warning("episode pool: %s does not hold %s seed %d; regenerating",
                            path, family, seed)
@@ -258,14 +265,14 @@ _POOLS_LOCK = threading.Lock()
 
 
 def get_pool(families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE,
-             directory: str | os.PathLike[str] | None = None) -> EpisodePool:
+             directory: str | os.PathLike[str] | None = None, house: Any = None) -> EpisodePool:
     """The process-wide pool for this configuration (envs in one process share it)."""
     base = str(Path(directory) if directory is not None else cache_dir())
-    probe = EpisodePool(families, size, directory=base)
+    probe = EpisodePool(families, size, directory=base, house=house)
     key = (probe.key, probe.size, base)
     with _POOLS_LOCK:
         return _POOLS.setdefault(key, probe)
 
 
-def _memory_pool(families: Mapping[str, float], size: int) -> EpisodePool:
-    return EpisodePool(families, size, persist=False)
+def _memory_pool(families: Mapping[str, float], size: int, house: Any = None) -> EpisodePool:
+    return EpisodePool(families, size, persist=False, house=house)

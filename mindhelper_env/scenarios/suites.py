@@ -7,7 +7,17 @@ name            n      seeds               use
 ==============  =====  ==================  ==========================================
 ``vh-dev-v1``   100    5_000_000_000 + i   quick runs, development
 ``vh-test-v1``  1,000  6_000_000_000 + i   reported results
+``tdw-dev-v1``  100    7_000_000_000 + i   TDW floorplan houses (the ``tdw`` extra)
+``tdw-test-v1`` 1,000  8_000_000_000 + i   TDW floorplan houses, reported results
+``vh-scene1-``  100    9_000_000_000 + i   VirtualHome's TestScene1 apartment
+``dev-v1``                                 (needs ``virtualhome-eval``)
 ==============  =====  ==================  ==========================================
+
+**Houses.** The ``vh-`` suites are set in procedurally generated houses; a suite whose table
+entry names a ``house`` is set in those real houses
+(:func:`~mindhelper_env.world.houses.resolve_houses`): ``tdw-*`` in TDW's twelve
+floorplan/layout houses, ``vh-scene1-dev-v1`` in VirtualHome's TestScene1 apartment. Their
+episode specs carry ``"house"``.
 
 ``vh-dev-v0`` and ``vh-test-v0`` are **withdrawn** (:data:`WITHDRAWN`): their narration
 stated conclusions and their construction revealed the family, so string matching could pass
@@ -140,6 +150,30 @@ SUITES: dict[str, dict[str, Any]] = {
         "n": 1000,
         "seed_base": 6_000_000_000,
         "generator": "mh-gen-1.0",
+    },
+    "tdw-dev-v1": {
+        "name": "tdw-dev-v1",
+        "version": 1,
+        "n": 100,
+        "seed_base": 7_000_000_000,
+        "generator": "mh-gen-1.0",
+        "house": "tdw",
+    },
+    "tdw-test-v1": {
+        "name": "tdw-test-v1",
+        "version": 1,
+        "n": 1000,
+        "seed_base": 8_000_000_000,
+        "generator": "mh-gen-1.0",
+        "house": "tdw",
+    },
+    "vh-scene1-dev-v1": {
+        "name": "vh-scene1-dev-v1",
+        "version": 1,
+        "n": 100,
+        "seed_base": 9_000_000_000,
+        "generator": "mh-gen-1.0",
+        "house": "virtualhome:scene1",
     },
 }
 
@@ -313,7 +347,8 @@ def _episode_json(name: str, index: int) -> str:
     family = suite_family(name, index)
     seed = s["seed_base"] + index
     try:
-        spec = generate_episode(family, seed, episode_id=suite_episode_id(name, index))
+        spec = generate_episode(family, seed, episode_id=suite_episode_id(name, index),
+                                house=s.get("house"))
     except RuntimeError as err:
         raise RuntimeError(f"suite {name!r} episode {index}: {err}") from err
     return _dumps(spec)
@@ -505,6 +540,7 @@ def export_suite(name: str, out_dir: str | os.PathLike[str]) -> Path:
         "help_episodes": help_n,
         "silent_episodes": s["n"] - help_n,
         "families": {f: families[f] for f in FAMILIES if families[f]},
+        **({"house": s["house"]} if s.get("house") else {}),
         "files": {PUBLIC_FILE: _file_entry(public, s["n"]),
                   REFERENCE_FILE: _file_entry(reference, s["n"])},
     }

@@ -37,9 +37,6 @@ which understates our speed.
 
 from __future__ import annotations
 
-import glob
-import json
-import os
 import random
 import time
 from collections.abc import Iterable, Sequence
@@ -77,19 +74,9 @@ def _vh() -> Any:
 def trimmed_scene_graphs(limit: int | None = None) -> list[tuple[str, dict[str, Any]]]:
     """``(name, init_graph)`` of the TrimmedTestScene1 graphs shipped with ``virtualhome-eval``,
     sorted by name (at most ``limit``). Read from the installed package at call time."""
-    import virtualhome_eval
+    from mindhelper_env.world.houses import virtualhome_scene_graphs
 
-    root = os.path.dirname(os.path.abspath(virtualhome_eval.__file__))
-    pattern = os.path.join(root, "dataset", "**", "init_and_final_graphs",
-                           "TrimmedTestScene1_graph", "**", "*.json")
-    files = sorted(glob.glob(pattern, recursive=True))
-    if limit is not None:
-        files = files[:limit]
-    out = []
-    for f in files:
-        with open(f) as fh:
-            out.append((os.path.basename(f), json.load(fh)["init_graph"]))
-    return out
+    return virtualhome_scene_graphs("TrimmedTestScene1", limit)
 
 
 @dataclass

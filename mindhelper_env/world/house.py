@@ -24,6 +24,7 @@ __all__ = [
     "add_object",
     "plausible_places",
     "FIRST_HOUSE_ID",
+    "scatter_objects",
 ]
 
 #: Node ids below this are reserved for characters (1 = robot, 2.. = people).
@@ -226,11 +227,21 @@ def generate_house(rng: np.random.Generator, n_rooms: int | None = None,
                             bounding_box={"center": [x0 + fx, fdef.cy, z0 + fz],
                                           "size": list(fdef.size)}))
             g.add_edge(fid, "INSIDE", rid)
-    # everyday objects where people keep them
+    scatter_objects(g, rng, n_rooms, n_objects_per_room)
+    return g
+
+
+def scatter_objects(g: SceneGraph, rng: np.random.Generator, n_rooms: int,
+                    n_objects_per_room: tuple[int, int] = (2, 4)) -> None:
+    """Put everyday objects where people keep them: between ``lo * n_rooms`` and
+    ``hi * n_rooms`` draws of a class from :data:`OBJECT_CATALOG`, each on or in a random
+    piece of furniture of one of its habitual classes (a draw with no such furniture adds
+    nothing). New ids continue after the largest id in ``g``."""
     furn_by_class: dict[str, list[int]] = {}
     for n in g.nodes.values():
         if n.category == "Furniture":
             furn_by_class.setdefault(n.key, []).append(n.id)
+    next_id = max(g.nodes) + 1 if g.nodes else FIRST_HOUSE_ID
     classes = sorted(OBJECT_CATALOG)
     lo, hi = n_objects_per_room
     n_objects = int(rng.integers(lo * n_rooms, hi * n_rooms + 1))
@@ -239,8 +250,8 @@ def generate_house(rng: np.random.Generator, n_rooms: int | None = None,
         homes = [f for c in OBJECT_CATALOG[cls][1] for f in furn_by_class.get(c, [])]
         if not homes:
             continue
-        add_object(g, new_id(), cls, homes[int(rng.integers(len(homes)))])
-    return g
+        add_object(g, next_id, cls, homes[int(rng.integers(len(homes)))])
+        next_id += 1
 
 
 def _wall_slots(n: int) -> list[tuple[float, float]]:
