@@ -9,6 +9,7 @@ __all__ = ["ENV_SPECS", "register_envs"]
 #: id -> (entry point, default kwargs, max_episode_steps)
 ENV_SPECS: dict[str, tuple[str, dict, int | None]] = {
     "MindHelper-VirtualHome-v0": ("mindhelper_env.envs.virtualhome:MindHelperEnv", {}, None),
+    "MindHelper-TDW-v0": ("mindhelper_env.envs.tdw:MindHelperTDWEnv", {}, None),
     "MindHelper-Trigger-v0": ("mindhelper_env.envs.trigger:MindHelperTriggerEnv", {}, None),
 }
 

@@ -320,8 +320,8 @@ def _synthetic_plan(rooms: list[tuple[int, str]], doors: list[tuple[int, tuple[i
     per_room: dict[int, list[tuple[int, str]]] = {r: [] for r, _ in rooms}
     for f, role, r in furniture:
         per_room[r].append((f, role))
-    size = 5.0
-    while len(_wall_slots(size)) < max(len(v) for v in per_room.values()):
+    size = 5.0  # rooms grow until the fullest fills at most two thirds of its wall spots
+    while len(_wall_slots(size)) * 2 < 3 * max(len(v) for v in per_room.values()):
         size += _SPACING
     adj: dict[int, list[int]] = {r: [] for r, _ in rooms}
     for _, (a, b) in doors:
@@ -345,7 +345,8 @@ def _synthetic_plan(rooms: list[tuple[int, str]], doors: list[tuple[int, tuple[i
             if not spots:  # no placed neighbour (or all sides taken): the next free column
                 col = 0 if not taken else max(x for x, _ in taken) + 1
                 spots = [(col, 0)]
-            cells[r] = spots[0]
+            # keep the plan compact: the spot whose grid stays closest to a square
+            cells[r] = min(spots, key=lambda c: _extent(taken | {c}))
             taken.add(spots[0])
             queue.extend(o for o in sorted(adj[r]) if o not in cells)
     boxes: dict[int, Any] = {}
@@ -365,6 +366,12 @@ def _synthetic_plan(rooms: list[tuple[int, str]], doors: list[tuple[int, tuple[i
             boxes[f] = {"center": [round(x0 + fx, 4), fdef.cy, round(z0 + fz, 4)],
                         "size": list(fdef.size)}
     return boxes
+
+
+def _extent(cells: set[tuple[int, int]]) -> int:
+    xs = [x for x, _ in cells]
+    zs = [z for _, z in cells]
+    return max(max(xs) - min(xs), max(zs) - min(zs))
 
 
 def virtualhome_scene_graphs(scene: str = "TrimmedTestScene1", limit: int | None = None
@@ -429,9 +436,10 @@ def resolve_houses(house: Any) -> HouseSet | None:
         if house in _CACHE:
             return _CACHE[house]
         if house == "tdw":
-            from mindhelper_env.world.tdw_house import tdw_houses
+            from mindhelper_env.world.tdw_house import tdw_house_graphs
 
-            hs = HouseSet(tdw_houses(), "tdw")
+            hs = HouseSet([House(name, g, "tdw") for name, g in
+                           sorted(tdw_house_graphs().items())], "tdw")
         elif house == "virtualhome:scene1":
             name, graph = virtualhome_scene_graphs("TrimmedTestScene1", limit=1)[0]
             hs = HouseSet([virtualhome_house(graph, "virtualhome-scene1")], house)

@@ -1,0 +1,41 @@
+"""``MindHelper-TDW-v0``: the household env in ThreeDWorld's floorplan houses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindhelper_env.envs.virtualhome import MindHelperEnv
+
+__all__ = ["MindHelperTDWEnv"]
+
+
+class MindHelperTDWEnv(MindHelperEnv):
+    """
+    ## Description
+
+    :class:`~mindhelper_env.envs.virtualhome.MindHelperEnv` with its episodes set in the
+    houses built from the data that ships in the ``tdw`` package: TDW's four floorplan
+    scenes, each with its three object layouts (twelve houses; rooms from the floorplans'
+    floor sections, doors between adjacent sections, furniture from the layouts' models with
+    their TDW model names in ``prefab_name`` and their real positions and bounds;
+    :mod:`mindhelper_env.world.tdw_house`). Families, ground truth, observations, actions,
+    rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v0``; it runs on the
+    symbolic backend, with no TDW build. Suites: ``tdw-dev-v1`` (100 episodes) and
+    ``tdw-test-v1`` (1,000).
+
+    Needs the ``tdw`` extra (``pip install "mindhelper-env[tdw]"``); without it ``gym.make``
+    raises ``ImportError`` saying so. Converted houses are cached under the package's cache
+    directory (``$MINDHELPER_CACHE_DIR``, see :mod:`mindhelper_env.scenarios.pool`).
+
+    ## Arguments
+
+    Those of ``MindHelper-VirtualHome-v0``; ``house`` defaults to ``"tdw"`` (any other value
+    of :func:`~mindhelper_env.world.houses.resolve_houses` works too).
+
+    ## Version History
+
+    * v0 (0.3.0): initial release.
+    """
+
+    def __init__(self, *args: Any, house: Any = "tdw", **kwargs: Any) -> None:
+        super().__init__(*args, house=house, **kwargs)
