@@ -44,7 +44,10 @@ door per tick). See :data:`VERB_MAP` for substitutes and skipped verbs.
 compares, for every placed object, where Unity has it with where the symbolic world has it:
 held by the same character (HOLDS_RH/HOLDS_LH); else INSIDE or ON the matched container (the
 relation is not compared); else, for an object standing free in a room, INSIDE that room.
-Each disagreement adds one to ``mismatches``.
+Each object in the wrong place adds one to ``mismatches`` at every check (so one object left
+behind for ten ticks counts ten); ``mismatched_now`` is the number wrong at the last check.
+Objects a person holds at the start are set down in the person's room and then walked to and
+grabbed by that person's character (two setup script lines each).
 """
 
 from __future__ import annotations
@@ -420,8 +423,8 @@ class UnityMirror:
     @staticmethod
     def _zero_stats() -> dict[str, int]:
         return {"lines_sent": 0, "lines_skipped": 0, "lines_substituted": 0,
-                "script_failures": 0, "mismatches": 0, "graph_checks": 0, "frames": 0,
-                "unplaced": 0}
+                "script_failures": 0, "mismatches": 0, "mismatched_now": 0,
+                "graph_checks": 0, "frames": 0, "unplaced": 0}
 
     def info(self) -> dict[str, int]:
         """The counters, as plain ints (safe for vector envs)."""
@@ -450,16 +453,21 @@ class UnityMirror:
         # everyday objects: new nodes placed on/in the matched furniture
         next_id = max(unodes, default=0) + 1
         new_nodes, new_edges, tracked = [], [], []
+        held_at_start: list[tuple[int, int]] = []
         for nid in sorted(ours.nodes):
             node = ours.nodes[nid]
             if "GRABBABLE" not in node.properties or nid in world.chars:
                 continue
             place = world.placement(nid)
+            room = world.room_of(nid)
+            holder = world.holder(nid)
+            if holder is not None and room is not None:
+                place = ("INSIDE", room)  # set down in the room, grabbed once characters exist
+                held_at_start.append((holder, nid))
             if place is None or place[1] not in id_map:
                 self.stats["unplaced"] += 1
                 continue
             rel, parent = place
-            room = world.room_of(nid)
             uid = next_id
             next_id += 1
             id_map[nid] = uid
@@ -510,6 +518,16 @@ class UnityMirror:
             self._classes[uid] = "character"
         self.id_map = id_map
         self.camera_index = self._pick_camera(static_cameras, len(order))
+        # objects people hold at the start: walk to them and grab them
+        setup = [f"<char{self.char_index[c]}> [{verb}] <{ours.nodes[o].class_name}> "
+                 f"({id_map[o]})" for c, o in held_at_start for verb in ("walk", "grab")
+                 if c in self.char_index]
+        for row in setup:
+            ok, message = client.render_script([row], skip_animation=True)
+            self.stats["lines_sent"] += 1
+            if not ok:
+                raise UnityError(f"VirtualHome could not set up the episode ('{row}'): "
+                                 f"{_short(message)}")
         if self.check_graph:
             self.check(sim)
 
@@ -681,4 +699,5 @@ class UnityMirror:
                     self.mismatch_log.append((int(world.tick), nid, expect, got))
         self.stats["graph_checks"] += 1
         self.stats["mismatches"] += bad
+        self.stats["mismatched_now"] = bad
         return bad
