@@ -239,3 +239,18 @@ def test_symbolic_default_has_no_unity_info():
     # constructing the Unity backend does not connect (nothing listens on port 9)
     gym.make("MindHelper-VirtualHome-v0", backend="virtualhome-unity",
              backend_options={"url": "http://127.0.0.1:9"})
+
+
+@pytest.mark.parametrize("index", [1, 5])
+def test_characters_start_in_their_rooms(index):
+    with fake_for(index) as fake:
+        env = gym.make("MindHelper-VirtualHome-v0", backend="virtualhome-unity",
+                       backend_options={"url": fake.url, "timeout": 5, "camera": None})
+        env.reset(options={"suite": SUITE, "index": index})
+        graph = fake.graph
+    sim, mirror = env.unwrapped.simulation, env.unwrapped._mirror
+    rooms_of = {e["from_id"]: e["to_id"] for e in graph["edges"]
+                if e["relation_type"] == "INSIDE" and e["to_id"] in mirror._unity_rooms}
+    assert len(mirror.char_index) == 1 + len(sim.actors)
+    for cid in mirror.char_index:
+        assert rooms_of[mirror.id_map[cid]] == mirror.id_map[sim.world.chars[cid].room]

@@ -47,7 +47,9 @@ relation is not compared); else, for an object standing free in a room, INSIDE t
 Each object in the wrong place adds one to ``mismatches`` at every check (so one object left
 behind for ten ticks counts ten); ``mismatched_now`` is the number wrong at the last check.
 Objects a person holds at the start are set down in the person's room and then walked to and
-grabbed by that person's character (two setup script lines each).
+grabbed by that person's character (two setup script lines each). A character is added in its
+room when that room's Unity class is one ``add_character`` accepts (kitchen, bedroom,
+livingroom, bathroom); otherwise at a random place, and then walked to its room.
 """
 
 from __future__ import annotations
@@ -501,9 +503,14 @@ class UnityMirror:
         before = {int(n["id"]) for n in client.environment_graph()["nodes"]
                   if n.get("class_name") == "character"}
         order = [sim.robot] + [a.id for a in sim.actors]
+        walk_in: list[tuple[int, int]] = []  # characters Unity cannot start in their room
         for k, cid in enumerate(order):
             room = world.chars[cid].room
-            rclass = normalize_class(ours.nodes[room].class_name) if room is not None else ""
+            uroom = id_map.get(room) if room is not None else None
+            rclass = normalize_class(str(unodes[uroom].get("class_name", ""))) \
+                if uroom is not None else ""
+            if uroom is not None and rclass not in _START_ROOMS:
+                walk_in.append((cid, room))
             client.add_character(self.characters[k % len(self.characters)],
                                  rclass if rclass in _START_ROOMS else "")
         after = sorted(int(n["id"]) for n in client.environment_graph()["nodes"]
@@ -518,10 +525,13 @@ class UnityMirror:
             self._classes[uid] = "character"
         self.id_map = id_map
         self.camera_index = self._pick_camera(static_cameras, len(order))
-        # objects people hold at the start: walk to them and grab them
-        setup = [f"<char{self.char_index[c]}> [{verb}] <{ours.nodes[o].class_name}> "
-                 f"({id_map[o]})" for c, o in held_at_start for verb in ("walk", "grab")
-                 if c in self.char_index]
+        # characters that started at random walk to their room; objects people hold at the
+        # start are walked to and grabbed
+        setup = [f"<char{self.char_index[c]}> [walk] <{self._classes[id_map[r]]}> "
+                 f"({id_map[r]})" for c, r in walk_in]
+        setup += [f"<char{self.char_index[c]}> [{verb}] <{ours.nodes[o].class_name}> "
+                  f"({id_map[o]})" for c, o in held_at_start for verb in ("walk", "grab")
+                  if c in self.char_index]
         for row in setup:
             ok, message = client.render_script([row], skip_animation=True)
             self.stats["lines_sent"] += 1
