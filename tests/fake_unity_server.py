@@ -9,6 +9,7 @@ putin, putback move nodes and edges; lookat, pointat, sit, standup, switchon, sw
 accepted). ``camera_image`` answers base64 PNGs of one colour per camera index. Every request
 body is kept in :attr:`FakeUnity.requests`.
 
+``mode="lazy"`` accepts ``grab`` without moving anything (a simulator that diverges);
 ``mode="garbage"`` answers every request with bytes that are not JSON. :func:`silent_port`
 gives a port that accepts connections and never answers; :func:`closed_port` one where
 nothing listens.
@@ -207,6 +208,8 @@ class FakeUnity:
             edges[:] = [e for e in edges
                         if not (e["from_id"] == char and e["relation_type"] == "INSIDE")]
             edges.append({"from_id": char, "relation_type": "INSIDE", "to_id": room})
+        elif verb == "grab" and self.mode == "lazy":
+            pass
         elif verb == "grab":
             obj = args[0][1]
             edges[:] = [e for e in edges if not (e["from_id"] == obj and e["relation_type"]

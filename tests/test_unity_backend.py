@@ -136,16 +136,29 @@ def test_episode_mirrors_in_unity_with_frames_and_no_mismatch(index):
     assert run_episode(plain, index)[-1][1]["episode_record_json"] == record
 
 
-def test_skipped_give_is_counted_and_shows_as_mismatch():
+def test_given_objects_are_resynced_with_expand_scene():
     with fake_for(0) as fake:
         env = gym.make("MindHelper-VirtualHome-v0", backend="virtualhome-unity",
                        backend_options={"url": fake.url, "timeout": 5, "camera": None})
         steps = run_episode(env, 0)
+        actions = fake.actions()
     gives = [ev for ev in env.unwrapped.simulation.log if ev.verb == "give"]
     assert gives
     stats = steps[-1][1]["unity"]
-    assert stats["lines_skipped"] >= len(gives) and stats["mismatches"] > 0
+    assert stats["resyncs"] >= len(gives) and stats["mismatches"] == 0
+    assert actions.count("expand_scene") == 1 + stats["resyncs"]
     assert stats["frames"] == 0 and "rgb" not in steps[-1][0]
+
+
+def test_a_diverging_simulator_shows_as_mismatches():
+    with fake_for(5, mode="lazy") as fake:
+        env = gym.make("MindHelper-VirtualHome-v0", backend="virtualhome-unity",
+                       backend_options={"url": fake.url, "timeout": 5, "camera": None})
+        steps = run_episode(env, 5)
+    stats = steps[-1][1]["unity"]
+    assert stats["mismatches"] > 0 and stats["mismatched_now"] >= 0
+    mirror = env.unwrapped._mirror
+    assert mirror.mismatch_log and mirror.mismatch_log[0][2].startswith("held by")
 
 
 def test_script_rows_join_characters_and_substitute_verbs():
@@ -157,11 +170,13 @@ def test_script_rows_join_characters_and_substitute_verbs():
     ev = [Event(3, 2, "look", (10,), True, 30), Event(3, 1, "walk", (10,), True, 30),
           Event(3, 2, "stretch", (20, 10), True, 30), Event(3, 1, "give", (20, 2), True, 30),
           Event(3, 1, "tell", (2, 20, 10), True, 30), Event(3, 0, "move", (20, 10), True, 30)]
+    m._resync_objects = []
     rows = m.script_for(ev)
     assert rows == ["<char0> [walk] <fridge> (610)|<char1> [lookat] <fridge> (610)",
                     "<char1> [pointat] <apple> (620)"]
     assert m.stats["lines_sent"] == 3 and m.stats["lines_substituted"] == 2
-    assert m.stats["lines_skipped"] == 3
+    assert m.stats["lines_skipped"] == 1  # tell
+    assert m._resync_objects == [20, 20]  # give and move: put in place with expand_scene
     # a walk is sent once, when it starts, not at every door on the way
     walk = [Event(4, 1, "walk", (30,), True, 31, done=False)]
     assert m.script_for(walk) == ["<char0> [walk] <kitchen> (630)"]

@@ -46,8 +46,8 @@ held by the same character (HOLDS_RH/HOLDS_LH); else INSIDE or ON the matched co
 relation is not compared); else, for an object standing free in a room, INSIDE that room.
 Each object in the wrong place adds one to ``mismatches`` at every check (so one object left
 behind for ten ticks counts ten); ``mismatched_now`` is the number wrong at the last check.
-Objects a person holds at the start are set down in the person's room and then walked to and
-grabbed by that person's character (two setup script lines each). A character is added in its
+Objects a person holds at the start are set down on a surface in the person's room and then
+walked to and grabbed by that person's character (two setup script lines each). A character is added in its
 room when that room's Unity class is one ``add_character`` accepts (kitchen, bedroom,
 livingroom, bathroom); otherwise at a random place, and then walked to its room.
 """
@@ -85,9 +85,10 @@ DEFAULT_TIMEOUT = 30.0
 #: How each event verb is sent to Unity: the same verb, a substitute, or ``None`` (skipped and
 #: counted in ``lines_skipped``). ``look`` (looked over a place), ``stand`` (stood at a closed
 #: container with full hands) become ``lookat`` the place; ``stretch`` (reached for something
-#: too high) becomes ``pointat`` the object; ``find`` is sent as ``walk``. ``drop``, ``give``,
-#: ``tell`` and background ``move`` events have no Unity script action and are skipped: an
-#: object given, dropped or moved that way then shows up in ``mismatches``.
+#: too high) becomes ``pointat`` the object; ``find`` is sent as ``walk``. ``drop``, ``give``
+#: and background ``move`` events have no Unity script action: the object is moved to where
+#: the symbolic world has it with ``expand_scene`` instead (see :data:`RESYNC_VERBS`; counted
+#: in ``resyncs``). ``tell`` changes nothing visible and is skipped.
 VERB_MAP: dict[str, str | None] = {
     "walk": "walk",
     "find": "walk",
@@ -108,6 +109,11 @@ VERB_MAP: dict[str, str | None] = {
     "tell": None,
     "move": None,
 }
+
+#: Verbs whose object (first argument) is put in place with ``expand_scene`` after the tick's
+#: script: held by the character the symbolic world says (HOLDS_RH/HOLDS_LH), or INSIDE/ON its
+#: container and INSIDE its room.
+RESYNC_VERBS = frozenset({"drop", "give", "move"})
 
 #: Which of an event's arguments the Unity line names (by position in ``Event.args``).
 _ARG_SLICE: dict[str, slice] = {
@@ -420,12 +426,13 @@ class UnityMirror:
         self._tracked: list[int] = []
         self._walking: dict[int, int] = {}
         self._uroom: dict[int, int] = {}
+        self._resync_objects: list[int] = []
         self.stats = self._zero_stats()
 
     @staticmethod
     def _zero_stats() -> dict[str, int]:
         return {"lines_sent": 0, "lines_skipped": 0, "lines_substituted": 0,
-                "script_failures": 0, "mismatches": 0, "mismatched_now": 0,
+                "script_failures": 0, "resyncs": 0, "mismatches": 0, "mismatched_now": 0,
                 "graph_checks": 0, "frames": 0, "unplaced": 0}
 
     def info(self) -> dict[str, int]:
@@ -464,7 +471,8 @@ class UnityMirror:
             room = world.room_of(nid)
             holder = world.holder(nid)
             if holder is not None and room is not None:
-                place = ("INSIDE", room)  # set down in the room, grabbed once characters exist
+                # set down in the room, grabbed once the characters exist
+                place = self._put_down_place(world, room, id_map)
                 held_at_start.append((holder, nid))
             if place is None or place[1] not in id_map:
                 self.stats["unplaced"] += 1
@@ -540,6 +548,16 @@ class UnityMirror:
                                  f"{_short(message)}")
         if self.check_graph:
             self.check(sim)
+
+    @staticmethod
+    def _put_down_place(world: Any, room: int, id_map: dict[int, int]) -> tuple[str, int]:
+        """ON the first matched surface in ``room``, else INSIDE the room."""
+        nodes = world.graph.nodes
+        for nid in sorted(world.room_nodes(room)):
+            n = nodes[nid]
+            if n.category == "Furniture" and "SURFACES" in n.properties and nid in id_map:
+                return "ON", nid
+        return "INSIDE", room
 
     def _match_rooms(self, world: Any, unodes: dict[int, dict[str, Any]]) -> dict[int, int]:
         by_class: dict[str, list[int]] = {}
@@ -621,6 +639,9 @@ class UnityMirror:
 
     def _line(self, ev: Any) -> str | None:
         verb = ev.verb
+        if verb in RESYNC_VERBS and ev.args and ev.args[0] in self.id_map:
+            self._resync_objects.append(ev.args[0])
+            return None
         target = VERB_MAP.get(verb)
         if ev.actor not in self.char_index or target is None:
             self.stats["lines_skipped"] += 1
@@ -652,13 +673,44 @@ class UnityMirror:
 
     def step(self, sim: Any, events: Iterable[Any]) -> None:
         """Replay one tick's events in Unity, then (optionally) check the graph."""
+        self._resync_objects = []
         rows = self.script_for(events)
         if rows:
             ok, _message = self.client.render_script(rows, skip_animation=self.skip_animation)
             if not ok:
                 self.stats["script_failures"] += 1
+        if self._resync_objects:
+            self.resync(sim, self._resync_objects)
         if self.check_graph:
             self.check(sim)
+
+    def resync(self, sim: Any, objects: Iterable[int]) -> None:
+        """Put objects where the symbolic world has them, with ``expand_scene`` on Unity's
+        current graph (for events no script action can replay)."""
+        world, id_map = sim.world, self.id_map
+        graph = self.client.environment_graph()
+        moved = {id_map[o]: o for o in objects if o in id_map}
+        edges = [e for e in graph["edges"] if not (
+            (e.get("from_id") in moved and e.get("relation_type") in ("INSIDE", "ON"))
+            or (e.get("to_id") in moved and e.get("relation_type") in _HOLDS))]
+        for uid, obj in moved.items():
+            holder = world.holder(obj)
+            if holder is not None:
+                if holder not in id_map:
+                    continue
+                hand = "HOLDS_RH" if obj in world.graph.targets(holder, "HOLDS_RH") \
+                    else "HOLDS_LH"
+                edges.append({"from_id": id_map[holder], "relation_type": hand, "to_id": uid})
+                continue
+            place, room = world.placement(obj), world.room_of(obj)
+            if place is None or place[1] not in id_map:
+                continue
+            edges.append({"from_id": uid, "relation_type": place[0] if place[1] != room
+                          else "INSIDE", "to_id": id_map[place[1]]})
+            if room is not None and place[1] != room and room in id_map:
+                edges.append({"from_id": uid, "relation_type": "INSIDE", "to_id": id_map[room]})
+        self.client.expand_scene({"nodes": graph["nodes"], "edges": edges})
+        self.stats["resyncs"] += len(moved)
 
     def frame(self, size: int) -> np.ndarray:
         """The robot camera's current image, ``size`` × ``size`` × 3 ``uint8``."""

@@ -155,8 +155,9 @@ class MindHelperEnv(gym.Env):
       ``obs["rgb"]`` (with ``obs_mode="text+rgb"``: the robot's camera, ``frame_size``
       square; ``render()`` still draws the top-down plan) and ``info["unity"]``: counters
       ``lines_sent``, ``lines_skipped``, ``lines_substituted``, ``script_failures``,
-      ``mismatches`` (Unity's graph disagreeing with the symbolic state about where an object
-      is), ``graph_checks``, ``frames`` and ``unplaced`` (all ints). The simulator is
+      ``resyncs``, ``mismatches`` (Unity's graph disagreeing with the symbolic state about
+      where an object is, summed over checks), ``mismatched_now``, ``graph_checks``,
+      ``frames`` and ``unplaced`` (all ints). The simulator is
       contacted at ``reset()``; if it cannot be reached, or fails mid-episode, ``reset``/``step``
       raise ``SimulatorUnavailable`` (a ``ConnectionError``) or ``UnityError``.
     * ``backend_options``: for ``"virtualhome-unity"``: ``url`` (``http://127.0.0.1:8080``),
