@@ -228,6 +228,11 @@ def test_simulator_lost_mid_episode_raises():
     with pytest.raises(SimulatorUnavailable):
         for _ in range(20):
             env.step("none")
+    # a reset that cannot reach the simulator leaves no half-mirrored episode to step
+    with pytest.raises(SimulatorUnavailable):
+        env.reset(options={"suite": SUITE, "index": 1})
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("none")
 
 
 @pytest.mark.parametrize("kwargs", [

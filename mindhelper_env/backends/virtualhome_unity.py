@@ -74,6 +74,7 @@ __all__ = [
     "UnityError",
     "SimulatorUnavailable",
     "VERB_MAP",
+    "RESYNC_VERBS",
     "CLASS_ALIASES",
     "DEFAULT_URL",
     "BACKEND_OPTIONS",
@@ -532,7 +533,7 @@ class UnityMirror:
             self.char_index[cid] = k
             self._classes[uid] = "character"
         self.id_map = id_map
-        self.camera_index = self._pick_camera(static_cameras, len(order))
+        self.camera_index = self._pick_camera(static_cameras)
         # characters that started at random walk to their room; objects people hold at the
         # start are walked to and grabbed
         setup = [f"<char{self.char_index[c]}> [walk] <{self._classes[id_map[r]]}> "
@@ -597,17 +598,14 @@ class UnityMirror:
             if not cands:
                 continue
             room = id_map.get(world.room_of(nid) or -1)
-            pick = next((u for u in cands if u not in used and self._room_of_unity(u) == room),
+            pick = next((u for u in cands if u not in used and self._uroom.get(u) == room),
                         None)
             if pick is None:
                 pick = next((u for u in cands if u not in used), cands[0])
             id_map[nid] = pick
             used.add(pick)
 
-    def _room_of_unity(self, uid: int) -> int | None:
-        return self._uroom.get(uid)
-
-    def _pick_camera(self, static_cameras: int, n_chars: int) -> int | None:
+    def _pick_camera(self, static_cameras: int) -> int | None:
         cam = self.camera
         if cam is None:
             return None

@@ -350,6 +350,7 @@ class MindHelperEnv(gym.Env):
         self._kinds = {a.id: a.kind for a in sim.actors}
         self._labels = Labels(sim.world, self._names)
         if self._backend_options is not None:
+            self._done = True  # until Unity mirrors the new episode
             self._mirror_reset(sim)
         self._style = style_of(spec.get("seed", spec.get("episode_id", "")))
         self._intervened = False
