@@ -157,6 +157,24 @@ class MindHelperEnv(gym.Env):
     * ``pool_dir``: the pool's cache directory (default ``$MINDHELPER_CACHE_DIR``, else
       ``$XDG_CACHE_HOME/mindhelper-env`` or ``~/.cache/mindhelper-env``).
 
+    * ``backend`` (``"symbolic"``): ``"virtualhome-unity"`` also replays every tick in a
+      running VirtualHome Unity executable
+      (:mod:`mindhelper_env.backends.virtualhome_unity`). The symbolic simulation stays the
+      source of truth for observations' text, rewards and metrics; Unity supplies
+      ``obs["rgb"]`` (with ``obs_mode="text+rgb"``: the robot's camera, ``frame_size``
+      square; ``render()`` still draws the top-down plan) and ``info["unity"]``: counters
+      ``lines_sent``, ``lines_skipped``, ``lines_substituted``, ``script_failures``,
+      ``resyncs``, ``mismatches`` (Unity's graph disagreeing with the symbolic state about
+      where an object is, summed over checks), ``mismatched_now``, ``graph_checks``,
+      ``frames`` and ``unplaced`` (all ints). The simulator is
+      contacted at ``reset()``; if it cannot be reached, or fails mid-episode, ``reset``/``step``
+      raise ``SimulatorUnavailable`` (a ``ConnectionError``) or ``UnityError``.
+    * ``backend_options``: for ``"virtualhome-unity"``: ``url`` (``http://127.0.0.1:8080``),
+      ``timeout`` (seconds per request, 30), ``environment`` (apartment, 0),
+      ``camera`` (a camera index or the name of the robot's character camera,
+      ``"PERSON_FROM_BACK"``), ``check_graph`` (True), ``characters`` (prefabs, robot first),
+      ``skip_animation`` (True).
+
     ``reset(options={"episode": spec})`` replays an episode spec exactly;
     ``reset(options={"family": name})`` samples one family (freshly generated).
     ``env.unwrapped.ground_truth`` is the episode's :class:`~mindhelper_env.scenarios.Reference`.
@@ -200,6 +218,8 @@ class MindHelperEnv(gym.Env):
         pool_size: int | None = None,
         pool_dir: str | None = None,
         house: Any = None,
+        backend: str = "symbolic",
+        backend_options: dict[str, Any] | None = None,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
@@ -262,6 +282,13 @@ class MindHelperEnv(gym.Env):
         self._pool_config = _check_pool(pool_size, pool_dir)
         #: the real houses sampled episodes are set in (None: generated houses)
         self.houses = resolve_houses(house)
+        self.backend = backend
+        self._backend_options = _check_backend(backend, backend_options)
+        if self._backend_options is not None and obs_mode == "text+rgb" \
+                and "camera" in self._backend_options and self._backend_options["camera"] is None:
+            raise ValueError("obs_mode='text+rgb' with the Unity backend needs a camera "
+                             "(backend_options camera must not be None)")
+        self._mirror: Any = None
 
     @staticmethod
     def _check_families(families: Any) -> dict[str, float]:
@@ -334,6 +361,9 @@ class MindHelperEnv(gym.Env):
         self._names[ROBOT_ID] = "Robot"
         self._kinds = {a.id: a.kind for a in sim.actors}
         self._labels = Labels(sim.world, self._names)
+        if self._backend_options is not None:
+            self._done = True  # until Unity mirrors the new episode
+            self._mirror_reset(sim)
         self._style = style_of(spec.get("seed", spec.get("episode_id", "")))
         self._intervened = False
         self._done = False
@@ -351,6 +381,8 @@ class MindHelperEnv(gym.Env):
             self._frames.extend(first for _ in range(self.frame_stack))
             obs["rgb"] = self._stacked()
         info = self._info(action_error=None, events=[])
+        if self._mirror is not None:
+            info["unity"] = self._mirror.info()
         return obs, info
 
     def _episode_from_options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -462,6 +494,8 @@ class MindHelperEnv(gym.Env):
         for k in range(self.window_ticks):
             tick_events = sim.step_tick()
             events.extend(tick_events)
+            if self._mirror is not None:
+                self._mirror.step(sim, tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
             ended = any(sim.end_flags())
@@ -498,6 +532,8 @@ class MindHelperEnv(gym.Env):
         if rgb:
             obs["rgb"] = self._stacked()
         info = self._info(action_error="; ".join(errors) if errors else None, events=ev_dicts)
+        if self._mirror is not None:
+            info["unity"] = self._mirror.info()
         if terminated or truncated:
             self._done = True
             reward += self._final_reward()
@@ -661,9 +697,22 @@ class MindHelperEnv(gym.Env):
         return self._draw(self._renderer, self._last_events)
 
     def _frame(self, events: list[Any]) -> np.ndarray:
+        if self._mirror is not None:
+            return self._mirror.frame(self.frame_size)
         if self._frame_renderer is None:
             self._frame_renderer = _make_renderer(self.frame_size)
         return self._draw(self._frame_renderer, events, scoped=True)
+
+    def _mirror_reset(self, sim: Simulation) -> None:
+        """Mirror the new episode in Unity (``backend="virtualhome-unity"``)."""
+        if self._mirror is None:
+            from mindhelper_env.backends.virtualhome_unity import UnityMirror
+
+            opts = dict(self._backend_options or {})
+            if self.obs_mode != "text+rgb":
+                opts["camera"] = None
+            self._mirror = UnityMirror(**opts)
+        self._mirror.reset(sim)
 
     def _stacked(self) -> np.ndarray:
         if self.frame_stack == 1:
@@ -686,6 +735,25 @@ def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
     if directory is not None and not isinstance(directory, (str, os.PathLike)):
         raise ValueError(f"pool_dir must be a path or None, got {directory!r}")
     return int(size), None if directory is None else os.fspath(directory)
+
+
+def _check_backend(backend: Any, options: Any) -> dict[str, Any] | None:
+    """``None`` for the symbolic backend, else the checked ``backend_options``."""
+    if backend not in ("symbolic", "virtualhome-unity"):
+        raise ValueError(f"backend must be 'symbolic' or 'virtualhome-unity', got {backend!r}")
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"backend_options must be a dict or None, got {type(options).__name__}")
+    if backend == "symbolic":
+        if options:
+            raise ValueError("backend_options are for backend='virtualhome-unity'")
+        return None
+    from mindhelper_env.backends.virtualhome_unity import BACKEND_OPTIONS, UnityMirror
+
+    unknown = sorted(set(options or {}) - set(BACKEND_OPTIONS), key=str)
+    if unknown:
+        raise ValueError(f"unknown backend_options {unknown}; known: {list(BACKEND_OPTIONS)}")
+    UnityMirror(**(options or {}))  # checks the values; connects only at reset
+    return dict(options or {})
 
 
 def merge_reward(reward: Any, defaults: dict[str, float]) -> dict[str, float]:
