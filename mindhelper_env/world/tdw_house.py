@@ -30,8 +30,8 @@ metres) are centred on the pivot. In floorplan 2 every section has the same posi
 pivot of the whole floor mesh, not a centre); there the sections with one neighbour are rooms
 off a hallway, and their centres come from a deterministic k-means of the three layouts'
 object positions (k = number of such sections; clusters are matched to sections in ``x``,
-then ``z`` order); the other sections (the hallway) hold no objects and have no extent of
-their own.
+then ``z`` order) and their extents are their objects' bounds plus the margin; the other
+sections (the hallway) hold no objects.
 
 A section then becomes a room of the type its furniture implies (first rule that applies):
 
@@ -50,12 +50,15 @@ the most sofas, TVs and coffee tables (at least one) becomes the living room.
 A section none of these rules types (a hallway, a corner holding only chairs or nothing) is
 merged into its neighbouring section with the most furniture (ties: lower section number),
 repeatedly, until every section is part of a typed room. A room's bounding box is the union
-of its sections' extents, 3 m high (TDW's interior walls; the floor is at ``y = 0``).
+of the extents of its sections that hold furniture, 3 m high (TDW's interior walls; the floor
+is at ``y = 0``).
 
 **Doors.** Two rooms are joined by a door when a section of one is adjacent (flood data) to a
-section of the other; one door per pair of rooms, at the middle of the boundary between their
-boxes (on the axis where the boxes are furthest apart; along it, the middle of their overlap).
-The flood adjacency of every floorplan is connected, so every room is reachable.
+section of the other; one door per pair of rooms (the first such pair of sections), at the
+middle of the boundary between the two sections' extents (on the axis where they are furthest
+apart; along it, the middle of their overlap), ``INSIDE`` the room whose box is nearest. The
+flood adjacency of every floorplan is connected, so every room is reachable. A floorplan-2
+hallway's extent is the band between the two rows of rooms it joins, so its doors open on it.
 
 **Furniture.** Models play a household role by their ``wcategory`` (and, for cabinets and
 tables, their name and size), see :data:`WCATEGORY_CLASSES`, :func:`furniture_class`; the rest
@@ -348,6 +351,10 @@ def _sections(floorplan: str, data: dict[str, Any]) -> tuple[
             x0, x1, z0, z1 = _union(rs)
             m = WALL_MARGIN_M
             extents[s] = (x0 - m, x1 + m, z0 - m, z1 + m)
+    if not symmetric:
+        for s in sorted(floods, key=int):
+            if s not in extents:
+                extents[s] = _hallway([extents[n] for n in adjacency[s] if n in extents])
     # adjacent sections that overlap share the middle of the overlap as their boundary
     for a in sorted(extents, key=int):
         for b in adjacency[a]:
@@ -358,7 +365,8 @@ def _sections(floorplan: str, data: dict[str, Any]) -> tuple[
             oz = min(ra[3], rb[3]) - max(ra[2], rb[2])
             if ox <= 0 or oz <= 0:
                 continue
-            (ax, az), (bx, bz) = centres[a], centres[b]
+            ax, az = (ra[0] + ra[1]) / 2, (ra[2] + ra[3]) / 2
+            bx, bz = (rb[0] + rb[1]) / 2, (rb[2] + rb[3]) / 2
             k, ca, cb = (0, ax, bx) if abs(ax - bx) >= abs(az - bz) else (2, az, bz)
             cut = (max(ra[k], rb[k]) + min(ra[k + 1], rb[k + 1])) / 2
             if ca <= cb:
@@ -367,6 +375,34 @@ def _sections(floorplan: str, data: dict[str, Any]) -> tuple[
                 rb[k + 1], ra[k] = cut, cut
             extents[a], extents[b] = tuple(ra), tuple(rb)  # type: ignore[assignment]
     return centres, extents, adjacency, names
+
+
+def _hallway(rooms: list[tuple[float, float, float, float]]
+             ) -> tuple[float, float, float, float]:
+    """Extent of a hallway joining ``rooms`` (x0, x1, z0, z1 each): the band between the two
+    rows the rooms form (split at their mean centre, on the axis where the gap between the
+    rows is widest; at least 1 m wide), as long as the rooms reach along the other axis."""
+    best: tuple[float, int, float, float] | None = None
+    for k in (0, 2):
+        mids = [(r[k] + r[k + 1]) / 2 for r in rooms]
+        split = sum(mids) / len(mids)
+        low = [r[k + 1] for r, m in zip(rooms, mids, strict=True) if m < split]
+        high = [r[k] for r, m in zip(rooms, mids, strict=True) if m >= split]
+        if not low or not high:
+            continue
+        lo, hi = max(low), min(high)
+        if best is None or hi - lo > best[0]:
+            best = (hi - lo, k, lo, hi)
+    if best is None:  # one row or one room: a band along the rooms' middle
+        x0, x1, z0, z1 = _union(rooms)
+        mid = (z0 + z1) / 2
+        return x0, x1, mid - 0.5, mid + 0.5
+    _, k, lo, hi = best
+    if hi - lo < 1.0:
+        mid = (lo + hi) / 2
+        lo, hi = mid - 0.5, mid + 0.5
+    x0, x1, z0, z1 = _union(rooms)
+    return (lo, hi, z0, z1) if k == 0 else (x0, x1, lo, hi)
 
 
 # ------------------------------------------------------------------------------ furniture
@@ -477,7 +513,8 @@ def _convert(floorplan: str, layout_index: int, data: dict[str, Any]) -> dict[st
     room_rect: dict[str, tuple[float, float, float, float]] = {}
     for s in roots:
         members = [m for m in sections if root(m) == s]
-        rect = _union(extents[m] for m in members if m in extents)
+        furnished = [m for m in members if classes[m]] or members
+        rect = _union(extents[m] for m in furnished)
         room_rect[s] = rect
         room_id[s] = next_id
         nodes.append({
@@ -489,14 +526,15 @@ def _convert(floorplan: str, layout_index: int, data: dict[str, Any]) -> dict[st
         next_id += 1
 
     # doors
-    pairs: list[tuple[str, str]] = []
+    pairs: dict[tuple[str, str], tuple[str, str]] = {}  # room pair -> first section pair
     for a in sections:
         for b in adjacency[a]:
             ra, rb = sorted((root(a), root(b)), key=int)
             if ra != rb and (ra, rb) not in pairs:
-                pairs.append((ra, rb))
-    for ra, rb in sorted(pairs, key=lambda p: (int(p[0]), int(p[1]))):
-        cx, cz = _door_point(room_rect[ra], room_rect[rb])
+                pairs[(ra, rb)] = (a, b) if root(a) == ra else (b, a)
+    for (ra, rb), (sa, sb) in sorted(pairs.items(), key=lambda p: (int(p[0][0]), int(p[0][1]))):
+        cx, cz = _door_point(extents[sa], extents[sb])
+        near = min((ra, rb), key=lambda r: (_outside(room_rect[r], cx, cz), int(r)))
         nodes.append({
             "id": next_id, "class_name": "door", "category": "Doors",
             "properties": ["CAN_OPEN"], "states": ["OPEN"],
@@ -504,7 +542,7 @@ def _convert(floorplan: str, layout_index: int, data: dict[str, Any]) -> dict[st
                              "size": list(DOOR_SIZE)},
         })
         edges += [_edge(next_id, "BETWEEN", room_id[ra]), _edge(next_id, "BETWEEN", room_id[rb]),
-                  _edge(next_id, "INSIDE", room_id[ra])]
+                  _edge(next_id, "INSIDE", room_id[near])]
         next_id += 1
 
     # furniture
@@ -554,6 +592,13 @@ def _box(rect: tuple[float, float, float, float], y0: float, y1: float
     x0, x1, z0, z1 = rect
     return {"center": [round((x0 + x1) / 2, 3), round((y0 + y1) / 2, 3), round((z0 + z1) / 2, 3)],
             "size": [round(x1 - x0, 3), round(y1 - y0, 3), round(z1 - z0, 3)]}
+
+
+def _outside(rect: tuple[float, float, float, float], x: float, z: float) -> float:
+    """How far the point ``(x, z)`` lies outside ``rect`` (0 inside)."""
+    dx = max(rect[0] - x, 0.0, x - rect[1])
+    dz = max(rect[2] - z, 0.0, z - rect[3])
+    return math.hypot(dx, dz)
 
 
 def _door_point(a: tuple[float, float, float, float], b: tuple[float, float, float, float]
