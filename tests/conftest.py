@@ -54,6 +54,27 @@ def require_tdw() -> Any:
     return pytest.importorskip("tdw", reason='needs the tdw extra: pip install -e ".[tdw]"')
 
 
+def furnished(g: dict, rng: np.random.Generator) -> Any:
+    """A TDW house with everyday objects where people keep them (as generate_house does)."""
+    from mindhelper_env.world.graph import SceneGraph
+    from mindhelper_env.world.house import OBJECT_CATALOG, add_object
+
+    sg = SceneGraph.from_virtualhome(g)
+    by_class: dict[str, list[int]] = {}
+    for n in sg.nodes.values():
+        if n.category == "Furniture":
+            by_class.setdefault(n.key, []).append(n.id)
+    nid = max(sg.nodes) + 1
+    classes = sorted(OBJECT_CATALOG)
+    for _ in range(3 * sum(1 for n in sg.nodes.values() if n.category == "Rooms")):
+        cls = classes[int(rng.integers(len(classes)))]
+        homes = [f for c in OBJECT_CATALOG[cls][1] for f in sorted(by_class.get(c, []))]
+        if homes:
+            add_object(sg, nid, cls, homes[int(rng.integers(len(homes)))])
+            nid += 1
+    return sg
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _episode_pool_cache(tmp_path_factory):
     """Episode pools go to a temporary directory, never the user's cache."""

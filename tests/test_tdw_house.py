@@ -12,19 +12,12 @@ import subprocess
 import sys
 from collections import deque
 
-import numpy as np
 import pytest
 
 from mindhelper_env.world import SceneGraph, World
 from mindhelper_env.world import tdw_house as th
-from mindhelper_env.world.house import (
-    FIRST_HOUSE_ID,
-    FURNITURE,
-    OBJECT_CATALOG,
-    ROOM_TYPES,
-    add_object,
-)
-from tests.conftest import require_tdw
+from mindhelper_env.world.house import FIRST_HOUSE_ID, FURNITURE, OBJECT_CATALOG, ROOM_TYPES
+from tests.conftest import furnished, require_tdw
 
 
 @pytest.fixture(scope="module")
@@ -239,24 +232,6 @@ def test_conversion_is_fast(data):
     assert time.perf_counter() - t < 2.0
 
 
-def _furnished(g: dict, rng: np.random.Generator) -> SceneGraph:
-    """A TDW house with everyday objects where people keep them (as generate_house does)."""
-    sg = SceneGraph.from_virtualhome(g)
-    by_class: dict[str, list[int]] = {}
-    for n in sg.nodes.values():
-        if n.category == "Furniture":
-            by_class.setdefault(n.key, []).append(n.id)
-    nid = max(sg.nodes) + 1
-    classes = sorted(OBJECT_CATALOG)
-    for _ in range(3 * sum(1 for n in sg.nodes.values() if n.category == "Rooms")):
-        cls = classes[int(rng.integers(len(classes)))]
-        homes = [f for c in OBJECT_CATALOG[cls][1] for f in sorted(by_class.get(c, []))]
-        if homes:
-            add_object(sg, nid, cls, homes[int(rng.integers(len(homes)))])
-            nid += 1
-    return sg
-
-
 def test_scenario_builders_use_tdw_houses(houses, monkeypatch):
     """Every scenario family builds and validates its episodes in TDW houses."""
     from mindhelper_env.scenarios import families
@@ -268,7 +243,7 @@ def test_scenario_builders_use_tdw_houses(houses, monkeypatch):
 
     def tdw_house(rng, *args, **kwargs):
         state["k"] += 1
-        return _furnished(houses[names[state["k"] % len(names)]], rng)
+        return furnished(houses[names[state["k"] % len(names)]], rng)
 
     monkeypatch.setattr(families, "generate_house", tdw_house)
     built: dict[str, set[str]] = {}
