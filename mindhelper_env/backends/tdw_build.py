@@ -272,7 +272,8 @@ class TDWMirror:
     # ------------------------------------------------------------------ the build
     def connect(self) -> Any:
         """Attach to the TDW build on :attr:`port`; :class:`SimulatorUnavailable` if its
-        ``Controller`` is not up within :attr:`timeout` seconds."""
+        ``Controller`` is not up within :attr:`timeout` seconds (TDW's constructor blocks
+        until a build answers; its thread is a daemon and is left waiting)."""
         controller_cls, _ = _tdw()
         box: dict[str, Any] = {}
 
