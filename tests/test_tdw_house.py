@@ -31,6 +31,11 @@ def houses(data):
     return th.convert_tdw_houses(data)
 
 
+@pytest.fixture(scope="module")
+def info(data, tmp_path_factory):
+    return th.tdw_house_info(tmp_path_factory.mktemp("tdw-info"))
+
+
 def _top(node: dict) -> float:
     bb = node["bounding_box"]
     return bb["center"][1] + bb["size"][1] / 2
@@ -62,11 +67,13 @@ def test_missing_tdw_says_how_to_install(monkeypatch, tmp_path):
         th.tdw_data()
 
 
-def test_every_house_converts(houses, data):
-    assert sorted(houses) == sorted(th.house_names())
+def test_every_house_converts(houses, data, info):
+    assert sorted(houses) == sorted(th.house_names()) == sorted(info)
     assert len(houses) == 12
     for name, g in houses.items():
-        assert g["tdw_house"]["scene"] == name
+        assert set(g) == {"nodes", "edges"}  # nothing a strict graph schema would refuse
+        assert info[name]["scene"] == name
+        assert info[name]["dropped"] > 0 and info[name]["outside"] == 0
         assert name in data["scenes"], f"{name} is not a TDW scene"
         world = World(SceneGraph.from_virtualhome(g))
         assert len(world.rooms) >= 4, name
@@ -120,11 +127,12 @@ def test_vocabulary_and_prefabs(houses, data):
                 assert n["tdw"]["model"] == n["prefab_name"]
 
 
-def test_furniture_boxes_follow_the_layout(houses, data):
+def test_furniture_boxes_follow_the_layout(houses, data, info):
     """Each converted furniture node keeps its layout entry; its box stands on the layout
     position and is as tall as the model."""
-    for g in houses.values():
-        f, layout = g["tdw_house"]["floorplan"], g["tdw_house"]["layout"]
+    for name, g in houses.items():
+        f, layout = info[name]["floorplan"], info[name]["layout"]
+        assert name == f"floorplan_{f}{'abc'[layout]}"
         entries = {(o["name"], o["position"]["x"], o["position"]["z"])
                    for o in data["layouts"][f][str(layout)]}
         for n in _furniture(g):
@@ -158,7 +166,7 @@ def test_room_types_follow_their_furniture(houses):
         assert {"kitchen", "livingroom", "bedroom"} <= kinds, (name, kinds)
 
 
-def test_scenario_needs_are_met(houses):
+def test_scenario_needs_are_met(houses, info):
     for name, g in houses.items():
         world = World(SceneGraph.from_virtualhome(g))
         furn = _furniture(g)
@@ -166,7 +174,7 @@ def test_scenario_needs_are_met(houses):
         assert any(n["bounding_box"]["center"][1] > 1.6 for n in shelves), name
         assert all(_top(s) <= 2.0 for s in shelves), name  # an adult still reaches the top
         added = [n for n in shelves if n.get("added")]
-        assert len(added) == g["tdw_house"]["added_shelves"] == 1
+        assert len(added) == info[name]["added_shelves"] == 1
         assert added[0]["prefab_name"] == th.HIGH_SHELF_MODEL
         shelf_room = world.graph.nodes[world.room_of(added[0]["id"])].class_name
         assert shelf_room in ("kitchen", "livingroom")
@@ -207,13 +215,22 @@ def test_cache_round_trip(houses, tmp_path):
         th.tdw_house_graph("floorplan_3a", tmp_path)
 
 
+def test_cache_file_holds_houses_and_info(houses, tmp_path):
+    th.tdw_house_graphs(tmp_path)
+    (path,) = tmp_path.glob("*.json")
+    doc = json.loads(path.read_text())
+    assert doc["converter_version"] == th.CONVERTER_VERSION
+    assert doc["houses"] == json.loads(json.dumps(houses))
+    assert doc["info"] == th.tdw_house_info(tmp_path)
+
+
 def test_default_cache_location(houses, tmp_path, monkeypatch):
     monkeypatch.setenv("MINDHELPER_CACHE_DIR", str(tmp_path))
     assert th.tdw_house_graphs() == json.loads(json.dumps(houses))
     assert len(list((tmp_path / "tdw-houses").glob("*.json"))) == 1
 
 
-@pytest.mark.parametrize("junk", [b"{not json", b"\xff\xfe", b'{"houses": {}}', b"[]",
+@pytest.mark.parametrize("junk", [b"{not json", b"\xff\xfe", b'{"houses": {}}', b"[]", b"",
                                   b'{"converter_version": 1, "houses": {"floorplan_1a": 3}}'])
 def test_corrupt_cache_is_rebuilt(houses, tmp_path, junk):
     th.tdw_house_graphs(tmp_path)

@@ -101,6 +101,7 @@ __all__ = [
     "house_names",
     "tdw_house_graph",
     "tdw_house_graphs",
+    "tdw_house_info",
     "convert_tdw_houses",
     "tdw_data",
 ]
@@ -446,7 +447,8 @@ def _room_type(classes: list[str]) -> str | None:
 
 
 # ------------------------------------------------------------------------------ a house
-def _convert(floorplan: str, layout_index: int, data: dict[str, Any]) -> dict[str, Any]:
+def _convert(floorplan: str, layout_index: int, data: dict[str, Any]
+             ) -> tuple[dict[str, Any], dict[str, Any]]:
     models = data["models"]
     layout = data["layouts"][floorplan][str(layout_index)]
     name = f"floorplan_{floorplan}{LAYOUT_LETTERS[layout_index]}"
@@ -574,13 +576,9 @@ def _convert(floorplan: str, layout_index: int, data: dict[str, Any]) -> dict[st
         next_id += 1
         added = 1
     edges.sort(key=lambda e: (e["from_id"], e["relation_type"], e["to_id"]))
-    return {
-        "nodes": nodes,
-        "edges": edges,
-        "tdw_house": {"name": name, "scene": name, "floorplan": floorplan,
-                      "layout": layout_index, "dropped": dropped, "outside": outside,
-                      "added_shelves": added, "converter_version": CONVERTER_VERSION},
-    }
+    info = {"scene": name, "floorplan": floorplan, "layout": layout_index, "dropped": dropped,
+            "outside": outside, "added_shelves": added}
+    return {"nodes": nodes, "edges": edges}, info
 
 
 def _edge(f: int, rel: str, t: int) -> dict[str, Any]:
@@ -668,17 +666,26 @@ def _high_shelf(nid: int, rect: tuple[float, float, float, float],
     }
 
 
-def convert_tdw_houses(data: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
-    """Convert every floorplan × layout now (no cache). ``data``: :func:`tdw_data`."""
-    data = data if data is not None else tdw_data()
-    out: dict[str, dict[str, Any]] = {}
+def _convert_all(data: dict[str, Any]) -> dict[str, Any]:
+    houses: dict[str, dict[str, Any]] = {}
+    info: dict[str, dict[str, Any]] = {}
     for f in FLOORPLANS:
         for i in range(len(LAYOUT_LETTERS)):
-            g = _convert(f, i, data)
-            out[g["tdw_house"]["name"]] = g
-    assert all(n["class_name"] in ROOM_TYPES for g in out.values() for n in g["nodes"]
-               if n["category"] == "Rooms")
-    return out
+            g, facts = _convert(f, i, data)
+            houses[facts["scene"]] = g
+            info[facts["scene"]] = facts
+            bad = [n["class_name"] for n in g["nodes"]
+                   if n["category"] == "Rooms" and n["class_name"] not in ROOM_TYPES]
+            if bad:
+                raise RuntimeError(f"{facts['scene']}: rooms of unknown types {bad}")
+    return {"converter_version": CONVERTER_VERSION, "tdw_version": _tdw_version(),
+            "houses": houses, "info": info}
+
+
+def convert_tdw_houses(data: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """Convert every floorplan × layout now (no cache): name -> graph. ``data``:
+    :func:`tdw_data`."""
+    return _convert_all(data if data is not None else tdw_data())["houses"]
 
 
 # ---------------------------------------------------------------------------------- cache
@@ -695,43 +702,58 @@ def _cache_file(cache_dir: str | os.PathLike[str] | None) -> Path:
 def _valid(doc: Any) -> bool:
     if not isinstance(doc, dict) or doc.get("converter_version") != CONVERTER_VERSION:
         return False
-    houses = doc.get("houses")
-    return (isinstance(houses, dict) and sorted(houses) == sorted(house_names())
+    houses, info = doc.get("houses"), doc.get("info")
+    names = sorted(house_names())
+    return (isinstance(houses, dict) and isinstance(info, dict)
+            and sorted(houses) == names and sorted(info) == names
             and all(isinstance(g, dict) and isinstance(g.get("nodes"), list)
-                    and isinstance(g.get("edges"), list) for g in houses.values()))
+                    and isinstance(g.get("edges"), list) for g in houses.values())
+            and all(isinstance(v, dict) for v in info.values()))
 
 
-def tdw_house_graphs(cache_dir: str | os.PathLike[str] | None = None
-                     ) -> dict[str, dict[str, Any]]:
-    """Every TDW house: name -> VirtualHome environment graph (plus a ``tdw_house`` key of
-    facts: scene, floorplan, layout, counts of dropped models, added shelves).
-
-    Read from the cache in ``cache_dir`` (default ``<cache dir>/tdw-houses``) when there,
-    else converted and cached. Raises ``ImportError`` without the tdw package."""
+def _load(cache_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """The cached conversion (``houses`` and ``info``), converted and cached when missing,
+    unreadable or not what it should be."""
     _require_tdw()
     path = _cache_file(cache_dir)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         if _valid(doc):
-            return doc["houses"]
+            return doc
     except (OSError, ValueError):
         pass
-    houses = convert_tdw_houses()
-    doc = {"converter_version": CONVERTER_VERSION, "tdw_version": _tdw_version(),
-           "houses": houses}
+    doc = _convert_all(tdw_data())
+    text = json.dumps(doc, separators=(",", ":"))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tdw-houses-", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, separators=(",", ":"))
+                fh.write(text)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
     except OSError:
         pass  # a read-only cache directory: the houses are still returned
-    return json.loads(json.dumps(houses))
+    return json.loads(text)
+
+
+def tdw_house_graphs(cache_dir: str | os.PathLike[str] | None = None
+                     ) -> dict[str, dict[str, Any]]:
+    """Every TDW house: name -> VirtualHome environment graph (``nodes`` and ``edges``).
+
+    Read from the cache in ``cache_dir`` (default ``<cache dir>/tdw-houses``) when there,
+    else converted and cached. Raises ``ImportError`` without the tdw package."""
+    return _load(cache_dir)["houses"]
+
+
+def tdw_house_info(cache_dir: str | os.PathLike[str] | None = None
+                   ) -> dict[str, dict[str, Any]]:
+    """Facts about each house: name -> ``scene`` (the TDW scene to load), ``floorplan``,
+    ``layout``, ``dropped`` (layout models that play no household role), ``outside``
+    (furniture outside every floor section), ``added_shelves``."""
+    return _load(cache_dir)["info"]
 
 
 def tdw_house_graph(name: str, cache_dir: str | os.PathLike[str] | None = None
