@@ -67,6 +67,16 @@ def test_missing_tdw_says_how_to_install(monkeypatch, tmp_path):
         th.tdw_data()
 
 
+def test_mirror_without_tdw_says_how_to_install(monkeypatch):
+    from mindhelper_env.backends.tdw_build import TDWMirror
+
+    monkeypatch.setitem(sys.modules, "tdw.controller", None)  # as if tdw were not installed
+    with pytest.raises(ImportError, match=r'pip install "mindhelper-env\[tdw\]"'):
+        TDWMirror().commands_for_reset({"graph": {"nodes": [], "edges": []}})
+    with pytest.raises(ImportError, match=r'pip install "mindhelper-env\[tdw\]"'):
+        TDWMirror(timeout=0.1).connect()
+
+
 def test_every_house_converts(houses, data, info):
     assert sorted(houses) == sorted(th.house_names()) == sorted(info)
     assert len(houses) == 12
