@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -55,6 +57,14 @@ def play(env, agent, *, seed=None, options=None):
         obs, _, term, trunc, info = env.step(agent.act(obs, info))
         if term or trunc:
             return info
+
+
+def require_tdw() -> Any:
+    """Import ``tdw`` (the tdw extra); skip without it, but fail when
+    ``MINDHELPER_REQUIRE_TDW=1`` (set by ``.ci/run``, so CI never skips the TDW tests)."""
+    if os.environ.get("MINDHELPER_REQUIRE_TDW") == "1":
+        return importlib.import_module("tdw")
+    return pytest.importorskip("tdw", reason='needs the tdw extra: pip install -e ".[tdw]"')
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -520,7 +520,10 @@ class UnityMirror:
                  "edges": list(graph["edges"]) + new_edges}
         client.expand_scene(graph)
         self._tracked = tracked
-        self._classes = {uid: ours.nodes[nid].class_name for nid, uid in id_map.items()}
+        # script lines name a node by Unity's own class for it (``freezer``, ``home_office``)
+        self._classes = {uid: str(unodes[uid].get("class_name") or ours.nodes[nid].class_name)
+                         if uid in unodes else ours.nodes[nid].class_name
+                         for nid, uid in id_map.items()}
         # characters: the robot first, then the people by id
         static_cameras = client.camera_count() if self.camera is not None else 0
         before = {int(n["id"]) for n in client.environment_graph()["nodes"]
