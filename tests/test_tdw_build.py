@@ -327,3 +327,103 @@ def test_module_loads_tdw_lazily():
             "assert 'tdw' not in sys.modules, 'tdw imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
     assert tdw_build.TDWMirror is TDWMirror
+
+
+def _fake_build(monkeypatch, pixels: np.ndarray, sent: list, *, fail_after: int | None = None):
+    """A fake TDW build: records every command list, answers with one ``_img`` image."""
+    import tdw.controller
+    import tdw.output_data
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(pixels).save(buf, format="PNG")
+    png = np.frombuffer(buf.getvalue(), dtype=np.uint8)
+
+    class Build(tdw.controller.Controller):  # TDW's static command helpers, no socket
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+        def communicate(self, commands):
+            if fail_after is not None and len(sent) >= fail_after:
+                raise ConnectionResetError("build closed")
+            sent.append(commands)
+            return [b"imag...."]
+
+    class FakeImages:
+        def __init__(self, raw):
+            pass
+
+        def get_num_passes(self):
+            return 1
+
+        def get_pass_mask(self, i):
+            return "_img"
+
+        def get_image(self, i):
+            return png
+
+    monkeypatch.setattr(tdw.controller, "Controller", Build)
+    monkeypatch.setattr(tdw.output_data, "Images", FakeImages)
+    monkeypatch.setattr(tdw.output_data.OutputData, "get_data_type_id",
+                        staticmethod(lambda raw: raw[:4].decode()))
+
+
+def test_env_backend_tdw_mirrors_the_episode_with_frames(monkeypatch):
+    """``MindHelper-TDW-v0`` with ``backend="tdw"``: the scene is built at reset, every tick
+    sends its teleports, frames come from the build, and the symbolic run is unchanged."""
+    import gymnasium as gym
+
+    from mindhelper_env.agents import make_agent
+
+    pixels = np.full((64, 64, 3), (12, 200, 90), dtype=np.uint8)
+    sent: list = []
+    _fake_build(monkeypatch, pixels, sent)
+
+    def play(env):
+        agent = make_agent("oracle", env=env)
+        obs, info = env.reset(options={"suite": "tdw-dev-v1", "index": 2})
+        agent.reset()
+        steps = [(obs, info)]
+        done = False
+        while not done:
+            obs, _, term, trunc, info = env.step(agent.act(obs, info))
+            steps.append((obs, info))
+            done = term or trunc
+        return steps
+
+    env = gym.make("MindHelper-TDW-v0", backend="tdw", backend_options={"timeout": 2},
+                   obs_mode="text+rgb", frame_size=64)
+    steps = play(env)
+    assert all(np.array_equal(obs["rgb"], pixels) for obs, _ in steps)
+    final = steps[-1][1]["tdw"]
+    assert all(type(v) is int for v in final.values())
+    assert final["episodes"] == 1 and final["missing_frames"] == 0
+    assert final["frames"] >= len(steps)
+    types = [c["$type"] for cmds in sent for c in cmds]
+    assert "add_scene" in types and types.count("add_object") > 20
+    assert "teleport_object" in types
+    assert final["commands_sent"] == len(types)
+    plain = gym.make("MindHelper-TDW-v0")
+    assert play(plain)[-1][1]["episode_record_json"] == steps[-1][1]["episode_record_json"]
+
+
+def test_env_backend_tdw_errors_are_clear(monkeypatch):
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match="unknown backend_options"):
+        gym.make("MindHelper-TDW-v0", backend="tdw", backend_options={"url": "x"})
+    with pytest.raises(ValueError, match="port"):
+        gym.make("MindHelper-TDW-v0", backend="tdw", backend_options={"port": "1071"})
+    sent: list = []
+    _fake_build(monkeypatch, np.zeros((8, 8, 3), np.uint8), sent, fail_after=3)
+    env = gym.make("MindHelper-TDW-v0", backend="tdw")
+    env.reset(options={"suite": "tdw-dev-v1", "index": 0})
+    with pytest.raises(SimulatorUnavailable, match="stopped answering"):
+        for _ in range(60):
+            env.step("none")
+    # an episode in a generated house cannot be shown in TDW
+    sent.clear()
+    _fake_build(monkeypatch, np.zeros((8, 8, 3), np.uint8), sent)
+    env = gym.make("MindHelper-VirtualHome-v0", backend="tdw")
+    with pytest.raises(ValueError, match="not a TDW house"):
+        env.reset(options={"suite": "vh-dev-v1", "index": 0})

@@ -325,3 +325,67 @@ class TDWMirror:
         if self.controller is not None and terminate:
             self.controller.communicate({"$type": "terminate"})
         self.controller = None
+
+
+#: Keys ``backend_options`` may have with ``backend="tdw"`` (see :class:`TDWEnvMirror`).
+BACKEND_OPTIONS = ("port", "timeout")
+
+
+class TDWEnvMirror:
+    """The env's side of ``backend="tdw"``: drives a :class:`TDWMirror` from the closed loop.
+
+    The env calls :meth:`reset` after building each episode's simulation (connecting on the
+    first call), :meth:`step` after every tick, :meth:`frame` for ``obs["rgb"]`` and
+    :meth:`info` for ``info["tdw"]``. Frames are the overhead camera's ``_img`` pass at the
+    env's ``frame_size``; a response without an image repeats the last frame (counted in
+    ``missing_frames``). A build that stops answering raises from ``reset``/``step``.
+    """
+
+    def __init__(self, port: int = 1071, timeout: float = 10.0, *, size: int = 128) -> None:
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise ValueError(f"backend_options port must be an int in 1..65535, got {port!r}")
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not 0 < timeout <= 3600:
+            raise ValueError(f"backend_options timeout must be a number of seconds in "
+                             f"(0, 3600], got {timeout!r}")
+        self.mirror = TDWMirror(port, float(timeout), width=size, height=size)
+        self.size = int(size)
+        self._last: np.ndarray | None = None
+        self.stats = {"commands_sent": 0, "frames": 0, "missing_frames": 0, "episodes": 0}
+
+    def _send(self, commands: list[dict[str, Any]]) -> None:
+        try:
+            self.mirror.send(commands)
+        except Exception as err:  # the socket layer raises many kinds; say what happened
+            raise SimulatorUnavailable(f"the TDW build on port {self.mirror.port} stopped "
+                                       f"answering ({type(err).__name__}: {err})") from err
+        self.stats["commands_sent"] += len(commands)
+
+    def reset(self, sim: Any) -> None:
+        if self.mirror.controller is None:
+            self.mirror.connect()
+        # a previous episode's objects and replicants go before the new scene loads
+        self._send([{"$type": "destroy_all_objects"}])
+        self._send(self.mirror.commands_for_reset(sim.world))
+        self._last = None
+        self.stats["episodes"] += 1
+
+    def step(self, sim: Any, events: Iterable[Any]) -> None:
+        self._send(self.mirror.commands_for_tick(list(events), sim.world))
+
+    def frame(self, size: int) -> np.ndarray:
+        img = self.mirror.frame()
+        if img is None:
+            self.stats["missing_frames"] += 1
+            img = self._last if self._last is not None else np.zeros((size, size, 3), np.uint8)
+        else:
+            self.stats["frames"] += 1
+        if img.shape[:2] != (size, size):
+            from PIL import Image
+
+            img = np.asarray(Image.fromarray(img).resize((size, size)), dtype=np.uint8)
+        self._last = img
+        return img.copy()
+
+    def info(self) -> dict[str, int]:
+        return dict(self.stats)

@@ -169,7 +169,16 @@ class MindHelperEnv(gym.Env):
       ``frames`` and ``unplaced`` (all ints). The simulator is
       contacted at ``reset()``; if it cannot be reached, or fails mid-episode, ``reset``/``step``
       raise ``SimulatorUnavailable`` (a ``ConnectionError``) or ``UnityError``.
-    * ``backend_options``: for ``"virtualhome-unity"``: ``url`` (``http://127.0.0.1:8080``),
+      ``"tdw"`` mirrors every tick in a TDW build you start yourself (episodes must be set in
+      TDW houses: ``MindHelper-TDW-v0`` or a ``tdw-*`` suite;
+      :mod:`mindhelper_env.backends.tdw_build`): the floorplan scene, the furniture by model
+      name as the layout placed it, the everyday objects, one Replicant per person (a
+      wheelchair Replicant for wheelchair users) and the robot, teleported tick by tick; an
+      overhead camera supplies ``obs["rgb"]``; ``info["tdw"]`` counts ``commands_sent``,
+      ``frames``, ``missing_frames`` and ``episodes``. No build on the port within the timeout
+      raises ``SimulatorUnavailable`` at ``reset()``.
+    * ``backend_options``: for ``"tdw"``: ``port`` (1071), ``timeout`` (seconds to wait for
+      the build at the first reset, 10). For ``"virtualhome-unity"``: ``url`` (``http://127.0.0.1:8080``),
       ``timeout`` (seconds per request, 30), ``environment`` (apartment, 0),
       ``camera`` (a camera index or the name of the robot's character camera,
       ``"PERSON_FROM_BACK"``), ``check_graph`` (True), ``characters`` (prefabs, robot first),
@@ -382,7 +391,7 @@ class MindHelperEnv(gym.Env):
             obs["rgb"] = self._stacked()
         info = self._info(action_error=None, events=[])
         if self._mirror is not None:
-            info["unity"] = self._mirror.info()
+            info[self._mirror_key] = self._mirror.info()
         return obs, info
 
     def _episode_from_options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -533,7 +542,7 @@ class MindHelperEnv(gym.Env):
             obs["rgb"] = self._stacked()
         info = self._info(action_error="; ".join(errors) if errors else None, events=ev_dicts)
         if self._mirror is not None:
-            info["unity"] = self._mirror.info()
+            info[self._mirror_key] = self._mirror.info()
         if terminated or truncated:
             self._done = True
             reward += self._final_reward()
@@ -703,15 +712,24 @@ class MindHelperEnv(gym.Env):
             self._frame_renderer = _make_renderer(self.frame_size)
         return self._draw(self._frame_renderer, events, scoped=True)
 
-    def _mirror_reset(self, sim: Simulation) -> None:
-        """Mirror the new episode in Unity (``backend="virtualhome-unity"``)."""
-        if self._mirror is None:
-            from mindhelper_env.backends.virtualhome_unity import UnityMirror
+    @property
+    def _mirror_key(self) -> str:
+        return "tdw" if self.backend == "tdw" else "unity"
 
+    def _mirror_reset(self, sim: Simulation) -> None:
+        """Mirror the new episode in the simulator of ``backend`` (Unity or a TDW build)."""
+        if self._mirror is None:
             opts = dict(self._backend_options or {})
-            if self.obs_mode != "text+rgb":
-                opts["camera"] = None
-            self._mirror = UnityMirror(**opts)
+            if self.backend == "tdw":
+                from mindhelper_env.backends.tdw_build import TDWEnvMirror
+
+                self._mirror = TDWEnvMirror(**opts, size=self.frame_size)
+            else:
+                from mindhelper_env.backends.virtualhome_unity import UnityMirror
+
+                if self.obs_mode != "text+rgb":
+                    opts["camera"] = None
+                self._mirror = UnityMirror(**opts)
         self._mirror.reset(sim)
 
     def _stacked(self) -> np.ndarray:
@@ -739,14 +757,24 @@ def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
 
 def _check_backend(backend: Any, options: Any) -> dict[str, Any] | None:
     """``None`` for the symbolic backend, else the checked ``backend_options``."""
-    if backend not in ("symbolic", "virtualhome-unity"):
-        raise ValueError(f"backend must be 'symbolic' or 'virtualhome-unity', got {backend!r}")
+    if backend not in ("symbolic", "virtualhome-unity", "tdw"):
+        raise ValueError(f"backend must be 'symbolic', 'virtualhome-unity' or 'tdw', "
+                         f"got {backend!r}")
     if options is not None and not isinstance(options, dict):
         raise ValueError(f"backend_options must be a dict or None, got {type(options).__name__}")
     if backend == "symbolic":
         if options:
-            raise ValueError("backend_options are for backend='virtualhome-unity'")
+            raise ValueError("backend_options are for backend='virtualhome-unity' or 'tdw'")
         return None
+    if backend == "tdw":
+        from mindhelper_env.backends.tdw_build import BACKEND_OPTIONS as TDW_OPTIONS
+        from mindhelper_env.backends.tdw_build import TDWEnvMirror
+
+        unknown = sorted(set(options or {}) - set(TDW_OPTIONS), key=str)
+        if unknown:
+            raise ValueError(f"unknown backend_options {unknown}; known: {list(TDW_OPTIONS)}")
+        TDWEnvMirror(**(options or {}))  # checks the values; connects only at reset
+        return dict(options or {})
     from mindhelper_env.backends.virtualhome_unity import BACKEND_OPTIONS, UnityMirror
 
     unknown = sorted(set(options or {}) - set(BACKEND_OPTIONS), key=str)
