@@ -196,11 +196,17 @@ def test_generated_is_the_default():
     assert "house" not in spec
 
 
-def test_scene1_suite_is_solvable_and_shortcuts_stay_bounded(scene1):
+@pytest.mark.parametrize("suite", ["vh-scene1-dev-v1", "tdw-dev-v1"])
+def test_house_suites_are_solvable_and_shortcuts_stay_bounded(suite):
     from mindhelper_env.validity import BOUNDS, SHORTCUTS, agent_scores
 
-    scores = agent_scores("vh-scene1-dev-v1", ["oracle", "belief-tracker", *SHORTCUTS],
-                          limit=60)
+    if suite.startswith("tdw"):
+        from tests.conftest import require_tdw
+
+        require_tdw()
+    else:
+        _require_vh()
+    scores = agent_scores(suite, ["oracle", "belief-tracker", *SHORTCUTS], limit=60)
     for metric in ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "SR"):
         assert scores["oracle"][metric] == 100.0, metric
     assert scores["belief-tracker"]["PHA"] >= 85.0
