@@ -7,7 +7,7 @@ by the modules that need them.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 from mindhelper_env.envs.registration import register_envs as _register_envs
 

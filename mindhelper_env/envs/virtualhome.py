@@ -190,7 +190,9 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
-    * v0 (unreleased, after 0.2.0): vector-safe ``info`` (no number, bool or dict is ever
+    * v0 (0.3.0): ``house=`` sets sampled episodes in real houses (VirtualHome graphs,
+      TDW floorplans; episodes in generated houses unchanged); ``backend=`` mirrors episodes
+      in a VirtualHome Unity executable or a TDW build. Vector-safe ``info`` (no number, bool or dict is ever
       ``None``; ``episode_record`` without null reference fields plus
       ``episode_record_json``); ``options={"suite", "indices"}`` with ``vector_index``;
       sampled episodes from an on-disk pool of validated episodes (``pool_size``,
