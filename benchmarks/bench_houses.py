@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import gymnasium as gym
-import numpy as np
+from bench_core import bench_pool_resets, bench_pool_steps  # the same loops as bench_core
 
 import mindhelper_env  # noqa: F401  (registers the envs)
-from mindhelper_env.agents.simple import random_program
 
 SETTINGS = {
     "VirtualHome-v0 (generated houses)": ("MindHelper-VirtualHome-v0", {}),
@@ -41,26 +39,6 @@ def make(env_id: str, kwargs: dict, pool_size: int) -> gym.Env | None:
     return env
 
 
-def steps_per_s(env: gym.Env, n_steps: int, seed: int) -> float:
-    rng = np.random.default_rng(seed)
-    _obs, info = env.reset(seed=seed)
-    t0 = time.perf_counter()
-    for _ in range(n_steps):
-        action = random_program(rng, info) if rng.random() < 0.2 else "none"
-        _obs, _r, term, trunc, info = env.step(action)
-        if term or trunc:
-            _obs, info = env.reset()
-    return n_steps / (time.perf_counter() - t0)
-
-
-def resets_per_s(env: gym.Env, n: int) -> float:
-    env.reset(seed=0)
-    t0 = time.perf_counter()
-    for _ in range(n):
-        env.reset()
-    return n / (time.perf_counter() - t0)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
@@ -73,10 +51,10 @@ def main() -> None:
         envs[name] = make(env_id, kwargs, args.pool_size)
     steps: dict[str, list[float]] = {n: [] for n, e in envs.items() if e is not None}
     resets: dict[str, list[float]] = {n: [] for n in steps}
-    for r in range(args.repeats):  # interleaved, so load on the machine hits every setting
+    for _ in range(args.repeats):  # interleaved, so load on the machine hits every setting
         for name in steps:
-            steps[name].append(steps_per_s(envs[name], args.steps, seed=r))
-            resets[name].append(resets_per_s(envs[name], 1000))
+            steps[name].append(bench_pool_steps(envs[name], args.steps))
+            resets[name].append(bench_pool_resets(envs[name], 1000))
     base = statistics.median(steps[next(iter(steps))])
     print(f"\n{'setting':40s} {'steps/s incl. resets':>21s} {'ratio':>7s} {'resets/s':>10s}")
     for name in steps:

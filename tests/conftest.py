@@ -49,6 +49,23 @@ class RandomActions:
         return int(self.rng.choice(np.flatnonzero(self.env.action_masks())))
 
 
+def episode_steps(env, suite: str, index: int, agent_name: str = "oracle"):
+    """Play suite episode ``index`` with a registry agent; every ``(obs, info)``, reset
+    included."""
+    from mindhelper_env.agents import make_agent
+
+    agent = make_agent(agent_name, env=env)
+    obs, info = env.reset(options={"suite": suite, "index": index})
+    agent.reset()
+    steps = [(obs, info)]
+    done = False
+    while not done:
+        obs, _, term, trunc, info = env.step(agent.act(obs, info))
+        steps.append((obs, info))
+        done = term or trunc
+    return steps
+
+
 def play(env, agent, *, seed=None, options=None):
     """Run one episode; returns the final info."""
     obs, info = env.reset(seed=seed, options=options)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+
+from tests.loopback import LoopbackServer
 
 
 def need(module: str) -> Any:
@@ -39,32 +40,15 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackServer):
+    path = "/v1"
+
     def __init__(self, script: Any = None) -> None:
         self.script = script if script is not None else [Reply()]
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.peak = 0
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> ScriptedServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        super().__init__()
 
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:

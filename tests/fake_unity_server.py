@@ -23,13 +23,13 @@ import io
 import json
 import re
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from PIL import Image
 
 from mindhelper_env.world.world import World
+from tests.loopback import LoopbackServer
 
 SHIFT = 1000
 STATIC_CAMERAS = 3
@@ -76,7 +76,7 @@ def camera_color(index: int) -> tuple[int, int, int]:
     return (10 + 20 * index % 240, 200, 30)
 
 
-class FakeUnity:
+class FakeUnity(LoopbackServer):
     def __init__(self, scene: dict[str, Any], mode: str = "ok") -> None:
         self.scene = scene
         self.mode = mode
@@ -85,23 +85,7 @@ class FakeUnity:
         self.requests: list[dict[str, Any]] = []
         self.scripts: list[list[str]] = []
         self.failed_lines: list[str] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> FakeUnity:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        super().__init__()
 
     def actions(self) -> list[str]:
         return [r["action"] for r in self.requests]

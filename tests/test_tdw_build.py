@@ -373,23 +373,14 @@ def test_env_backend_tdw_mirrors_the_episode_with_frames(monkeypatch):
     sends its teleports, frames come from the build, and the symbolic run is unchanged."""
     import gymnasium as gym
 
-    from mindhelper_env.agents import make_agent
+    from tests.conftest import episode_steps
 
     pixels = np.full((64, 64, 3), (12, 200, 90), dtype=np.uint8)
     sent: list = []
     _fake_build(monkeypatch, pixels, sent)
 
     def play(env):
-        agent = make_agent("oracle", env=env)
-        obs, info = env.reset(options={"suite": "tdw-dev-v1", "index": 2})
-        agent.reset()
-        steps = [(obs, info)]
-        done = False
-        while not done:
-            obs, _, term, trunc, info = env.step(agent.act(obs, info))
-            steps.append((obs, info))
-            done = term or trunc
-        return steps
+        return episode_steps(env, "tdw-dev-v1", 2)
 
     env = gym.make("MindHelper-TDW-v0", backend="tdw", backend_options={"timeout": 2},
                    obs_mode="text+rgb", frame_size=64)

@@ -10,7 +10,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agents import make_agent
 from mindhelper_env.backends.virtualhome_unity import (
     SimulatorUnavailable,
     UnityClient,
@@ -19,6 +18,7 @@ from mindhelper_env.backends.virtualhome_unity import (
 )
 from mindhelper_env.scenarios.suites import suite_episode
 from mindhelper_env.world.world import Event, World
+from tests.conftest import episode_steps
 from tests.fake_unity_server import (
     CHARACTER_CAMERAS,
     SHIFT,
@@ -39,16 +39,7 @@ def fake_for(index: int, mode: str = "ok") -> FakeUnity:
 
 
 def run_episode(env, index: int, agent_name: str = "oracle", suite: str = SUITE):
-    agent = make_agent(agent_name, env=env)
-    obs, info = env.reset(options={"suite": suite, "index": index})
-    agent.reset()
-    steps = [(obs, info)]
-    done = False
-    while not done:
-        obs, _, term, trunc, info = env.step(agent.act(obs, info))
-        steps.append((obs, info))
-        done = term or trunc
-    return steps
+    return episode_steps(env, suite, index, agent_name)
 
 
 def test_client_requests_follow_the_protocol():
