@@ -339,9 +339,7 @@ def _fake_build(monkeypatch, pixels: np.ndarray, sent: list, *, fail_after: int 
     Image.fromarray(pixels).save(buf, format="PNG")
     png = np.frombuffer(buf.getvalue(), dtype=np.uint8)
 
-    class Build(tdw.controller.Controller):  # TDW's static command helpers, no socket
-        def __init__(self, **kwargs):
-            self.kwargs = kwargs
+    class Build:  # stands in for the connected build (never a Controller)
 
         def communicate(self, commands):
             if fail_after is not None and len(sent) >= fail_after:
@@ -362,7 +360,11 @@ def _fake_build(monkeypatch, pixels: np.ndarray, sent: list, *, fail_after: int 
         def get_image(self, i):
             return png
 
-    monkeypatch.setattr(tdw.controller, "Controller", Build)
+    def connect(self):
+        self.controller = Build()
+        return self.controller
+
+    monkeypatch.setattr(TDWMirror, "connect", connect)
     monkeypatch.setattr(tdw.output_data, "Images", FakeImages)
     monkeypatch.setattr(tdw.output_data.OutputData, "get_data_type_id",
                         staticmethod(lambda raw: raw[:4].decode()))
