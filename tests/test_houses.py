@@ -213,3 +213,18 @@ def test_house_suites_are_solvable_and_shortcuts_stay_bounded(suite):
     for name in SHORTCUTS:
         assert scores[name]["PIA"] <= BOUNDS["shortcut_PIA_max"] + 7, name
         assert scores[name]["PHA"] <= BOUNDS["shortcut_PHA_max"] + 7, name
+
+
+def test_trigger_env_trains_in_real_houses():
+    from tests.conftest import require_tdw
+
+    require_tdw()
+    env = gym.make("MindHelper-Trigger-v0", house="tdw", pool_size=0)
+    env.reset(seed=0)
+    assert env.unwrapped.household.episode_spec["house"] == "tdw"
+    for _ in range(20):
+        mask = env.unwrapped.action_masks()
+        _, _, term, trunc, _ = env.step(int(np.flatnonzero(mask)[0]))
+        if term or trunc:
+            env.reset()
+            assert env.unwrapped.household.episode_spec["house"] == "tdw"

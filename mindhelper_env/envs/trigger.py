@@ -31,7 +31,7 @@ OUTCOMES = ("precise_help", "task_success", "missed", "false_alarm", "premature"
             "harm")
 
 _INNER_ARGS = ("families", "window_ticks", "observability", "max_ticks", "pool_size",
-               "pool_dir")
+               "pool_dir", "house")
 
 
 class MindHelperTriggerEnv(gym.Env):
@@ -104,7 +104,8 @@ class MindHelperTriggerEnv(gym.Env):
     ## Arguments
 
     * ``families``, ``window_ticks`` (3), ``observability`` (``"home"``), ``max_ticks``
-      (150), ``pool_size``, ``pool_dir``: passed to ``MindHelper-VirtualHome-v0``.
+      (150), ``pool_size``, ``pool_dir``, ``house`` (train in real houses, e.g. ``"tdw"``):
+      passed to ``MindHelper-VirtualHome-v0``.
     * ``reward``: overrides of :data:`TRIGGER_REWARD`.
     * ``model``: a model spec (or client) for MindClaw's model backends; default
       ``"symbolic"`` (no model; ``$MINDHELPER_MODEL`` is not read).
