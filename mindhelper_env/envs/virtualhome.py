@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections import deque
 from typing import Any
@@ -21,6 +20,7 @@ from mindhelper_env.render.text import (
     cut_text,
     describe_scene,
     event_dict,
+    events_json,
     narrate_event,
     style_of,
 )
@@ -478,8 +478,8 @@ class MindHelperEnv(gym.Env):
         self._last_events = visible
         obs = {
             "narration": text,
-            # json.dumps escapes all but printable ASCII: only the length cut applies
-            "events": cut_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
+            # json.dumps text (escapes all but printable ASCII): only the length cut applies
+            "events": cut_text(events_json(ev_dicts, labels), EVENTS_MAX) if ev_dicts else "[]",
             "tick": np.int64(min(sim.tick, self.max_ticks)),
         }
         if rgb:
@@ -543,8 +543,7 @@ class MindHelperEnv(gym.Env):
         ]
         grabbable, furniture, room_list = self._node_lists(sim)
         nodes = w.graph.nodes
-        objects = [{"id": nid, "class": grabbable[nid], "location": loc, "room": r}
-                   for nid, loc, r in w.objects_in(grabbable, room_set)]  # sorted by id
+        objects = w.candidate_objects(grabbable, room_set)  # sorted by id
         locations = [{"id": nid, "class": cls, "room": r,
                       "open": "OPEN" in nodes[nid].states if can_open else None}
                      for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id

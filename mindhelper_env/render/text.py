@@ -15,15 +15,17 @@ already printable ASCII, so it is only cut to length (:func:`cut_text`).
 
 from __future__ import annotations
 
+import json
 import re
 import string
 import zlib
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
 from mindhelper_env.world.world import Event, World
 
 __all__ = ["CHARSET", "Labels", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
-           "style_of", "KIND_WORDS", "EVENT_VERBS"]
+           "events_json", "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
 CHARSET = frozenset(string.printable)
@@ -100,6 +102,10 @@ def _choose(key: str, style: int, ev: Event) -> str:
     return options[mix % len(options)]
 
 
+#: ``a0``, ``a1``, ...: the format fields naming an event's arguments
+_ARG_KEYS = tuple(f"a{i}" for i in range(8))
+
+
 def _who(world: World, cid: int, names: dict[int, str]) -> str:
     if cid == 0:
         return "Someone"
@@ -132,13 +138,14 @@ class Labels:
     an episode (nodes are never added or removed). Make one per episode and pass it to
     :func:`narrate_event`."""
 
-    __slots__ = ("world", "names", "_things", "_rooms")
+    __slots__ = ("world", "names", "_things", "_rooms", "_json")
 
     def __init__(self, world: World, names: dict[int, str]) -> None:
         self.world = world
         self.names = names
         self._things: dict[int, str] = {}
         self._rooms: dict[int | None, str] = {}
+        self._json: dict[Any, str] = {}
 
     def thing(self, nid: int) -> str:
         label = self._things.get(nid)
@@ -160,12 +167,16 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     if labels is None:
         labels = Labels(world, names)
     thing = labels.thing
-    who = _who(world, ev.actor, names)
+    actor = ev.actor
+    who = "Someone" if actor == 0 else names[actor] if actor in names else world.name(actor)
     a = [thing(x) for x in ev.args]
     v = ev.verb
     room = labels.room(ev.room)
     fields: dict[str, Any] = {"who": who, "room": room}
-    fields.update({f"a{i}": x for i, x in enumerate(a)})
+    if len(a) <= len(_ARG_KEYS):
+        fields.update(zip(_ARG_KEYS, a, strict=False))
+    else:
+        fields.update({f"a{i}": x for i, x in enumerate(a)})
     key = v
     extra = ""
     if v in ("walk", "find"):
@@ -227,6 +238,58 @@ def event_dict(world: World, ev: Event, names: dict[int, str]) -> dict[str, Any]
         out["contents"] = [{"id": x, "class": world.graph.nodes[x].class_name}
                            for x in ev.revealed if x in world.graph.nodes]
     return out
+
+
+_EVENT_KEYS = ("tick", "actor", "actor_name", "verb", "args", "room")
+_OPEN_EVENT_KEYS = (*_EVENT_KEYS, "contents")
+
+
+class _NotPlain(Exception):
+    """An event dict that is not exactly what :func:`event_dict` makes."""
+
+
+def _nodes_json(items: Any, cache: dict[Any, str]) -> str:
+    if type(items) is not list:
+        raise _NotPlain
+    parts = []
+    for item in items:
+        if type(item) is not dict or len(item) != 2:
+            raise _NotPlain
+        nid, cls = item.get("id"), item.get("class")
+        key = (nid, cls)
+        text = cache.get(key)
+        if text is None:
+            if type(nid) is not int or type(cls) is not str or tuple(item) != ("id", "class"):
+                raise _NotPlain
+            text = cache[key] = f'{{"id": {nid}, "class": {_json_str(cls)}}}'
+        parts.append(text)
+    return "[" + ", ".join(parts) + "]"
+
+
+def _event_json(d: dict[str, Any], cache: dict[Any, str]) -> str:
+    keys = tuple(d)
+    if keys != _EVENT_KEYS and keys != _OPEN_EVENT_KEYS:
+        raise _NotPlain
+    tick, actor, name, verb, room = d["tick"], d["actor"], d["actor_name"], d["verb"], d["room"]
+    if type(tick) is not int or type(actor) is not int or type(name) is not str \
+            or type(verb) is not str or (room is not None and type(room) is not int):
+        raise _NotPlain
+    text = (f'{{"tick": {tick}, "actor": {actor}, "actor_name": {_json_str(name)}, '
+            f'"verb": {_json_str(verb)}, "args": {_nodes_json(d["args"], cache)}, '
+            f'"room": {"null" if room is None else room}')
+    if len(keys) == 7:
+        text += f', "contents": {_nodes_json(d["contents"], cache)}'
+    return text + "}"
+
+
+def events_json(events: list[dict[str, Any]], labels: Labels | None = None) -> str:
+    """``json.dumps(events)`` for dicts made by :func:`event_dict` — the same text, built
+    from per-episode fragments (``labels`` keeps them); anything else goes to ``json.dumps``."""
+    cache = labels._json if labels is not None else {}
+    try:
+        return "[" + ", ".join([_event_json(d, cache) for d in events]) + "]"
+    except _NotPlain:
+        return json.dumps(events)
 
 
 def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int,

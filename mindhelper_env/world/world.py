@@ -470,6 +470,48 @@ class World:
                 out.append((nid, p[1], r))
         return out
 
+    def candidate_objects(self, classes: dict[int, str], rooms: Container[int | None]
+                          ) -> list[dict[str, Any]]:
+        """``{"id", "class", "location", "room"}`` for each ``(id, class)`` of ``classes``
+        (in order) that :meth:`objects_in` lists for ``rooms``: the env's candidate objects,
+        built in the same pass."""
+        holder, parent, members = self._holder, self._parent, self._room_members
+        chars, room_of, nodes = self.chars, self._room_of, self.graph.nodes
+        out = []
+        for nid, cls in classes.items():
+            if nid in chars:
+                r = chars[nid].room
+            elif nid in members:
+                r = nid
+            else:
+                r = room_of.get(nid)
+            if r not in rooms:
+                continue
+            h = holder.get(nid)
+            if h is not None:
+                out.append({"id": nid, "class": cls, "location": h, "room": r})
+                continue
+            p = parent.get(nid)
+            if p is None:
+                out.append({"id": nid, "class": cls, "location": None, "room": r})
+                continue
+            up, hidden = p, False  # objects_in's walk up, from the parent
+            for _ in range(16):
+                rel, par = up
+                if par in members:
+                    break
+                if rel == "INSIDE" and "CLOSED" in nodes[par].states:
+                    hidden = True
+                    break
+                if par in holder:
+                    break
+                up = parent.get(par)
+                if up is None:
+                    break
+            if not hidden:
+                out.append({"id": nid, "class": cls, "location": p[1], "room": r})
+        return out
+
     def anchor(self, nid: int) -> int:
         """The room-level object a node is in or on (itself if it stands in a room)."""
         cur = nid
