@@ -171,15 +171,20 @@ class Actor:
         seen_places: set[int] = set()
         nodes, beliefs = world.graph.nodes, self.beliefs
         is_hidden, location = world.is_hidden, world.location
+        holder, parent = world._holder, world._parent
         for nid in world.room_nodes(room):
             node = nodes[nid]
             props = node.properties
             if "GRABBABLE" in props:
+                h = holder.get(nid)  # location(nid), and is_hidden is False when held
+                if h is not None:
+                    beliefs[nid] = h
+                    continue
                 if is_hidden(nid):
                     continue
-                loc = location(nid)
-                if loc is not None:
-                    beliefs[nid] = loc
+                p = parent.get(nid)
+                if p is not None:
+                    beliefs[nid] = p[1]
             elif "SURFACES" in props or ("CONTAINERS" in props and "CLOSED" not in node.states):
                 if not is_hidden(nid):
                     seen_places.add(nid)

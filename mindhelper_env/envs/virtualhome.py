@@ -327,8 +327,8 @@ class MindHelperEnv(gym.Env):
         self._done = False
         self._window = 0
         rooms = self._visible_rooms()
-        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID, self._kinds),
-                          NARRATION_MAX)
+        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID, self._kinds,
+                                         self._labels), NARRATION_MAX)
         self._last_text = text
         self._last_events: list[Any] = []
         self._episode_counter += 1

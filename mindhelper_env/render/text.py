@@ -293,42 +293,47 @@ def events_json(events: list[dict[str, Any]], labels: Labels | None = None) -> s
 
 
 def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int,
-                   kinds: dict[int, str] | None = None) -> str:
-    """What the robot sees at the start: rooms, people, and visible objects with places."""
+                   kinds: dict[int, str] | None = None, labels: Labels | None = None) -> str:
+    """What the robot sees at the start: rooms, people, and visible objects with places.
+    ``labels`` (optional, for ``world`` and ``names``) shares node phrases with the
+    episode's narration."""
     kinds = kinds or {}
     nodes = world.graph.nodes
-    lines = ["The home has: " + ", ".join(_room(world, r) for r in world.rooms) + "."]
+    if labels is None:
+        labels = Labels(world, names)
+    thing = labels.thing
+    chars, holder, is_hidden = world.chars, world._holder, world.is_hidden
+    lines = ["The home has: " + ", ".join([labels.room(r) for r in world.rooms]) + "."]
     for r in rooms:
         members = sorted(world.room_nodes(r))
-        people = [c for c in members if c in world.chars and c != robot]
+        people = [c for c in members if c in chars and c != robot]
         objs = [
             n for n in members
-            if "GRABBABLE" in nodes[n].properties and not world.is_hidden(n)
-            and world.holder(n) is None
+            if "GRABBABLE" in nodes[n].properties and n not in holder and not is_hidden(n)
         ]
         parts = []
         if people:
             descr = []
             for p in people:
-                d = _thing(world, p, names)
+                d = thing(p)
                 if p in kinds:
                     d = f"{d}, {KIND_WORDS.get(kinds[p], kinds[p])}"
                 held = world.held_by(p)
                 if held:
-                    d += ", holding " + _and([_thing(world, h, names) for h in held])
+                    d += ", holding " + _and([thing(h) for h in held])
                 descr.append(d)
             parts.append("people: " + "; ".join(descr))
         if objs:
             parts.append("objects: " + ", ".join(
-                f"{_thing(world, o, names)} {_where(world, o, names)}" for o in objs))
+                [f"{thing(o)} {_where(world, o, names, labels)}" for o in objs]))
         if parts:
-            lines.append(f"In the {_room(world, r)}: " + "; ".join(parts) + ".")
+            lines.append(f"In the {labels.room(r)}: " + "; ".join(parts) + ".")
     rr = world.chars[robot].room
-    lines.append(f"You (the robot, {robot}) are in the {_room(world, rr)}.")
+    lines.append(f"You (the robot, {robot}) are in the {labels.room(rr)}.")
     return "\n".join(lines)
 
 
-def _where(world: World, obj: int, names: dict[int, str]) -> str:
+def _where(world: World, obj: int, names: dict[int, str], labels: Labels | None = None) -> str:
     h = world.holder(obj)
     if h is not None:
         return f"held by {_who(world, h, names)}"
@@ -336,6 +341,7 @@ def _where(world: World, obj: int, names: dict[int, str]) -> str:
     if p is None:
         return ""
     rel, par = p
-    if par in world.rooms:
+    if par in world._room_members:  # a room
         return "on the floor"
-    return ("in " if rel == "INSIDE" else "on ") + _thing(world, par, names)
+    where = labels.thing(par) if labels is not None else _thing(world, par, names)
+    return ("in " if rel == "INSIDE" else "on ") + where

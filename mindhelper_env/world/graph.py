@@ -9,12 +9,16 @@ stores edges as adjacency sets so that relations can be changed in constant time
 Graphs are copied often (an episode pool unpickles a parsed world at every reset), so
 :meth:`SceneGraph.share_values` makes equal strings and property sets of different nodes
 one object, and a :class:`Node` pickles as one tuple of its fields: a pickled world is then
-smaller and loads faster, with the same contents.
+smaller and loads faster, with the same contents. :meth:`SceneGraph.pack_boxes` goes
+further: a plain bounding box (``{"center": [x, y, z], "size": [x, y, z]}`` of floats) is
+kept as 48 bytes until :attr:`Node.bounding_box` is first read, which rebuilds the same
+dict, so a copied or unpickled graph does not build the boxes an episode never looks at.
 """
 
 from __future__ import annotations
 
 import copy
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,15 +74,15 @@ class Node:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # pickled as one tuple of fields, restored without __init__ (as pickle's default
         # does, but without an intermediate state dict: episode pools unpickle a whole world
-        # at every reset)
+        # at every reset); a packed bounding box stays packed
         return _node_from_fields, (self.id, self.class_name, self.category, self.properties,
-                                   self.states, self.bounding_box, self.prefab_name,
-                                   self.extra, self.key)
+                                   self.states, _BOX_SLOT.__get__(self, Node),
+                                   self.prefab_name, self.extra, self.key)
 
     def clone(self) -> Node:
         """An independent copy: mutable parts (states, bounding box, extra) are copied."""
-        box = self.bounding_box
-        if box is not None:
+        box = _BOX_SLOT.__get__(self, Node)
+        if box is not None and type(box) is not bytes:  # packed bytes are immutable
             box = {k: v[:] if type(v) is list else copy.deepcopy(v) for k, v in box.items()}
         extra = self.extra
         extra = {k: v if isinstance(v, _SCALARS) else copy.deepcopy(v)
@@ -107,6 +111,36 @@ def _node_from_fields(*values: Any) -> Node:
     (node.id, node.class_name, node.category, node.properties, node.states,
      node.bounding_box, node.prefab_name, node.extra, node.key) = values
     return node
+
+
+# Node.bounding_box: the slot holds either the box or, after SceneGraph.pack_boxes, the
+# six floats of a plain box packed in 48 bytes; reading the attribute unpacks them once.
+_BOX_SLOT: Any = Node.bounding_box
+_BOX_FORMAT = struct.Struct("<6d")
+
+
+def _get_box(node: Node) -> dict[str, Any] | None:
+    box = _BOX_SLOT.__get__(node, Node)
+    if type(box) is bytes:
+        cx, cy, cz, sx, sy, sz = _BOX_FORMAT.unpack(box)
+        box = {"center": [cx, cy, cz], "size": [sx, sy, sz]}
+        _BOX_SLOT.__set__(node, box)
+    return box
+
+
+def _pack_box(box: Any) -> bytes | None:
+    """48 bytes for a plain box of floats (the same dict comes back), else None."""
+    if type(box) is not dict or tuple(box) != ("center", "size"):
+        return None
+    center, size = box["center"], box["size"]
+    if type(center) is not list or type(size) is not list or len(center) != 3 \
+            or len(size) != 3 or not all(type(v) is float for v in (*center, *size)):
+        return None
+    return _BOX_FORMAT.pack(*center, *size)
+
+
+Node.bounding_box = property(  # type: ignore[assignment,method-assign]
+    _get_box, _BOX_SLOT.__set__, doc="The node's bounding box (``center``, ``size``) or None.")
 
 
 class SceneGraph:
@@ -219,6 +253,15 @@ class SceneGraph:
             props = frozenset(share(p, p) for p in n.properties)
             n.properties = share(props, props)
             n.states = {share(x, x) for x in n.states}
+
+    def pack_boxes(self) -> None:
+        """Keep plain bounding boxes (``{"center": [3 floats], "size": [3 floats]}``) packed
+        until read (see the module docstring); what :attr:`Node.bounding_box` returns is
+        unchanged. Episode pools pack the worlds they pickle."""
+        for n in self.nodes.values():
+            packed = _pack_box(_BOX_SLOT.__get__(n, Node))
+            if packed is not None:
+                _BOX_SLOT.__set__(n, packed)
 
     def copy(self) -> SceneGraph:
         """An independent copy (a structural copy; no JSON round trip)."""

@@ -86,7 +86,7 @@ class ScriptLine:
 
     @property
     def ids(self) -> tuple[int, ...]:
-        return tuple(i for _, i in self.args)
+        return tuple([a[1] for a in self.args])
 
     @property
     def classes(self) -> tuple[str, ...]:

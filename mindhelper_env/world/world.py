@@ -407,23 +407,22 @@ class World:
         """True if the node is inside a closed container (at any depth). Only nodes with the
         CONTAINERS property hide what is in them: VirtualHome also marks counters CLOSED and
         puts curtains INSIDE one another."""
-        seen = 0
+        holder, parent, members = self._holder, self._parent, self._room_members
         cur = nid
-        while seen < 16:
-            if cur in self._holder:
+        for _ in range(16):
+            if cur in holder:
                 return False
-            p = self._parent.get(cur)
+            p = parent.get(cur)
             if p is None:
                 return False
             rel, par = p
-            if par in self._room_members:
+            if par in members:
                 return False
             if rel == "INSIDE":
                 pn = self.graph.nodes[par]
                 if "CLOSED" in pn.states and "CONTAINERS" in pn.properties:
                     return True
             cur = par
-            seen += 1
         return False
 
     def objects_in(self, ids: Iterable[int], rooms: Container[int | None]
@@ -577,18 +576,23 @@ class World:
         old = self._room_of.get(nid)
         if old == room:
             return
+        members = self._room_members
         if old is not None:
-            self._room_members[old].discard(nid)
+            members[old].discard(nid)
         self._room_of[nid] = room
         if room is not None:
-            self._room_members[room].add(nid)
-            for r in list(self.graph.targets(nid, "INSIDE")):
-                if r in self._room_members and r != room:
-                    self.graph.remove_edge(nid, "INSIDE", r)
-            self.graph.add_edge(nid, "INSIDE", room)
+            members[room].add(nid)
+            g = self.graph
+            inside = g.targets(nid, "INSIDE")
+            if inside:
+                for r in [r for r in inside if r in members and r != room]:
+                    g.remove_edge(nid, "INSIDE", r)
+            g.add_edge(nid, "INSIDE", room)
         # contents travel with their container
-        for child in list(self._contents.get(nid, ())):
-            self._set_room(child, room)
+        children = self._contents.get(nid)
+        if children:
+            for child in list(children):
+                self._set_room(child, room)
 
     def _unplace(self, obj: int) -> tuple[str, int] | None:
         old = self._parent.pop(obj, None)
@@ -726,8 +730,8 @@ class World:
 
     def _ok(self, char_id: int, line: ScriptLine, *, done: bool = True,
             source: tuple[str, int] | None = None) -> ActionResult:
-        ev = Event(self.tick, char_id, line.verb, line.ids, True, self.chars[char_id].room,
-                   None, source, done)
+        ev = Event(self.tick, char_id, line.verb, tuple([a[1] for a in line.args]), True,
+                   self.chars[char_id].room, None, source, done)
         return ActionResult(True, None, line, done, ev)
 
     def _do_walk(self, cid: int, c: _Char, line: ScriptLine, max_hops: int | None) -> ActionResult:
