@@ -175,6 +175,7 @@ class MindHelperEnv(gym.Env):
     _pool_entry: Any = None
     _pool_world: Any = None
     _lists: Any = None
+    _candidates: Any = None
 
     def __init__(
         self,
@@ -373,7 +374,7 @@ class MindHelperEnv(gym.Env):
         self._pool_entry = self._pool.sample(self.np_random)
         # the last episode is over (reset cannot fail from here): free its world before
         # unpickling the next, so the garbage collector sees one world's objects, not two
-        self._sim = self._lists = None
+        self._sim = self._lists = self._candidates = self._labels = None
         spec, self._pool_world = self._pool_entry.load()
         return spec  # without "graph" (episode_spec fetches the complete spec)
 
@@ -542,11 +543,21 @@ class MindHelperEnv(gym.Env):
             for a in sim.actors if w.chars[a.id].room in room_set
         ]
         grabbable, furniture, room_list = self._node_lists(sim)
-        nodes = w.graph.nodes
-        objects = w.candidate_objects(grabbable, room_set)  # sorted by id
-        locations = [{"id": nid, "class": cls, "room": r,
-                      "open": "OPEN" in nodes[nid].states if can_open else None}
-                     for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id
+        # objects and locations change only with the world's version (and the rooms seen)
+        key = (w.version, rooms)
+        cached = self._candidates
+        if cached is not None and cached[0] is w and cached[1] == key:
+            object_rows, location_rows = cached[2], cached[3]
+        else:
+            nodes = w.graph.nodes
+            object_rows = w.objects_in_with(grabbable, room_set)  # sorted by id
+            location_rows = [(nid, cls, r, "OPEN" in nodes[nid].states if can_open else None)
+                             for nid, cls, can_open, r in furniture if r in room_set]
+            self._candidates = (w, key, object_rows, location_rows)
+        objects = [{"id": nid, "class": cls, "location": loc, "room": r}
+                   for nid, cls, loc, r in object_rows]
+        locations = [{"id": nid, "class": cls, "room": r, "open": is_open}
+                     for nid, cls, r, is_open in location_rows]  # sorted by id
         return {
             "tick": sim.tick,
             "window": self._window,
@@ -572,8 +583,9 @@ class MindHelperEnv(gym.Env):
         cached = self._lists
         if cached is not None and cached[0] is sim:
             return cached[1]
-        nodes = sim.world.graph.nodes
-        room_of = sim.world.room_of
+        w = sim.world
+        nodes = w.graph.nodes
+        room_of, chars, rooms_ = w._room_of.get, w.chars, w._room_members  # w.room_of, inlined
         grabbable: dict[int, str] = {}
         furniture = []
         for i in sorted(nodes):
@@ -581,7 +593,8 @@ class MindHelperEnv(gym.Env):
             if "GRABBABLE" in n.properties:
                 grabbable[i] = n.class_name
             elif n.category == "Furniture":
-                furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, room_of(i)))
+                r = chars[i].room if i in chars else i if i in rooms_ else room_of(i)
+                furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, r))
         rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
         self._lists = (sim, (grabbable, furniture, rooms))
         return self._lists[1]

@@ -152,6 +152,11 @@ class _Char:
 class World:
     """A household you can run VirtualHome script lines in.
 
+    ``version`` changes whenever the world's methods change where an object is, who holds
+    it, which room a node is in, or a node's states (not when a character only walks or
+    stands near something): results computed from those, such as :meth:`objects_in`, can
+    be reused while it stays the same. Change the world through its methods.
+
     Parameters
     ----------
     graph:
@@ -180,6 +185,9 @@ class World:
         for rid in robot_ids:
             self.set_robot(rid)
 
+    #: see the class docstring (an int, incremented in place by the world's mutations)
+    version: int = 0
+
     def copy(self) -> World:
         """An independent copy of the world in its current state, much cheaper than building
         a new one from the graph: the graph and every mutable index are copied; the door
@@ -187,6 +195,7 @@ class World:
         w = World.__new__(World)
         w.graph = self.graph.copy()
         w.tick = self.tick
+        w.version = self.version
         w.rooms = list(self.rooms)
         w._room_of = dict(self._room_of)
         w._parent = dict(self._parent)
@@ -342,6 +351,7 @@ class World:
         self.graph.add_node(Node(char_id, "character", "Characters", frozenset(), set(), extra=extra))
         self.graph.add_edge(char_id, "INSIDE", room)
         self.chars[char_id] = _Char(room=room, reach=reach, robot=robot)
+        self.version += 1
         self._room_of[char_id] = room
         self._room_members[room].add(char_id)
         return char_id
@@ -469,15 +479,15 @@ class World:
                 out.append((nid, p[1], r))
         return out
 
-    def candidate_objects(self, classes: dict[int, str], rooms: Container[int | None]
-                          ) -> list[dict[str, Any]]:
-        """``{"id", "class", "location", "room"}`` for each ``(id, class)`` of ``classes``
-        (in order) that :meth:`objects_in` lists for ``rooms``: the env's candidate objects,
-        built in the same pass."""
+    def objects_in_with(self, labels: dict[int, Any], rooms: Container[int | None]
+                        ) -> list[tuple[int, Any, int | None, int | None]]:
+        """``(id, label, location, room)`` for each ``id: label`` of ``labels``: the same
+        objects as ``objects_in(labels, rooms)``, with their labels (the env passes class
+        names to list its candidate objects)."""
         holder, parent, members = self._holder, self._parent, self._room_members
         chars, room_of, nodes = self.chars, self._room_of, self.graph.nodes
         out = []
-        for nid, cls in classes.items():
+        for nid, cls in labels.items():
             if nid in chars:
                 r = chars[nid].room
             elif nid in members:
@@ -488,11 +498,11 @@ class World:
                 continue
             h = holder.get(nid)
             if h is not None:
-                out.append({"id": nid, "class": cls, "location": h, "room": r})
+                out.append((nid, cls, h, r))
                 continue
             p = parent.get(nid)
             if p is None:
-                out.append({"id": nid, "class": cls, "location": None, "room": r})
+                out.append((nid, cls, None, r))
                 continue
             up, hidden = p, False  # objects_in's walk up, from the parent
             for _ in range(16):
@@ -508,33 +518,41 @@ class World:
                 if up is None:
                     break
             if not hidden:
-                out.append({"id": nid, "class": cls, "location": p[1], "room": r})
+                out.append((nid, cls, p[1], r))
         return out
 
     def anchor(self, nid: int) -> int:
         """The room-level object a node is in or on (itself if it stands in a room)."""
+        holder, parent, members = self._holder, self._parent, self._room_members
         cur = nid
         for _ in range(16):
-            h = self._holder.get(cur)
+            h = holder.get(cur)
             if h is not None:
                 return h
-            p = self._parent.get(cur)
-            if p is None or p[1] in self._room_members:
+            p = parent.get(cur)
+            if p is None or p[1] in members:
                 return cur
             cur = p[1]
         return cur
 
     def is_close(self, char_id: int, nid: int) -> bool:
-        c = self.chars[char_id]
-        if c.room is None or self.room_of(nid) != c.room:
+        chars = self.chars
+        c = chars[char_id]
+        room = c.room
+        if room is None:
             return False
-        if nid in self.chars:
-            return c.near == nid or self.chars[nid].near == char_id or (
-                c.near is not None and c.near == self.chars[nid].near
+        if nid in chars:
+            if chars[nid].room != room:
+                return False
+            return c.near == nid or chars[nid].near == char_id or (
+                c.near is not None and c.near == chars[nid].near
             )
+        if (nid if nid in self._room_members else self._room_of.get(nid)) != room:
+            return False
         if self._holder.get(nid) == char_id:
             return True
-        return c.near is not None and self.anchor(c.near) == self.anchor(nid)
+        near = c.near
+        return near is not None and self.anchor(near) == self.anchor(nid)
 
     def height(self, nid: int, *, top: bool = False) -> float | None:
         n = self.graph.nodes[nid]
@@ -577,6 +595,8 @@ class World:
         if old == room:
             return
         members = self._room_members
+        if nid not in self.chars:  # a character's own room is not an object's
+            self.version += 1
         if old is not None:
             members[old].discard(nid)
         self._room_of[nid] = room
@@ -597,12 +617,14 @@ class World:
     def _unplace(self, obj: int) -> tuple[str, int] | None:
         old = self._parent.pop(obj, None)
         if old is not None:
+            self.version += 1
             rel, par = old
             self._contents.get(par, set()).discard(obj)
             self.graph.remove_edge(obj, rel, par)
         return old
 
     def _place(self, obj: int, rel: str, parent: int) -> None:
+        self.version += 1
         self._parent[obj] = (rel, parent)
         self._contents.setdefault(parent, set()).add(obj)
         self.graph.add_edge(obj, rel, parent)
@@ -622,6 +644,7 @@ class World:
     def _release(self, char_id: int, obj: int) -> None:
         self.graph.remove_edge(char_id, "HOLDS_RH", obj)
         self.graph.remove_edge(char_id, "HOLDS_LH", obj)
+        self.version += 1
         self._holder.pop(obj, None)
 
     def _set_near(self, char_id: int, target: int | None) -> None:
@@ -645,6 +668,7 @@ class World:
             if self.graph.targets(parent, relation):
                 raise ValueError(f"{self.name(parent)} already holds something in that hand")
             self.graph.add_edge(parent, relation, node.id)
+            self.version += 1
             self._holder[node.id] = parent
             self._set_room(node.id, self.chars[parent].room)
         else:
@@ -665,6 +689,7 @@ class World:
         self._room_of.pop(obj, None)
         self._contents.pop(obj, None)
         self.graph.remove_node(obj)
+        self.version += 1
 
     def move_object(self, obj: int, relation: str, parent: int) -> None:
         """Scenario-level relocation (no character involved): put ``obj`` in/on ``parent``."""
@@ -681,6 +706,7 @@ class World:
 
     def set_state(self, nid: int, state: str, on: bool = True) -> None:
         states = self.graph.nodes[nid].states
+        self.version += 1
         pairs = {"OPEN": "CLOSED", "CLOSED": "OPEN", "ON": "OFF", "OFF": "ON"}
         if on:
             states.add(state)
@@ -816,6 +842,7 @@ class World:
             return self._fail(cid, line, f"{self.name(t)} is out of reach")
         src = self._unplace(t)
         self.graph.add_edge(cid, hand, t)
+        self.version += 1
         self._holder[t] = cid
         self._set_room(t, c.room)
         return self._ok(cid, line, source=src)
@@ -900,6 +927,7 @@ class World:
         c.sitting_on = t
         self.graph.add_edge(cid, "SITTING", t)
         self.graph.nodes[cid].states.add("SITTING")
+        self.version += 1
         return self._ok(cid, line)
 
     def _do_standup(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
@@ -907,6 +935,7 @@ class World:
             return self._fail(cid, line, "not sitting")
         self.graph.remove_edge(cid, "SITTING", c.sitting_on)
         self.graph.nodes[cid].states.discard("SITTING")
+        self.version += 1
         c.sitting_on = None
         return self._ok(cid, line)
 
@@ -923,6 +952,7 @@ class World:
             return self._fail(cid, line, f"{self.name(to)} has no free hand")
         self._release(cid, obj)
         self.graph.add_edge(to, hand, obj)
+        self.version += 1
         self._holder[obj] = to
         self._set_near(cid, to)
         return self._ok(cid, line, source=("HOLDS_RH", cid))
