@@ -60,6 +60,9 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "assist": ("person", "anchor"),
 }
 
+#: The policy method of each activity type.
+_ACT_METHODS = {kind: "_act_" + kind for kind in ACTIVITY_KEYS}
+
 #: How many ticks a person waits for the robot that walked up to them.
 _WAIT_FOR_ROBOT = 2
 
@@ -241,8 +244,9 @@ class Actor:
         if self._wait > 0:
             self._wait -= 1
             return None
-        for _ in range(len(self.activities) + 1):
-            act = self.activity
+        activities = self.activities
+        for _ in range(len(activities) + 1):
+            act = activities[self._idx] if self._idx < len(activities) else None
             if act is None:
                 self._finish(world)
                 return None
@@ -252,7 +256,7 @@ class Actor:
             if not self._started:
                 self._started = True
                 self.markers.append(Marker(world.tick, "activity_start", self._idx, act["type"]))
-            line = getattr(self, "_act_" + act["type"])(world, act)
+            line = getattr(self, _ACT_METHODS.get(act["type"]) or "_act_" + act["type"])(world, act)
             if line is not None or self.status != "active" or not self._activity_done \
                     or self.outbox:  # a visible look or struggle takes the whole tick
                 return line
@@ -293,7 +297,8 @@ class Actor:
         return ScriptLine("walk", ((world.graph.nodes[target].class_name, target),))
 
     def _line(self, world: World, verb: str, *ids: int) -> ScriptLine:
-        return ScriptLine(verb, tuple((world.graph.nodes[i].class_name, i) for i in ids))
+        nodes = world.graph.nodes
+        return ScriptLine(verb, tuple([(nodes[i].class_name, i) for i in ids]))
 
     def _stand_if_sitting(self, world: World) -> ScriptLine | None:
         if world.chars[self.id].sitting_on is not None:
@@ -305,7 +310,8 @@ class Actor:
         target = int(act["target"])
         me = world.chars[self.id]
         self._doing = f"going to the {world.graph.nodes[target].class_name}"
-        arrived = (me.room == target) if target in world.rooms else world.is_close(self.id, target)
+        arrived = (me.room == target) if target in world._room_members \
+            else world.is_close(self.id, target)  # _room_members: world.rooms, as a dict
         if not arrived:
             if me.sitting_on is not None:
                 return ScriptLine("standup", ())

@@ -468,19 +468,21 @@ class MindHelperEnv(gym.Env):
         self._window += 1
         terminated, truncated = sim.end_flags()
         visible = self._visible_events(events)
-        world, names, style, labels = sim.world, self._names, self._style, self._labels
-        text = "\n".join(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels)
-                         for ev in visible)
-        if not text:
-            text = "Nothing happened that you could see."
-        text = clean_text(text, NARRATION_MAX)
-        ev_dicts = [event_dict(sim.world, ev, self._names) for ev in visible]
+        if visible:
+            world, names, style, labels = sim.world, self._names, self._style, self._labels
+            text = "\n".join([f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels)
+                              for ev in visible])
+            text = clean_text(text, NARRATION_MAX)
+            ev_dicts = [event_dict(world, ev, names) for ev in visible]
+            # json.dumps text (escapes all but printable ASCII): only the length cut applies
+            events_text = cut_text(events_json(ev_dicts, labels), EVENTS_MAX)
+        else:
+            text, ev_dicts, events_text = "Nothing happened that you could see.", [], "[]"
         self._last_text = text
         self._last_events = visible
         obs = {
             "narration": text,
-            # json.dumps text (escapes all but printable ASCII): only the length cut applies
-            "events": cut_text(events_json(ev_dicts, labels), EVENTS_MAX) if ev_dicts else "[]",
+            "events": events_text,
             "tick": np.int64(min(sim.tick, self.max_ticks)),
         }
         if rgb:
