@@ -545,21 +545,25 @@ class MindHelperEnv(gym.Env):
             for a in sim.actors if w.chars[a.id].room in room_set
         ]
         grabbable, furniture, room_list = self._node_lists(sim)
-        # objects and locations change only with the world's version (and the rooms seen)
-        key = (w.version, rooms)
+        # objects change only with the world's version, locations (furniture never moves)
+        # with its states, and both with the rooms seen
         cached = self._candidates
-        if cached is not None and cached[0] is w and cached[1] == key:
-            object_rows, location_rows = cached[2], cached[3]
-        else:
+        if cached is None or cached[0] is not w or cached[1] != rooms:
+            cached = self._candidates = [w, rooms, -1, None, -1, None]
+        if cached[2] != w.version:
+            cached[3] = [{"id": nid, "class": cls, "location": loc, "room": r}
+                         for nid, cls, loc, r in w.objects_in_with(grabbable, room_set)]
+            cached[2] = w.version
+        if cached[4] != w.states_version:
             nodes = w.graph.nodes
-            object_rows = w.objects_in_with(grabbable, room_set)  # sorted by id
-            location_rows = [(nid, cls, r, "OPEN" in nodes[nid].states if can_open else None)
-                             for nid, cls, can_open, r in furniture if r in room_set]
-            self._candidates = (w, key, object_rows, location_rows)
-        objects = [{"id": nid, "class": cls, "location": loc, "room": r}
-                   for nid, cls, loc, r in object_rows]
-        locations = [{"id": nid, "class": cls, "room": r, "open": is_open}
-                     for nid, cls, r, is_open in location_rows]  # sorted by id
+            cached[5] = [{"id": nid, "class": cls, "room": r,
+                          "open": "OPEN" in nodes[nid].states if can_open else None}
+                         for nid, cls, can_open, r in furniture if r in room_set]
+            cached[4] = w.states_version
+        object_dicts, location_dicts = cached[3], cached[5]
+        # info gets copies (its dicts are the caller's to change); both sorted by id
+        objects = list(map(dict.copy, object_dicts))
+        locations = list(map(dict.copy, location_dicts))
         return {
             "tick": sim.tick,
             "window": self._window,

@@ -155,7 +155,8 @@ class World:
     ``version`` changes whenever the world's methods change where an object is, who holds
     it, which room a node is in, or a node's states (not when a character only walks or
     stands near something): results computed from those, such as :meth:`objects_in`, can
-    be reused while it stays the same. Change the world through its methods.
+    be reused while it stays the same; ``states_version`` changes with nodes' states only.
+    Change the world through its methods.
 
     Parameters
     ----------
@@ -187,6 +188,7 @@ class World:
 
     #: see the class docstring (an int, incremented in place by the world's mutations)
     version: int = 0
+    states_version: int = 0
 
     def copy(self) -> World:
         """An independent copy of the world in its current state, much cheaper than building
@@ -196,6 +198,7 @@ class World:
         w.graph = self.graph.copy()
         w.tick = self.tick
         w.version = self.version
+        w.states_version = self.states_version
         w.rooms = list(self.rooms)
         w._room_of = dict(self._room_of)
         w._parent = dict(self._parent)
@@ -707,6 +710,7 @@ class World:
     def set_state(self, nid: int, state: str, on: bool = True) -> None:
         states = self.graph.nodes[nid].states
         self.version += 1
+        self.states_version += 1
         pairs = {"OPEN": "CLOSED", "CLOSED": "OPEN", "ON": "OFF", "OFF": "ON"}
         if on:
             states.add(state)
@@ -928,6 +932,7 @@ class World:
         self.graph.add_edge(cid, "SITTING", t)
         self.graph.nodes[cid].states.add("SITTING")
         self.version += 1
+        self.states_version += 1
         return self._ok(cid, line)
 
     def _do_standup(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
@@ -936,6 +941,7 @@ class World:
         self.graph.remove_edge(cid, "SITTING", c.sitting_on)
         self.graph.nodes[cid].states.discard("SITTING")
         self.version += 1
+        self.states_version += 1
         c.sitting_on = None
         return self._ok(cid, line)
 
