@@ -344,10 +344,18 @@ class Actor:
 
     # fetch --------------------------------------------------------------
     def _act_fetch(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
-        wanted = [int(act["object"])] + [int(o) for o in act.get("alternatives", ())
-                                         if int(o) in world.graph.nodes]
+        alternatives = act.get("alternatives")
+        wanted = [int(act["object"])]
+        if alternatives:
+            nodes = world.graph.nodes
+            wanted += [int(o) for o in alternatives if int(o) in nodes]
         obj = wanted[0]
-        held = next((o for o in wanted if world.holder(o) == self.id), None)
+        holder = world._holder  # world.holder(o), inlined
+        held = None
+        for o in wanted:
+            if holder.get(o) == self.id:
+                held = o
+                break
         if held is not None:
             dest = act.get("dest")
             if dest is None:
@@ -376,8 +384,12 @@ class Actor:
                 return None
             self._opened = place
             return self._line(world, "open", place)
-        here = next((o for o in wanted if world.location(o) is not None
-                     and world.anchor(o) == place and not world.is_hidden(o)), None)
+        here = None
+        for o in wanted:
+            if world.location(o) is not None and world.anchor(o) == place \
+                    and not world.is_hidden(o):
+                here = o
+                break
         if here is not None:
             obj = here
             if not world.reachable(self.id, obj):
