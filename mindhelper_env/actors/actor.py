@@ -174,22 +174,24 @@ class Actor:
         seen_places: set[int] = set()
         nodes, beliefs = world.graph.nodes, self.beliefs
         is_hidden, location = world.is_hidden, world.location
-        holder, parent = world._holder, world._parent
+        # world.location and world.is_hidden, inlined where the answer is at hand: a held
+        # object is not hidden, nor one whose place stands in a room
+        holder, parent, rooms = world._holder, world._parent, world._room_members
         for nid in world.room_nodes(room):
             node = nodes[nid]
             props = node.properties
             if "GRABBABLE" in props:
-                h = holder.get(nid)  # location(nid), and is_hidden is False when held
+                h = holder.get(nid)
                 if h is not None:
                     beliefs[nid] = h
                     continue
-                if is_hidden(nid):
-                    continue
                 p = parent.get(nid)
-                if p is not None:
-                    beliefs[nid] = p[1]
+                if p is None or (p[1] not in rooms and is_hidden(nid)):
+                    continue
+                beliefs[nid] = p[1]
             elif "SURFACES" in props or ("CONTAINERS" in props and "CLOSED" not in node.states):
-                if not is_hidden(nid):
+                p = parent.get(nid)
+                if p is None or p[1] in rooms or nid in holder or not is_hidden(nid):
                     seen_places.add(nid)
         # negative evidence: a believed place in view that does not hold the object
         if seen_places:
