@@ -19,10 +19,9 @@ from mindhelper_env.render.text import (
     clean_text,
     cut_text,
     describe_scene,
-    event_dict,
-    events_json,
     narrate_event,
     style_of,
+    window_events,
 )
 from mindhelper_env.scenarios.generator import generate_episode, sample_episode
 from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, FAMILIES, Reference
@@ -469,13 +468,11 @@ class MindHelperEnv(gym.Env):
         terminated, truncated = sim.end_flags()
         visible = self._visible_events(events)
         if visible:
-            world, names, style, labels = sim.world, self._names, self._style, self._labels
-            text = "\n".join([f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels)
-                              for ev in visible])
-            text = clean_text(text, NARRATION_MAX)
-            ev_dicts = [event_dict(world, ev, names) for ev in visible]
+            lines, ev_dicts, events_text = window_events(sim.world, visible, self._names,
+                                                         self._style, self._labels)
+            text = clean_text("\n".join(lines), NARRATION_MAX)
             # json.dumps text (escapes all but printable ASCII): only the length cut applies
-            events_text = cut_text(events_json(ev_dicts, labels), EVENTS_MAX)
+            events_text = cut_text(events_text, EVENTS_MAX)
         else:
             text, ev_dicts, events_text = "Nothing happened that you could see.", [], "[]"
         self._last_text = text

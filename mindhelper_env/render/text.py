@@ -25,7 +25,7 @@ from typing import Any
 from mindhelper_env.world.world import Event, World
 
 __all__ = ["CHARSET", "Labels", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
-           "events_json", "style_of", "KIND_WORDS", "EVENT_VERBS"]
+           "events_json", "window_events", "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
 CHARSET = frozenset(string.printable)
@@ -256,7 +256,7 @@ def _nodes_json(items: Any, cache: dict[Any, str]) -> str:
         if type(item) is not dict or len(item) != 2:
             raise _NotPlain
         nid, cls = item.get("id"), item.get("class")
-        key = (nid, cls)
+        key = ("node", nid, cls)
         text = cache.get(key)
         if text is None:
             if type(nid) is not int or type(cls) is not str or tuple(item) != ("id", "class"):
@@ -290,6 +290,64 @@ def events_json(events: list[dict[str, Any]], labels: Labels | None = None) -> s
         return "[" + ", ".join([_event_json(d, cache) for d in events]) + "]"
     except _NotPlain:
         return json.dumps(events)
+
+
+def window_events(world: World, events: list[Event], names: dict[int, str], style: int,
+                  labels: Labels) -> tuple[list[str], list[dict[str, Any]], str]:
+    """For a window's events: the narration lines (``[t=..] `` + :func:`narrate_event`),
+    the :func:`event_dict` of each and their JSON, ``json.dumps`` of the dicts (built from
+    per-episode fragments kept in ``labels``)."""
+    lines, dicts, parts = [], [], []
+    plain = True
+    for ev in events:
+        lines.append(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels))
+        d = event_dict(world, ev, names)
+        dicts.append(d)
+        if plain:
+            try:
+                parts.append(_event_fragment(world, ev, d, labels._json))
+            except _NotPlain:
+                plain = False
+    return lines, dicts, "[" + ", ".join(parts) + "]" if plain else json.dumps(dicts)
+
+
+def _node_fragment(world: World, nid: Any, cache: dict[Any, str]) -> str:
+    text = cache.get(nid)
+    if text is None:
+        if type(nid) is not int:
+            raise _NotPlain
+        n = world.graph.nodes.get(nid)
+        cls = n.class_name if n is not None else "?"
+        if type(cls) is not str:
+            raise _NotPlain
+        text = cache[nid] = f'{{"id": {nid}, "class": {_json_str(cls)}}}'
+    return text
+
+
+def _event_fragment(world: World, ev: Event, d: dict[str, Any], cache: dict[Any, str]) -> str:
+    """``json.dumps(d)`` for ``d = event_dict(world, ev, ...)``."""
+    tick, actor, room, verb = ev.tick, ev.actor, ev.room, ev.verb
+    name = d["actor_name"]
+    if type(tick) is not int or type(actor) is not int or type(name) is not str \
+            or type(verb) is not str or (room is not None and type(room) is not int):
+        raise _NotPlain
+    key = ("who", actor, name)
+    who = cache.get(key)
+    if who is None:
+        who = cache[key] = _json_str(name)
+    key = ("verb", verb)
+    verb_text = cache.get(key)
+    if verb_text is None:
+        verb_text = cache[key] = _json_str(verb)
+    args = ev.args if (verb not in ("walk", "find") or ev.done) else ()
+    text = (f'{{"tick": {tick}, "actor": {actor}, "actor_name": {who}, "verb": {verb_text}, '
+            f'"args": [{", ".join([_node_fragment(world, x, cache) for x in args])}], '
+            f'"room": {"null" if room is None else room}')
+    if verb == "open":
+        nodes = world.graph.nodes
+        inside = ", ".join([_node_fragment(world, x, cache) for x in ev.revealed if x in nodes])
+        text += f', "contents": [{inside}]'
+    return text + "}"
 
 
 def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int,
