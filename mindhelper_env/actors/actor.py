@@ -38,6 +38,7 @@ Kinds: ``adult`` (reach 2.0 m), ``child`` (1.2 m), ``wheelchair`` (1.3 m).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from mindhelper_env.world.script import ScriptLine
@@ -59,6 +60,13 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "check": ("target",),
     "assist": ("person", "anchor"),
 }
+
+@lru_cache(maxsize=4096)
+def _walk_line(class_name: str, target: int) -> ScriptLine:
+    """``[walk] <class_name> (target)`` (script lines are immutable: people walking share
+    them instead of building one per tick)."""
+    return ScriptLine("walk", ((class_name, target),))
+
 
 #: The policy method of each activity type.
 _ACT_METHODS = {kind: "_act_" + kind for kind in ACTIVITY_KEYS}
@@ -296,7 +304,7 @@ class Actor:
             self._wait = self.retry_wait
 
     def _walk_to(self, world: World, target: int) -> ScriptLine:
-        return ScriptLine("walk", ((world.graph.nodes[target].class_name, target),))
+        return _walk_line(world.graph.nodes[target].class_name, target)
 
     def _line(self, world: World, verb: str, *ids: int) -> ScriptLine:
         nodes = world.graph.nodes

@@ -361,14 +361,27 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
         labels = Labels(world, names)
     thing = labels.thing
     chars, holder, is_hidden = world.chars, world._holder, world.is_hidden
+    parent, room_ids = world._parent, world._room_members
     lines = ["The home has: " + ", ".join([labels.room(r) for r in world.rooms]) + "."]
     for r in rooms:
         members = sorted(world.room_nodes(r))
         people = [c for c in members if c in chars and c != robot]
-        objs = [
-            n for n in members
-            if "GRABBABLE" in nodes[n].properties and n not in holder and not is_hidden(n)
-        ]
+        # visible objects nobody holds, each with _where() (is_hidden and placement inlined:
+        # an object on nothing or standing in a room is not hidden)
+        objs = []
+        for n in members:
+            if "GRABBABLE" not in nodes[n].properties or n in holder:
+                continue
+            p = parent.get(n)
+            if p is None:
+                where = ""
+            elif p[1] in room_ids:
+                where = "on the floor"
+            elif is_hidden(n):
+                continue
+            else:
+                where = ("in " if p[0] == "INSIDE" else "on ") + thing(p[1])
+            objs.append(f"{thing(n)} {where}")
         parts = []
         if people:
             descr = []
@@ -382,8 +395,7 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
                 descr.append(d)
             parts.append("people: " + "; ".join(descr))
         if objs:
-            parts.append("objects: " + ", ".join(
-                [f"{thing(o)} {_where(world, o, names, labels)}" for o in objs]))
+            parts.append("objects: " + ", ".join(objs))
         if parts:
             lines.append(f"In the {labels.room(r)}: " + "; ".join(parts) + ".")
     rr = world.chars[robot].room
