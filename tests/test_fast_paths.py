@@ -177,3 +177,35 @@ def test_packed_boxes_read_back_the_same() -> None:
     assert n.bounding_box["center"][0] == 123.0
     n.bounding_box = None
     assert n.bounding_box is None and n.height is None
+
+
+def test_sources_match_the_edges_before_and_after_the_index_is_built() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    env.reset(seed=4)
+    g = SceneGraph.from_virtualhome(env.unwrapped.episode_spec["graph"])
+    rng = np.random.default_rng(0)
+    ids = sorted(g.nodes)
+
+    def plain_sources(graph, t, rel):
+        return {f for f, r, x in graph.edges() if x == t and r == rel}
+
+    for built in (False, True):
+        h = g.copy()
+        if built:
+            h.sources(ids[0], "INSIDE")  # builds the index; later changes must keep it
+        for _ in range(300):
+            a, b = (ids[int(rng.integers(len(ids)))] for _ in range(2))
+            rel = ("INSIDE", "ON", "CLOSE")[int(rng.integers(3))]
+            if rng.random() < 0.5:
+                h.add_edge(a, rel, b)
+            else:
+                h.remove_edge(a, rel, b)
+        for t in ids:
+            for rel in ("INSIDE", "ON", "CLOSE", "BETWEEN"):
+                assert set(h.sources(t, rel)) == plain_sources(h, t, rel)
+        assert h.n_edges == sum(1 for _ in h.edges())
+        victim = ids[-1]
+        h.remove_node(victim)
+        assert all(victim not in (f, x) for f, _, x in h.edges())
+    with pytest.raises(KeyError):
+        g.add_edge(ids[0], "ON", max(ids) + 1000)

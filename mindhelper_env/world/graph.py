@@ -148,6 +148,10 @@ class SceneGraph:
 
     Use :meth:`from_virtualhome` / :meth:`to_virtualhome` to convert from and to the JSON
     dict VirtualHome's ``environment_graph()`` returns.
+
+    Edges are kept by source node; the index by target node (for :meth:`sources` and
+    :meth:`remove_node`) is built on first use and then kept up to date, so graphs that are
+    copied or unpickled and never asked for sources do not carry it.
     """
 
     __slots__ = ("nodes", "_out", "_in", "_n_edges")
@@ -155,8 +159,19 @@ class SceneGraph:
     def __init__(self) -> None:
         self.nodes: dict[int, Node] = {}
         self._out: dict[int, dict[str, set[int]]] = {}
-        self._in: dict[int, dict[str, set[int]]] = {}
+        self._in: dict[int, dict[str, set[int]]] | None = None  # built by _sources_index
         self._n_edges = 0
+
+    def _sources_index(self) -> dict[int, dict[str, set[int]]]:
+        index = self._in
+        if index is None:
+            index = {nid: {} for nid in self.nodes}
+            for f, rels in self._out.items():
+                for r, ts in rels.items():
+                    for t in ts:
+                        index[t].setdefault(r, set()).add(f)
+            self._in = index
+        return index
 
     # -- construction -------------------------------------------------------------------
     def add_node(self, node: Node) -> Node:
@@ -164,7 +179,8 @@ class SceneGraph:
             raise ValueError(f"duplicate node id {node.id}")
         self.nodes[node.id] = node
         self._out[node.id] = {}
-        self._in[node.id] = {}
+        if self._in is not None:
+            self._in[node.id] = {}
         return node
 
     def add_edge(self, from_id: int, relation: str, to_id: int) -> bool:
@@ -172,8 +188,11 @@ class SceneGraph:
         targets = self._out[from_id].setdefault(relation, set())
         if to_id in targets:
             return False
+        if to_id not in self.nodes:
+            raise KeyError(to_id)
         targets.add(to_id)
-        self._in[to_id].setdefault(relation, set()).add(from_id)
+        if self._in is not None:
+            self._in[to_id].setdefault(relation, set()).add(from_id)
         self._n_edges += 1
         return True
 
@@ -183,7 +202,8 @@ class SceneGraph:
         if not targets or to_id not in targets:
             return False
         targets.discard(to_id)
-        self._in[to_id][relation].discard(from_id)
+        if self._in is not None:
+            self._in[to_id][relation].discard(from_id)
         self._n_edges -= 1
         return True
 
@@ -193,8 +213,9 @@ class SceneGraph:
         if not targets:
             return []
         old = list(targets)
-        for t in old:
-            self._in[t][relation].discard(from_id)
+        if self._in is not None:
+            for t in old:
+                self._in[t][relation].discard(from_id)
         targets.clear()
         self._n_edges -= len(old)
         return old
@@ -204,10 +225,11 @@ class SceneGraph:
         for rel, targets in list(self._out[node_id].items()):
             for t in list(targets):
                 self.remove_edge(node_id, rel, t)
-        for rel, sources in list(self._in[node_id].items()):
+        index = self._sources_index()
+        for rel, sources in list(index[node_id].items()):
             for f in list(sources):
                 self.remove_edge(f, rel, node_id)
-        del self._out[node_id], self._in[node_id]
+        del self._out[node_id], index[node_id]
         return self.nodes.pop(node_id)
 
     # -- queries ------------------------------------------------------------------------
@@ -215,7 +237,7 @@ class SceneGraph:
         return self._out[from_id].get(relation, _EMPTY)
 
     def sources(self, to_id: int, relation: str) -> set[int] | frozenset[int]:
-        return self._in[to_id].get(relation, _EMPTY)
+        return self._sources_index()[to_id].get(relation, _EMPTY)
 
     def has_edge(self, from_id: int, relation: str, to_id: int) -> bool:
         return to_id in self._out[from_id].get(relation, _EMPTY)
@@ -268,7 +290,7 @@ class SceneGraph:
         g = SceneGraph.__new__(SceneGraph)
         g.nodes = {nid: n.clone() for nid, n in self.nodes.items()}
         g._out = {nid: {r: set(ts) for r, ts in rels.items()} for nid, rels in self._out.items()}
-        g._in = {nid: {r: set(fs) for r, fs in rels.items()} for nid, rels in self._in.items()}
+        g._in = None  # rebuilt from the copy's edges when needed
         g._n_edges = self._n_edges
         return g
 
