@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mindhelper_env  # noqa: F401  (registers the envs)
-from mindhelper_env.render.text import Labels, events_json, narrate_event
+from mindhelper_env.render.text import Labels, event_dict, events_json, narrate_event, window_events
 from mindhelper_env.world import World
 from mindhelper_env.world.graph import _BOX_SLOT, Node, SceneGraph
 
@@ -209,3 +209,29 @@ def test_sources_match_the_edges_before_and_after_the_index_is_built() -> None:
         assert all(victim not in (f, x) for f, _, x in h.edges())
     with pytest.raises(KeyError):
         g.add_edge(ids[0], "ON", max(ids) + 1000)
+
+
+def test_window_events_are_narrate_event_event_dict_and_json() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    rng = np.random.default_rng(2)
+    n = 0
+    for i in range(8):
+        obs, info = env.reset(options={"suite": "vh-dev-v1", "index": i})
+        u = env.unwrapped
+        while True:
+            objs = info["candidates"]["objects"]
+            action = "none"
+            if objs and rng.random() < 0.4:
+                o = objs[int(rng.integers(len(objs)))]
+                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            obs, _, term, trunc, info = env.step(action)
+            w, names, evs = u.simulation.world, u.character_names, u._last_events
+            lines, dicts, text = window_events(w, evs, names, u._style, Labels(w, names))
+            assert lines == [f"[t={ev.tick}] " + narrate_event(w, ev, names, u._style)
+                             for ev in evs]
+            assert dicts == [event_dict(w, ev, names) for ev in evs] == info["events"]
+            assert text == json.dumps(dicts)
+            n += len(evs)
+            if term or trunc:
+                break
+    assert n > 50

@@ -169,20 +169,21 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     thing = labels.thing
     actor = ev.actor
     who = "Someone" if actor == 0 else names[actor] if actor in names else world.name(actor)
-    a = [thing(x) for x in ev.args]
+    args = ev.args
     v = ev.verb
-    room = labels.room(ev.room)
-    fields: dict[str, Any] = {"who": who, "room": room}
-    if len(a) <= len(_ARG_KEYS):
-        fields.update(zip(_ARG_KEYS, a, strict=False))
+    fields: dict[str, Any] = {"who": who, "room": labels.room(ev.room)}
+    if len(args) == 1:
+        fields["a0"] = thing(args[0])
+    elif len(args) <= len(_ARG_KEYS):
+        fields.update(zip(_ARG_KEYS, [thing(x) for x in args], strict=False))
     else:
-        fields.update({f"a{i}": x for i, x in enumerate(a)})
+        fields.update({f"a{i}": thing(x) for i, x in enumerate(args)})
     key = v
     extra = ""
-    if v in ("walk", "find"):
-        if not ev.done or not ev.args:
+    if v == "walk" or v == "find":
+        if not ev.done or not args:
             key = "enter"
-        elif ev.args[0] == ev.room:
+        elif args[0] == ev.room:
             key = "arrive_room"
         else:
             key = "arrive"
@@ -197,22 +198,29 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
                 key = "grab_high"
         fields["src"] = src
     elif v == "look":
-        if ev.args and ev.args[0] in world.graph.nodes and world.is_open(ev.args[0]) \
-                and "CONTAINERS" in world.graph.nodes[ev.args[0]].properties:
+        if args and args[0] in world.graph.nodes and world.is_open(args[0]) \
+                and "CONTAINERS" in world.graph.nodes[args[0]].properties:
             key = "look_in"
     elif v == "stretch":
-        if len(ev.args) < 2 or ev.args[0] == ev.args[1]:
+        if len(args) < 2 or args[0] == args[1]:
             key = "stretch_box"
     elif v == "stand":
-        held = [thing(x) for x in ev.args[1:]]
+        held = [thing(x) for x in args[1:]]
         fields["held"] = _and(held) or "something"
         key = "stand" if len(held) > 1 else "stand_one"
-    if key not in _PHRASES:
-        return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
-    try:
-        return _choose(key, style, ev).format(**fields) + extra
-    except (KeyError, IndexError):
-        return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
+    options = _PHRASES.get(key)
+    if options is not None:
+        if len(options) == 1:
+            template = options[0]
+        else:  # _choose(key, style, ev), inlined
+            mix = zlib.crc32(f"{style}:{ev.tick}:{actor}:{v}:{args}".encode())
+            template = options[mix % len(options)]
+        try:
+            return template.format_map(fields) + extra
+        except (KeyError, IndexError):
+            pass
+    a = [thing(x) for x in args]
+    return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
 
 
 def event_dict(world: World, ev: Event, names: dict[int, str]) -> dict[str, Any]:
@@ -299,13 +307,30 @@ def window_events(world: World, events: list[Event], names: dict[int, str], styl
     per-episode fragments kept in ``labels``)."""
     lines, dicts, parts = [], [], []
     plain = True
+    nodes = world.graph.nodes
+    cache = labels._json
     for ev in events:
         lines.append(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels))
-        d = event_dict(world, ev, names)
+        # event_dict(world, ev, names), inlined
+        actor, verb = ev.actor, ev.verb
+        args = ev.args if (verb not in ("walk", "find") or ev.done) else ()
+        d = {
+            "tick": ev.tick,
+            "actor": actor,
+            "actor_name": "Someone" if actor == 0 else names[actor] if actor in names
+            else world.name(actor),
+            "verb": verb,
+            "args": [{"id": x, "class": nodes[x].class_name if x in nodes else "?"}
+                     for x in args],
+            "room": ev.room,
+        }
+        if verb == "open":
+            d["contents"] = [{"id": x, "class": nodes[x].class_name}
+                             for x in ev.revealed if x in nodes]
         dicts.append(d)
         if plain:
             try:
-                parts.append(_event_fragment(world, ev, d, labels._json))
+                parts.append(_event_fragment(world, ev, d, cache))
             except _NotPlain:
                 plain = False
     return lines, dicts, "[" + ", ".join(parts) + "]" if plain else json.dumps(dicts)
