@@ -534,19 +534,20 @@ class MindHelperEnv(gym.Env):
         sim = self._sim
         assert sim is not None
         w = sim.world
-        rooms = self._visible_rooms()
-        room_set = set(rooms)
-        actors = [
-            {"id": a.id, "name": a.name, "kind": a.kind, "room": w.chars[a.id].room,
-             "holding": w.held_by(a.id)}
-            for a in sim.actors if w.chars[a.id].room in room_set
-        ]
+        chars = w.chars
+        if self.observability == "home":  # self._visible_rooms(), without the copy
+            rooms = w.rooms
+        else:
+            r = chars[ROBOT_ID].room
+            rooms = [r] if r is not None else []
         grabbable, furniture, room_list = self._node_lists(sim)
         # objects change only with the world's version, locations (furniture never moves)
         # with its states, and both with the rooms seen
         cached = self._candidates
         if cached is None or cached[0] is not w or cached[1] != rooms:
-            cached = self._candidates = [w, rooms, -1, None, -1, None]
+            cached = self._candidates = [w, list(rooms), -1, None, -1, None, set(rooms),
+                                         [{"id": r, "class": cls} for r, cls in room_list]]
+        room_set = cached[6]
         if cached[2] != w.version:
             cached[3] = [{"id": nid, "class": cls, "location": loc, "room": r}
                          for nid, cls, loc, r in w.objects_in_with(grabbable, room_set)]
@@ -557,10 +558,13 @@ class MindHelperEnv(gym.Env):
                           "open": "OPEN" in nodes[nid].states if can_open else None}
                          for nid, cls, can_open, r in furniture if r in room_set]
             cached[4] = w.states_version
-        object_dicts, location_dicts = cached[3], cached[5]
-        # info gets copies (its dicts are the caller's to change); both sorted by id
-        objects = list(map(dict.copy, object_dicts))
-        locations = list(map(dict.copy, location_dicts))
+        actors = []
+        for a in sim.actors:
+            room = chars[a.id].room
+            if room in room_set:
+                actors.append({"id": a.id, "name": a.name, "kind": a.kind, "room": room,
+                               "holding": w.held_by(a.id)})
+        copy_ = dict.copy  # info gets copies (its dicts are the caller's to change)
         return {
             "tick": sim.tick,
             "window": self._window,
@@ -569,11 +573,11 @@ class MindHelperEnv(gym.Env):
             "events": events,
             "candidates": {
                 "actors": actors,
-                "objects": objects,
-                "locations": locations,
-                "rooms": [{"id": r, "class": cls} for r, cls in room_list],
+                "objects": list(map(copy_, cached[3])),  # sorted by id
+                "locations": list(map(copy_, cached[5])),  # sorted by id
+                "rooms": list(map(copy_, cached[7])),
             },
-            "robot": {"id": ROBOT_ID, "room": w.chars[ROBOT_ID].room,
+            "robot": {"id": ROBOT_ID, "room": chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},
         }
 
