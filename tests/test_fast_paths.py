@@ -235,3 +235,18 @@ def test_window_events_are_narrate_event_event_dict_and_json() -> None:
             if term or trunc:
                 break
     assert n > 50
+
+
+def test_clean_text_maps_what_the_plain_substitution_maps() -> None:
+    import random
+    import string
+
+    from mindhelper_env.render.text import _NON_PRINTABLE, clean_text, cut_text
+
+    rng = random.Random(0)
+    odd = [chr(i) for i in range(260)] + ["\u00e9", "\u2028", "\ufeff", "\U0001f600"]
+    for _ in range(5000):
+        text = "".join(rng.choice(odd) if rng.random() < 0.1 else rng.choice(string.printable)
+                       for _ in range(rng.randint(0, 40)))
+        assert clean_text(text, 1000) == _NON_PRINTABLE.sub("?", text)
+        assert clean_text(text, 12) == cut_text(_NON_PRINTABLE.sub("?", text), 12)

@@ -77,7 +77,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
 
 def clean_text(text: str, max_length: int) -> str:
     """Map characters outside :data:`CHARSET` to ``?`` and cut to ``max_length``."""
-    return cut_text(_NON_PRINTABLE.sub("?", text), max_length)
+    # the usual case, checked in C: printable ASCII and newlines only, nothing to map
+    if not (text.isascii() and text.replace("\n", "").isprintable()):
+        text = _NON_PRINTABLE.sub("?", text)
+    return cut_text(text, max_length)
 
 
 def cut_text(text: str, max_length: int) -> str:
