@@ -22,9 +22,19 @@ from typing import Any
 
 __all__ = ["record_info", "stable_record", "complete_final_info"]
 
+#: Types that are never a Mapping (the isinstance check against the ABC is slow).
+_PLAIN = frozenset({str, int, float, bool, list, tuple})
+
+
 def _without_nulls(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _without_nulls(v) if isinstance(v, Mapping) else v
-            for k, v in d.items() if v is not None}
+    out = {}
+    for k, v in d.items():
+        if v is None:
+            continue
+        t = type(v)
+        out[k] = _without_nulls(v) if t is dict or (t not in _PLAIN and isinstance(v, Mapping)) \
+            else v
+    return out
 
 
 def stable_record(record: Mapping[str, Any]) -> dict[str, Any]:
