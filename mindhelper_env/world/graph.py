@@ -285,6 +285,15 @@ class SceneGraph:
             if packed is not None:
                 _BOX_SLOT.__set__(n, packed)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # nodes as one table of their fields, rebuilt in one call (not one call per node);
+        # the index by target node is rebuilt when needed
+        box_slot, box_owner = _BOX_SLOT.__get__, Node
+        rows = tuple((n.id, n.class_name, n.category, n.properties, n.states,
+                      box_slot(n, box_owner), n.prefab_name, n.extra, n.key)
+                     for n in self.nodes.values())
+        return _graph_from_parts, (rows, self._out, self._n_edges)
+
     def copy(self) -> SceneGraph:
         """An independent copy (a structural copy; no JSON round trip)."""
         g = SceneGraph.__new__(SceneGraph)
@@ -367,6 +376,21 @@ class SceneGraph:
 
 
 _EMPTY: frozenset[int] = frozenset()
+
+
+def _graph_from_parts(rows: tuple[tuple[Any, ...], ...], out: dict[int, dict[str, set[int]]],
+                      n_edges: int) -> SceneGraph:
+    new, node_cls, set_box = object.__new__, Node, _BOX_SLOT.__set__
+    nodes = {}
+    for row in rows:
+        n = new(node_cls)
+        n.id, n.class_name, n.category, n.properties, n.states, box, n.prefab_name, \
+            n.extra, n.key = row
+        set_box(n, box)
+        nodes[row[0]] = n
+    g = SceneGraph.__new__(SceneGraph)
+    g.nodes, g._out, g._in, g._n_edges = nodes, out, None, n_edges
+    return g
 _SCALARS = (str, int, float, bool, type(None))
 
 
