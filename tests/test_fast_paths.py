@@ -250,3 +250,22 @@ def test_clean_text_maps_what_the_plain_substitution_maps() -> None:
                        for _ in range(rng.randint(0, 40)))
         assert clean_text(text, 1000) == _NON_PRINTABLE.sub("?", text)
         assert clean_text(text, 12) == cut_text(_NON_PRINTABLE.sub("?", text), 12)
+
+
+def test_parse_line_gives_the_same_lines_and_reasons_again() -> None:
+    from mindhelper_env.world.script import ScriptParseError, parse_line
+
+    texts = ["[walk] <fridge> (12)", "  [Walk]<Fridge>(12.0)  ", "[putin] <apple> (31) <fridge> (12)",
+             "[bogus] <x> (1)", "[walk]", "x" * 600, "<char0> [open] <fridge> (1)", "[grab] <a> (b)"]
+
+    def outcome(text):
+        try:
+            return "ok", parse_line(text)
+        except ScriptParseError as err:
+            return "error", str(err)
+
+    first = [outcome(t) for t in texts]
+    assert [k for k, _ in first] == ["ok", "ok", "ok", "error", "error", "error", "ok", "error"]
+    assert first[1][1] == first[0][1]
+    for _ in range(2):
+        assert [outcome(t) for t in texts] == first

@@ -174,9 +174,11 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     who = "Someone" if actor == 0 else names[actor] if actor in names else world.name(actor)
     args = ev.args
     v = ev.verb
-    fields: dict[str, Any] = {"who": who, "room": labels.room(ev.room)}
+    # labels.room() and labels.thing(), from their caches when the label is there
+    fields: dict[str, Any] = {"who": who,
+                              "room": labels._rooms.get(ev.room) or labels.room(ev.room)}
     if len(args) == 1:
-        fields["a0"] = thing(args[0])
+        fields["a0"] = labels._things.get(args[0]) or thing(args[0])
     elif len(args) <= len(_ARG_KEYS):
         fields.update(zip(_ARG_KEYS, [thing(x) for x in args], strict=False))
     else:

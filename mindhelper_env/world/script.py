@@ -97,12 +97,33 @@ class ScriptLine:
         return " ".join(parts)
 
 
+#: Lines parsed lately (text -> ScriptLine, or the reason it is malformed); script lines are
+#: immutable, so programs that repeat lines share them. Cleared when full.
+_PARSED: dict[str, ScriptLine | str] = {}
+_PARSED_MAX = 4096
+
+
 def parse_line(text: str) -> ScriptLine:
     """Parse one script line; raise :class:`ScriptParseError` with the reason if malformed."""
     if not isinstance(text, str):
         raise ScriptParseError(f"script line must be a string, got {type(text).__name__}")
     if len(text) > _MAX_LINE_CHARS:
         raise ScriptParseError(f"line longer than {_MAX_LINE_CHARS} characters")
+    parsed = _PARSED.get(text)
+    if parsed is None:
+        try:
+            parsed = _parse_line(text)
+        except ScriptParseError as err:
+            parsed = str(err)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = parsed
+    if type(parsed) is str:
+        raise ScriptParseError(parsed)
+    return parsed
+
+
+def _parse_line(text: str) -> ScriptLine:
     m = _LINE_RE.match(text)
     if m is None:
         raise ScriptParseError("expected '[verb] <class> (id) ...'")
