@@ -251,9 +251,10 @@ class Simulation:
             self._next_event += 1
             if ev is not None:
                 events.append(ev)
-        rev = self._robot_step()
-        if rev is not None:
-            events.append(rev)
+        if self.pending:
+            rev = self._robot_step()
+            if rev is not None:
+                events.append(rev)
         for actor in self.actors:
             line = actor.act(w, self.robot)
             if line is not None:

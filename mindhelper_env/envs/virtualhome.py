@@ -451,7 +451,8 @@ class MindHelperEnv(gym.Env):
             events.extend(tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
-            ended = any(sim.end_flags())
+            done, cut = sim.end_flags()
+            ended = done or cut
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
                 self._frames.append(self._frame(self._visible_events(tick_events)))
             if ended:

@@ -60,6 +60,7 @@ from typing import Any
 from mindhelper_env.world.graph import Node, SceneGraph
 from mindhelper_env.world.script import (
     ROBOT_ONLY_VERBS,
+    VERB_ARITY,
     ScriptLine,
     ScriptParseError,
     parse_line,
@@ -93,6 +94,10 @@ _SEATS = {"couch": 4, "sofa": 4, "bed": 4, "loveseat": 2, "bench": 2, "pianobenc
 _STRUCTURAL = frozenset(
     {"floor", "floors", "wall", "walls", "ceiling", "ceilings", "doors", "windows"}
 )
+
+
+#: The method that executes each verb.
+_HANDLERS = {verb: "_do_" + verb for verb in VERB_ARITY}
 
 
 @dataclass(slots=True)
@@ -747,7 +752,7 @@ class World:
             return self._fail(char_id, line, f"only the robot can [{line.verb}]")
         if c.room is None:
             return self._fail(char_id, line, "character is not in any room")
-        handler = getattr(self, "_do_" + line.verb)
+        handler = getattr(self, _HANDLERS.get(line.verb) or "_do_" + line.verb)
         return handler(char_id, c, line, max_hops)
 
     def _fail(self, char_id: int, line: ScriptLine | None, reason: str) -> ActionResult:
