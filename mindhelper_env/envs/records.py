@@ -26,6 +26,10 @@ __all__ = ["record_info", "stable_record", "complete_final_info"]
 _PLAIN = frozenset({str, int, float, bool, list, tuple})
 
 
+#: ``json.dumps(..., separators=(",", ":"))``, with one encoder for every record.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def _without_nulls(d: Mapping[str, Any]) -> dict[str, Any]:
     out = {}
     for k, v in d.items():
@@ -51,7 +55,7 @@ def stable_record(record: Mapping[str, Any]) -> dict[str, Any]:
 def record_info(record: Mapping[str, Any]) -> dict[str, Any]:
     """The ``info`` entries of a finished episode: ``episode_record`` and its JSON."""
     return {"episode_record": stable_record(record),
-            "episode_record_json": json.dumps(record, separators=(",", ":"))}
+            "episode_record_json": _COMPACT.encode(record)}
 
 
 def complete_final_info(env: Any, info: dict[str, Any]) -> dict[str, Any]:

@@ -175,6 +175,7 @@ class MindHelperEnv(gym.Env):
     _pool_world: Any = None
     _lists: Any = None
     _candidates: Any = None
+    _tick_table: Any = None
 
     def __init__(
         self,
@@ -481,7 +482,7 @@ class MindHelperEnv(gym.Env):
         obs = {
             "narration": text,
             "events": events_text,
-            "tick": np.int64(min(sim.tick, self.max_ticks)),
+            "tick": self._tick_value(sim.tick),
         }
         if rgb:
             obs["rgb"] = self._stacked()
@@ -493,6 +494,13 @@ class MindHelperEnv(gym.Env):
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     # ------------------------------------------------------------------ helpers
+    def _tick_value(self, tick: int) -> np.int64:
+        """``np.int64(min(tick, max_ticks))``, from a table of the (immutable) scalars."""
+        table = self._tick_table
+        if table is None or len(table) != self.max_ticks + 1:
+            table = self._tick_table = tuple(np.int64(t) for t in range(self.max_ticks + 1))
+        return table[min(tick, self.max_ticks)]
+
     def _visible_rooms(self) -> list[int]:
         sim = self._sim
         assert sim is not None
