@@ -181,7 +181,7 @@ class Actor:
             return
         seen_places: set[int] = set()
         nodes, beliefs = world.graph.nodes, self.beliefs
-        is_hidden, location = world.is_hidden, world.location
+        is_hidden = world.is_hidden
         # world.location and world.is_hidden, inlined where the answer is at hand: a held
         # object is not hidden, nor one whose place stands in a room
         holder, parent, rooms = world._holder, world._parent, world._room_members
@@ -204,8 +204,13 @@ class Actor:
         # negative evidence: a believed place in view that does not hold the object
         if seen_places:
             for obj, loc in list(beliefs.items()):
-                if loc in seen_places and location(obj) != loc:
-                    del beliefs[obj]
+                if loc in seen_places:
+                    h = holder.get(obj)  # location(obj), inlined
+                    if h is None:
+                        p = parent.get(obj)
+                        h = p[1] if p is not None else None
+                    if h != loc:
+                        del beliefs[obj]
 
     def _see_event(self, world: World, ev: Event) -> None:
         verb = ev.verb
