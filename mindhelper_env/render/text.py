@@ -342,10 +342,10 @@ def window_events(world: World, events: list[Event], names: dict[int, str], styl
 
 
 def _node_fragment(world: World, nid: Any, cache: dict[Any, str]) -> str:
+    if type(nid) is not int:  # (an equal numpy integer would find the int's fragment)
+        raise _NotPlain
     text = cache.get(nid)
     if text is None:
-        if type(nid) is not int:
-            raise _NotPlain
         n = world.graph.nodes.get(nid)
         cls = n.class_name if n is not None else "?"
         if type(cls) is not str:
@@ -361,17 +361,13 @@ def _event_fragment(world: World, ev: Event, d: dict[str, Any], cache: dict[Any,
     if type(tick) is not int or type(actor) is not int or type(name) is not str \
             or type(verb) is not str or (room is not None and type(room) is not int):
         raise _NotPlain
-    key = ("who", actor, name)
-    who = cache.get(key)
-    if who is None:
-        who = cache[key] = _json_str(name)
-    key = ("verb", verb)
-    verb_text = cache.get(key)
-    if verb_text is None:
-        verb_text = cache[key] = _json_str(verb)
     args = ev.args if (verb not in ("walk", "find") or ev.done) else ()
-    text = (f'{{"tick": {tick}, "actor": {actor}, "actor_name": {who}, "verb": {verb_text}, '
-            f'"args": [{", ".join([_node_fragment(world, x, cache) for x in args])}], '
+    if len(args) == 1 and type(args[0]) is int:
+        arg_text = cache.get(args[0]) or _node_fragment(world, args[0], cache)
+    else:
+        arg_text = ", ".join([_node_fragment(world, x, cache) for x in args])
+    text = (f'{{"tick": {tick}, "actor": {actor}, "actor_name": {_json_str(name)}, '
+            f'"verb": {_json_str(verb)}, "args": [{arg_text}], '
             f'"room": {"null" if room is None else room}')
     if verb == "open":
         nodes = world.graph.nodes
