@@ -604,8 +604,7 @@ class MindHelperEnv(gym.Env):
         room_of, chars, rooms_ = w._room_of.get, w.chars, w._room_members  # w.room_of, inlined
         grabbable: dict[int, str] = {}
         furniture = []
-        for i in sorted(nodes):
-            n = nodes[i]
+        for i, n in sorted(nodes.items()):  # ids are unique: sorted by id
             if "GRABBABLE" in n.properties:
                 grabbable[i] = n.class_name
             elif n.category == "Furniture":

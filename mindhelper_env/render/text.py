@@ -141,7 +141,7 @@ class Labels:
     an episode (nodes are never added or removed). Make one per episode and pass it to
     :func:`narrate_event`."""
 
-    __slots__ = ("world", "names", "_things", "_rooms", "_json")
+    __slots__ = ("world", "names", "_things", "_rooms", "_json", "_style")
 
     def __init__(self, world: World, names: dict[int, str]) -> None:
         self.world = world
@@ -149,6 +149,7 @@ class Labels:
         self._things: dict[int, str] = {}
         self._rooms: dict[int | None, str] = {}
         self._json: dict[Any, str] = {}
+        self._style: tuple[int, int] | None = None  # (style, crc32 of f"{style}:")
 
     def thing(self, nid: int) -> str:
         label = self._things.get(nid)
@@ -217,8 +218,11 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     if options is not None:
         if len(options) == 1:
             template = options[0]
-        else:  # _choose(key, style, ev), inlined
-            mix = zlib.crc32(f"{style}:{ev.tick}:{actor}:{v}:{args}".encode())
+        else:  # _choose(key, style, ev), inlined: the crc32 of the style prefix is kept
+            prefix = labels._style
+            if prefix is None or prefix[0] != style:
+                prefix = labels._style = (style, zlib.crc32(f"{style}:".encode()))
+            mix = zlib.crc32(f"{ev.tick}:{actor}:{v}:{args}".encode(), prefix[1])
             template = options[mix % len(options)]
         try:
             return template.format_map(fields) + extra
