@@ -331,9 +331,10 @@ class World:
                         first[v] = v if u == src else first[u]
                         q.append(v)
             for dst, d in dist.items():
-                self._dist[(src, dst)] = d
+                key = (src, dst)  # one key object for both tables (a pickle stores it once)
+                self._dist[key] = d
                 if dst != src:
-                    self._hop[(src, dst)] = first[dst]
+                    self._hop[key] = first[dst]
 
     # ------------------------------------------------------------------ characters
     def set_robot(self, char_id: int, robot: bool = True) -> None:
