@@ -401,17 +401,17 @@ class World:
         return self._contents.get(parent, set())
 
     def held_by(self, char_id: int) -> list[int]:
-        g = self.graph
-        rh, lh = g.targets(char_id, "HOLDS_RH"), g.targets(char_id, "HOLDS_LH")
+        rels = self.graph._out[char_id]  # graph.targets(), twice, inlined
+        rh, lh = rels.get("HOLDS_RH"), rels.get("HOLDS_LH")
         if not rh and not lh:
             return []
-        return sorted(rh) + sorted(lh)
+        return sorted(rh or ()) + sorted(lh or ())
 
     def free_hand(self, char_id: int) -> str | None:
-        g = self.graph
-        if not g.targets(char_id, "HOLDS_RH"):
+        rels = self.graph._out[char_id]
+        if not rels.get("HOLDS_RH"):
             return "HOLDS_RH"
-        if not g.targets(char_id, "HOLDS_LH"):
+        if not rels.get("HOLDS_LH"):
             return "HOLDS_LH"
         return None
 
@@ -612,7 +612,7 @@ class World:
         if room is not None:
             members[room].add(nid)
             g = self.graph
-            inside = g.targets(nid, "INSIDE")
+            inside = g._out[nid].get("INSIDE")  # g.targets(nid, "INSIDE"), inlined
             if inside:
                 for r in [r for r in inside if r in members and r != room]:
                     g.remove_edge(nid, "INSIDE", r)
