@@ -60,6 +60,7 @@ MOVEMENT_VERBS = frozenset({"walk", "find", "standup"})
 _VERB_ALIASES = {"run": "walk", "walktowards": "walk", "putobjback": "putback"}
 
 _MAX_LINE_CHARS = 512
+_SPLIT_RE = re.compile(r"[\n;]")
 _LINE_RE = re.compile(r"^\s*(?:<char\d+>\s*)?\[\s*([A-Za-z_]+)\s*\]\s*(.*?)\s*$")
 _ARG_RE = re.compile(r"<\s*([A-Za-z0-9_ .\-']+?)\s*>\s*\(\s*(-?\d+)(?:\.\d+)?\s*\)\s*")
 
@@ -153,7 +154,7 @@ def is_silence(action: str) -> bool:
 
 def split_program(action: str) -> list[str]:
     """Split a program into its non-blank raw lines (newline or ``;`` separated)."""
-    return [p.strip() for p in re.split(r"[\n;]", action) if p.strip()]
+    return [p for p in (q.strip() for q in _SPLIT_RE.split(action)) if p]
 
 
 def parse_program(action: str) -> tuple[list[ScriptLine], list[tuple[str, str]]]:
