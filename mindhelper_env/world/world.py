@@ -766,8 +766,10 @@ class World:
 
     def _ok(self, char_id: int, line: ScriptLine, *, done: bool = True,
             source: tuple[str, int] | None = None) -> ActionResult:
-        ev = Event(self.tick, char_id, line.verb, tuple([a[1] for a in line.args]), True,
-                   self.chars[char_id].room, None, source, done)
+        args = line.args
+        ids = (args[0][1],) if len(args) == 1 else tuple([a[1] for a in args])
+        ev = Event(self.tick, char_id, line.verb, ids, True, self.chars[char_id].room, None,
+                   source, done)
         return ActionResult(True, None, line, done, ev)
 
     def _do_walk(self, cid: int, c: _Char, line: ScriptLine, max_hops: int | None) -> ActionResult:
