@@ -158,10 +158,11 @@ class World:
     """A household you can run VirtualHome script lines in.
 
     ``version`` changes whenever the world's methods change where an object is, who holds
-    it, which room a node is in, or a node's states (not when a character only walks or
-    stands near something): results computed from those, such as :meth:`objects_in`, can
-    be reused while it stays the same; ``states_version`` changes with nodes' states only.
-    Change the world through its methods.
+    it or which room a node is in, or open or close something that holds objects (not when
+    a character only walks, stands near something, sits or stands up): results computed
+    from those, such as :meth:`objects_in`, can be reused while it stays the same.
+    ``states_version`` changes with any node's states. Change the world through its
+    methods.
 
     Parameters
     ----------
@@ -715,8 +716,9 @@ class World:
 
     def set_state(self, nid: int, state: str, on: bool = True) -> None:
         states = self.graph.nodes[nid].states
-        self.version += 1
         self.states_version += 1
+        if state in ("OPEN", "CLOSED") and self._contents.get(nid):
+            self.version += 1  # what it holds may have been hidden or shown
         pairs = {"OPEN": "CLOSED", "CLOSED": "OPEN", "ON": "OFF", "OFF": "ON"}
         if on:
             states.add(state)
@@ -939,7 +941,6 @@ class World:
         c.sitting_on = t
         self.graph.add_edge(cid, "SITTING", t)
         self.graph.nodes[cid].states.add("SITTING")
-        self.version += 1
         self.states_version += 1
         return self._ok(cid, line)
 
@@ -948,7 +949,6 @@ class World:
             return self._fail(cid, line, "not sitting")
         self.graph.remove_edge(cid, "SITTING", c.sitting_on)
         self.graph.nodes[cid].states.discard("SITTING")
-        self.version += 1
         self.states_version += 1
         c.sitting_on = None
         return self._ok(cid, line)
