@@ -554,18 +554,24 @@ class MindHelperEnv(gym.Env):
         # with its states, and both with the rooms seen
         cached = self._candidates
         if cached is None or cached[0] is not w or cached[1] != rooms:
-            cached = self._candidates = [w, list(rooms), -1, None, -1, None, set(rooms),
-                                         [{"id": r, "class": cls} for r, cls in room_list]]
+            room_set = set(rooms)
+            nodes = w.graph.nodes
+            locations = [{"id": nid, "class": cls, "room": r,
+                          "open": "OPEN" in nodes[nid].states if can_open else None}
+                         for nid, cls, can_open, r in furniture if r in room_set]
+            openable = [(d["id"], d) for d in locations if d["open"] is not None]
+            cached = self._candidates = [w, list(rooms), -1, None, w.states_version, locations,
+                                         room_set, [{"id": r, "class": cls} for r, cls in room_list],
+                                         openable]
         room_set = cached[6]
         if cached[2] != w.version:
             cached[3] = [{"id": nid, "class": cls, "location": loc, "room": r}
                          for nid, cls, loc, r in w.objects_in_with(grabbable, room_set)]
             cached[2] = w.version
-        if cached[4] != w.states_version:
+        if cached[4] != w.states_version:  # only "open" can change (furniture never moves)
             nodes = w.graph.nodes
-            cached[5] = [{"id": nid, "class": cls, "room": r,
-                          "open": "OPEN" in nodes[nid].states if can_open else None}
-                         for nid, cls, can_open, r in furniture if r in room_set]
+            for nid, d in cached[8]:
+                d["open"] = "OPEN" in nodes[nid].states
             cached[4] = w.states_version
         actors = []
         for a in sim.actors:
