@@ -97,14 +97,6 @@ def style_of(key: str | int) -> int:
     return zlib.crc32(str(key).encode()) & 0x7FFFFFFF
 
 
-def _choose(key: str, style: int, ev: Event) -> str:
-    options = _PHRASES[key]
-    if len(options) == 1:
-        return options[0]
-    mix = zlib.crc32(f"{style}:{ev.tick}:{ev.actor}:{ev.verb}:{ev.args}".encode())
-    return options[mix % len(options)]
-
-
 #: ``a0``, ``a1``, ...: the format fields naming an event's arguments
 _ARG_KEYS = tuple(f"a{i}" for i in range(8))
 
@@ -218,7 +210,8 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     if options is not None:
         if len(options) == 1:
             template = options[0]
-        else:  # _choose(key, style, ev), inlined: the crc32 of the style prefix is kept
+        else:  # the phrasing: crc32 of style, tick, actor, verb and args (the style
+            # prefix's crc32 is kept per episode)
             prefix = labels._style
             if prefix is None or prefix[0] != style:
                 prefix = labels._style = (style, zlib.crc32(f"{style}:".encode()))
@@ -396,8 +389,8 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
     for r in rooms:
         members = sorted(world.room_nodes(r))
         people = [c for c in members if c in chars and c != robot]
-        # visible objects nobody holds, each with _where() (is_hidden and placement inlined:
-        # an object on nothing or standing in a room is not hidden)
+        # visible objects nobody holds, each with where it is (is_hidden and placement
+        # inlined: an object on nothing or standing in a room is not hidden)
         objs = []
         for n in members:
             if "GRABBABLE" not in nodes[n].properties or n in holder:
@@ -431,17 +424,3 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
     rr = world.chars[robot].room
     lines.append(f"You (the robot, {robot}) are in the {labels.room(rr)}.")
     return "\n".join(lines)
-
-
-def _where(world: World, obj: int, names: dict[int, str], labels: Labels | None = None) -> str:
-    h = world.holder(obj)
-    if h is not None:
-        return f"held by {_who(world, h, names)}"
-    p = world.placement(obj)
-    if p is None:
-        return ""
-    rel, par = p
-    if par in world._room_members:  # a room
-        return "on the floor"
-    where = labels.thing(par) if labels is not None else _thing(world, par, names)
-    return ("in " if rel == "INSIDE" else "on ") + where
