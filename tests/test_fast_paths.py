@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import mindhelper_env  # noqa: F401  (registers the envs)
-from mindhelper_env.render.text import Labels, narrate_event
-from mindhelper_env.world.graph import SceneGraph
+from mindhelper_env.render.text import Labels, event_dict, events_json, narrate_event, window_events
+from mindhelper_env.world import World
+from mindhelper_env.world.graph import _BOX_SLOT, Node, SceneGraph
 
 
 def _plain_objects_in(w, ids, rooms):
@@ -72,3 +75,197 @@ def test_labels_give_the_same_sentences() -> None:
         if term or trunc:
             break
     assert n > 0
+
+
+def _plain_candidates(env):
+    """The info candidates computed from the world's plain accessors, with no caching."""
+    u = env.unwrapped
+    w = u.simulation.world
+    rooms = set(u._visible_rooms())
+    nodes = w.graph.nodes
+    objects = [{"id": i, "class": nodes[i].class_name, "location": w.location(i),
+                "room": w.room_of(i)} for i in sorted(nodes)
+               if "GRABBABLE" in nodes[i].properties and w.room_of(i) in rooms
+               and not w.is_hidden(i)]
+    locations = [{"id": i, "class": nodes[i].class_name, "room": w.room_of(i),
+                  "open": "OPEN" in nodes[i].states if "CAN_OPEN" in nodes[i].properties
+                  else None}
+                 for i in sorted(nodes) if "GRABBABLE" not in nodes[i].properties
+                 and nodes[i].category == "Furniture" and w.room_of(i) in rooms]
+    return objects, locations
+
+
+def test_candidates_follow_every_change_of_the_world() -> None:
+    """Candidates reused while the world's version stays the same are what a fresh
+    computation gives, step after step, whatever the robot and the people do."""
+    rng = np.random.default_rng(1)
+    verbs = ("walk", "open", "close", "grab", "putin", "putback", "drop")
+    steps = 0
+    for observability in ("home", "room"):
+        env = gym.make("MindHelper-VirtualHome-v0", pool_size=0, observability=observability)
+        for i in range(10):
+            obs, info = env.reset(options={"suite": "vh-dev-v1", "index": i})
+            while True:
+                objects, locations = _plain_candidates(env)
+                assert info["candidates"]["objects"] == objects
+                assert info["candidates"]["locations"] == locations
+                info["candidates"]["objects"].clear()  # what the agent does with info is its own
+                cands = objects + locations
+                action = "none"
+                if cands and rng.random() < 0.6:
+                    a, b = (cands[int(rng.integers(len(cands)))] for _ in range(2))
+                    verb = verbs[int(rng.integers(len(verbs)))]
+                    second = f" <{b['class']}> ({b['id']})" if verb in ("putin", "putback") else ""
+                    action = (f"[walk] <{a['class']}> ({a['id']}); "
+                              f"[{verb}] <{a['class']}> ({a['id']}){second}")
+                obs, _, term, trunc, info = env.step(action)
+                steps += 1
+                if term or trunc:
+                    break
+    assert steps > 100
+
+
+def test_events_json_is_json_dumps() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    n = 0
+    for i in range(6):
+        env.reset(options={"suite": "vh-dev-v1", "index": i})
+        while True:
+            obs, _, term, trunc, info = env.step("none")
+            assert obs["events"] == json.dumps(info["events"])
+            n += len(info["events"])
+            if term or trunc:
+                break
+    assert n > 20
+    u = env.unwrapped
+    odd = [
+        {"tick": 1, "actor": 2, "actor_name": "Zo\u00eb \"Z\"", "verb": "open",
+         "args": [{"id": 3, "class": "fridge"}], "room": None,
+         "contents": [{"id": 4, "class": "apple"}, {"id": 5, "class": "caf\u00e9"}]},
+        {"tick": 3, "actor": True, "actor_name": "A", "verb": "walk", "args": [], "room": 1},
+        {"actor": 2, "tick": 3, "actor_name": "A", "verb": "walk", "args": [], "room": 1},
+        {"tick": 3, "actor": 2, "actor_name": "A", "verb": "walk",
+         "args": [{"class": "x", "id": 1}], "room": 1},
+    ]
+    for k in range(len(odd)):
+        evs = odd[: k + 1]
+        assert events_json(evs, u._labels) == json.dumps(evs) == events_json(evs)
+    numpy_tick = [{"tick": np.int64(2), "actor": 2, "actor_name": "A", "verb": "walk",
+                   "args": [], "room": 1}]
+    with pytest.raises(TypeError):  # as json.dumps does
+        events_json(numpy_tick)
+
+
+def test_packed_boxes_read_back_the_same() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    env.reset(seed=3)
+    data = env.unwrapped.episode_spec["graph"]
+    g = SceneGraph.from_virtualhome(data)
+    g.pack_boxes()
+    packed = [n for n in g.nodes.values() if type(_BOX_SLOT.__get__(n, Node)) is bytes]
+    assert packed
+    back = pickle.loads(pickle.dumps(g))
+    copied = g.copy()
+    assert type(_BOX_SLOT.__get__(next(iter(back.nodes.values())), Node)) in (bytes, type(None))
+    for graph in (g, back, copied):
+        assert graph.to_virtualhome() == data
+    w = World(data)
+    g2 = w.graph
+    g2.pack_boxes()
+    n = next(n for n in g2.nodes.values() if n.bounding_box is not None)
+    n.bounding_box["center"][0] = 123.0  # once read, the box is the node's own dict
+    assert n.bounding_box["center"][0] == 123.0
+    n.bounding_box = None
+    assert n.bounding_box is None and n.height is None
+
+
+def test_sources_match_the_edges_before_and_after_the_index_is_built() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    env.reset(seed=4)
+    g = SceneGraph.from_virtualhome(env.unwrapped.episode_spec["graph"])
+    rng = np.random.default_rng(0)
+    ids = sorted(g.nodes)
+
+    def plain_sources(graph, t, rel):
+        return {f for f, r, x in graph.edges() if x == t and r == rel}
+
+    for built in (False, True):
+        h = g.copy()
+        if built:
+            h.sources(ids[0], "INSIDE")  # builds the index; later changes must keep it
+        for _ in range(300):
+            a, b = (ids[int(rng.integers(len(ids)))] for _ in range(2))
+            rel = ("INSIDE", "ON", "CLOSE")[int(rng.integers(3))]
+            if rng.random() < 0.5:
+                h.add_edge(a, rel, b)
+            else:
+                h.remove_edge(a, rel, b)
+        for t in ids:
+            for rel in ("INSIDE", "ON", "CLOSE", "BETWEEN"):
+                assert set(h.sources(t, rel)) == plain_sources(h, t, rel)
+        assert h.n_edges == sum(1 for _ in h.edges())
+        victim = ids[-1]
+        h.remove_node(victim)
+        assert all(victim not in (f, x) for f, _, x in h.edges())
+    with pytest.raises(KeyError):
+        g.add_edge(ids[0], "ON", max(ids) + 1000)
+
+
+def test_window_events_are_narrate_event_event_dict_and_json() -> None:
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    rng = np.random.default_rng(2)
+    n = 0
+    for i in range(8):
+        obs, info = env.reset(options={"suite": "vh-dev-v1", "index": i})
+        u = env.unwrapped
+        while True:
+            objs = info["candidates"]["objects"]
+            action = "none"
+            if objs and rng.random() < 0.4:
+                o = objs[int(rng.integers(len(objs)))]
+                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            obs, _, term, trunc, info = env.step(action)
+            w, names, evs = u.simulation.world, u.character_names, u._last_events
+            lines, dicts, text = window_events(w, evs, names, u._style, Labels(w, names))
+            assert lines == [f"[t={ev.tick}] " + narrate_event(w, ev, names, u._style)
+                             for ev in evs]
+            assert dicts == [event_dict(w, ev, names) for ev in evs] == info["events"]
+            assert text == json.dumps(dicts)
+            n += len(evs)
+            if term or trunc:
+                break
+    assert n > 50
+
+
+def test_clean_text_maps_what_the_plain_substitution_maps() -> None:
+    import random
+    import string
+
+    from mindhelper_env.render.text import _NON_PRINTABLE, clean_text, cut_text
+
+    rng = random.Random(0)
+    odd = [chr(i) for i in range(260)] + ["\u00e9", "\u2028", "\ufeff", "\U0001f600"]
+    for _ in range(5000):
+        text = "".join(rng.choice(odd) if rng.random() < 0.1 else rng.choice(string.printable)
+                       for _ in range(rng.randint(0, 40)))
+        assert clean_text(text, 1000) == _NON_PRINTABLE.sub("?", text)
+        assert clean_text(text, 12) == cut_text(_NON_PRINTABLE.sub("?", text), 12)
+
+
+def test_parse_line_gives_the_same_lines_and_reasons_again() -> None:
+    from mindhelper_env.world.script import ScriptParseError, parse_line
+
+    texts = ["[walk] <fridge> (12)", "  [Walk]<Fridge>(12.0)  ", "[putin] <apple> (31) <fridge> (12)",
+             "[bogus] <x> (1)", "[walk]", "x" * 600, "<char0> [open] <fridge> (1)", "[grab] <a> (b)"]
+
+    def outcome(text):
+        try:
+            return "ok", parse_line(text)
+        except ScriptParseError as err:
+            return "error", str(err)
+
+    first = [outcome(t) for t in texts]
+    assert [k for k, _ in first] == ["ok", "ok", "ok", "error", "error", "error", "ok", "error"]
+    assert first[1][1] == first[0][1]
+    for _ in range(2):
+        assert [outcome(t) for t in texts] == first

@@ -38,6 +38,7 @@ Kinds: ``adult`` (reach 2.0 m), ``child`` (1.2 m), ``wheelchair`` (1.3 m).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from mindhelper_env.world.script import ScriptLine
@@ -59,6 +60,16 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "check": ("target",),
     "assist": ("person", "anchor"),
 }
+
+@lru_cache(maxsize=4096)
+def _walk_line(class_name: str, target: int) -> ScriptLine:
+    """``[walk] <class_name> (target)`` (script lines are immutable: people walking share
+    them instead of building one per tick)."""
+    return ScriptLine("walk", ((class_name, target),))
+
+
+#: The policy method of each activity type.
+_ACT_METHODS = {kind: "_act_" + kind for kind in ACTIVITY_KEYS}
 
 #: How many ticks a person waits for the robot that walked up to them.
 _WAIT_FOR_ROBOT = 2
@@ -170,24 +181,36 @@ class Actor:
             return
         seen_places: set[int] = set()
         nodes, beliefs = world.graph.nodes, self.beliefs
-        is_hidden, location = world.is_hidden, world.location
+        is_hidden = world.is_hidden
+        # world.location and world.is_hidden, inlined where the answer is at hand: a held
+        # object is not hidden, nor one whose place stands in a room
+        holder, parent, rooms = world._holder, world._parent, world._room_members
         for nid in world.room_nodes(room):
             node = nodes[nid]
             props = node.properties
             if "GRABBABLE" in props:
-                if is_hidden(nid):
+                h = holder.get(nid)
+                if h is not None:
+                    beliefs[nid] = h
                     continue
-                loc = location(nid)
-                if loc is not None:
-                    beliefs[nid] = loc
+                p = parent.get(nid)
+                if p is None or (p[1] not in rooms and is_hidden(nid)):
+                    continue
+                beliefs[nid] = p[1]
             elif "SURFACES" in props or ("CONTAINERS" in props and "CLOSED" not in node.states):
-                if not is_hidden(nid):
+                p = parent.get(nid)
+                if p is None or p[1] in rooms or nid in holder or not is_hidden(nid):
                     seen_places.add(nid)
         # negative evidence: a believed place in view that does not hold the object
         if seen_places:
             for obj, loc in list(beliefs.items()):
-                if loc in seen_places and location(obj) != loc:
-                    del beliefs[obj]
+                if loc in seen_places:
+                    h = holder.get(obj)  # location(obj), inlined
+                    if h is None:
+                        p = parent.get(obj)
+                        h = p[1] if p is not None else None
+                    if h != loc:
+                        del beliefs[obj]
 
     def _see_event(self, world: World, ev: Event) -> None:
         verb = ev.verb
@@ -236,8 +259,9 @@ class Actor:
         if self._wait > 0:
             self._wait -= 1
             return None
-        for _ in range(len(self.activities) + 1):
-            act = self.activity
+        activities = self.activities
+        for _ in range(len(activities) + 1):
+            act = activities[self._idx] if self._idx < len(activities) else None
             if act is None:
                 self._finish(world)
                 return None
@@ -247,7 +271,7 @@ class Actor:
             if not self._started:
                 self._started = True
                 self.markers.append(Marker(world.tick, "activity_start", self._idx, act["type"]))
-            line = getattr(self, "_act_" + act["type"])(world, act)
+            line = getattr(self, _ACT_METHODS.get(act["type"]) or "_act_" + act["type"])(world, act)
             if line is not None or self.status != "active" or not self._activity_done \
                     or self.outbox:  # a visible look or struggle takes the whole tick
                 return line
@@ -285,10 +309,11 @@ class Actor:
             self._wait = self.retry_wait
 
     def _walk_to(self, world: World, target: int) -> ScriptLine:
-        return ScriptLine("walk", ((world.graph.nodes[target].class_name, target),))
+        return _walk_line(world.graph.nodes[target].class_name, target)
 
     def _line(self, world: World, verb: str, *ids: int) -> ScriptLine:
-        return ScriptLine(verb, tuple((world.graph.nodes[i].class_name, i) for i in ids))
+        nodes = world.graph.nodes
+        return ScriptLine(verb, tuple([(nodes[i].class_name, i) for i in ids]))
 
     def _stand_if_sitting(self, world: World) -> ScriptLine | None:
         if world.chars[self.id].sitting_on is not None:
@@ -300,7 +325,8 @@ class Actor:
         target = int(act["target"])
         me = world.chars[self.id]
         self._doing = f"going to the {world.graph.nodes[target].class_name}"
-        arrived = (me.room == target) if target in world.rooms else world.is_close(self.id, target)
+        arrived = (me.room == target) if target in world._room_members \
+            else world.is_close(self.id, target)  # _room_members: world.rooms, as a dict
         if not arrived:
             if me.sitting_on is not None:
                 return ScriptLine("standup", ())
@@ -333,10 +359,18 @@ class Actor:
 
     # fetch --------------------------------------------------------------
     def _act_fetch(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
-        wanted = [int(act["object"])] + [int(o) for o in act.get("alternatives", ())
-                                         if int(o) in world.graph.nodes]
+        alternatives = act.get("alternatives")
+        wanted = [int(act["object"])]
+        if alternatives:
+            nodes = world.graph.nodes
+            wanted += [int(o) for o in alternatives if int(o) in nodes]
         obj = wanted[0]
-        held = next((o for o in wanted if world.holder(o) == self.id), None)
+        holder = world._holder  # world.holder(o), inlined
+        held = None
+        for o in wanted:
+            if holder.get(o) == self.id:
+                held = o
+                break
         if held is not None:
             dest = act.get("dest")
             if dest is None:
@@ -365,8 +399,12 @@ class Actor:
                 return None
             self._opened = place
             return self._line(world, "open", place)
-        here = next((o for o in wanted if world.location(o) is not None
-                     and world.anchor(o) == place and not world.is_hidden(o)), None)
+        here = None
+        for o in wanted:
+            if world.location(o) is not None and world.anchor(o) == place \
+                    and not world.is_hidden(o):
+                here = o
+                break
         if here is not None:
             obj = here
             if not world.reachable(self.id, obj):

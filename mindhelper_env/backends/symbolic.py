@@ -34,6 +34,8 @@ __all__ = ["Simulation", "ROBOT_ID", "ExecutedLine"]
 ROBOT_ID = 1
 
 _MOVING_VERBS = frozenset({"grab", "putin", "putback", "drop", "give"})
+#: Verbs whose success Actor.feedback reacts to (it reacts to every failure).
+_FEEDBACK_VERBS = frozenset({"putin", "putback"})
 
 
 @dataclass(slots=True)
@@ -251,14 +253,16 @@ class Simulation:
             self._next_event += 1
             if ev is not None:
                 events.append(ev)
-        rev = self._robot_step()
-        if rev is not None:
-            events.append(rev)
+        if self.pending:
+            rev = self._robot_step()
+            if rev is not None:
+                events.append(rev)
         for actor in self.actors:
             line = actor.act(w, self.robot)
             if line is not None:
                 res = w.execute(actor.id, line, max_hops=1)
-                actor.feedback(w, line, res)
+                if not res.ok or line.verb in _FEEDBACK_VERBS:  # else feedback does nothing
+                    actor.feedback(w, line, res)
                 if res.ok and res.event is not None:
                     events.append(res.event)
             if actor.outbox:

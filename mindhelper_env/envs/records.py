@@ -22,9 +22,23 @@ from typing import Any
 
 __all__ = ["record_info", "stable_record", "complete_final_info"]
 
+#: Types that are never a Mapping (the isinstance check against the ABC is slow).
+_PLAIN = frozenset({str, int, float, bool, list, tuple})
+
+
+#: ``json.dumps(..., separators=(",", ":"))``, with one encoder for every record.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def _without_nulls(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _without_nulls(v) if isinstance(v, Mapping) else v
-            for k, v in d.items() if v is not None}
+    out = {}
+    for k, v in d.items():
+        if v is None:
+            continue
+        t = type(v)
+        out[k] = _without_nulls(v) if t is dict or (t not in _PLAIN and isinstance(v, Mapping)) \
+            else v
+    return out
 
 
 def stable_record(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -41,7 +55,7 @@ def stable_record(record: Mapping[str, Any]) -> dict[str, Any]:
 def record_info(record: Mapping[str, Any]) -> dict[str, Any]:
     """The ``info`` entries of a finished episode: ``episode_record`` and its JSON."""
     return {"episode_record": stable_record(record),
-            "episode_record_json": json.dumps(record, separators=(",", ":"))}
+            "episode_record_json": _COMPACT.encode(record)}
 
 
 def complete_final_info(env: Any, info: dict[str, Any]) -> dict[str, Any]:

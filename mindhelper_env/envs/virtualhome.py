@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 from collections import deque
 from typing import Any
@@ -20,9 +19,9 @@ from mindhelper_env.render.text import (
     clean_text,
     cut_text,
     describe_scene,
-    event_dict,
     narrate_event,
     style_of,
+    window_events,
 )
 from mindhelper_env.scenarios.generator import generate_episode, sample_episode
 from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, FAMILIES, Reference
@@ -213,6 +212,8 @@ class MindHelperEnv(gym.Env):
     _pool_entry: Any = None
     _pool_world: Any = None
     _lists: Any = None
+    _candidates: Any = None
+    _tick_table: Any = None
 
     def __init__(
         self,
@@ -380,8 +381,8 @@ class MindHelperEnv(gym.Env):
         self._done = False
         self._window = 0
         rooms = self._visible_rooms()
-        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID, self._kinds),
-                          NARRATION_MAX)
+        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID, self._kinds,
+                                         self._labels), NARRATION_MAX)
         self._last_text = text
         self._last_events: list[Any] = []
         self._episode_counter += 1
@@ -429,7 +430,7 @@ class MindHelperEnv(gym.Env):
         self._pool_entry = self._pool.sample(self.np_random)
         # the last episode is over (reset cannot fail from here): free its world before
         # unpickling the next, so the garbage collector sees one world's objects, not two
-        self._sim = self._lists = None
+        self._sim = self._lists = self._candidates = self._labels = None
         spec, self._pool_world = self._pool_entry.load()
         return spec  # without "graph" (episode_spec fetches the complete spec)
 
@@ -509,7 +510,8 @@ class MindHelperEnv(gym.Env):
                 self._mirror.step(sim, tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
-            ended = any(sim.end_flags())
+            done, cut = sim.end_flags()
+            ended = done or cut
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
                 self._frames.append(self._frame(self._visible_events(tick_events)))
             if ended:
@@ -525,20 +527,20 @@ class MindHelperEnv(gym.Env):
         self._window += 1
         terminated, truncated = sim.end_flags()
         visible = self._visible_events(events)
-        world, names, style, labels = sim.world, self._names, self._style, self._labels
-        text = "\n".join(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels)
-                         for ev in visible)
-        if not text:
-            text = "Nothing happened that you could see."
-        text = clean_text(text, NARRATION_MAX)
-        ev_dicts = [event_dict(sim.world, ev, self._names) for ev in visible]
+        if visible:
+            lines, ev_dicts, events_text = window_events(sim.world, visible, self._names,
+                                                         self._style, self._labels)
+            text = clean_text("\n".join(lines), NARRATION_MAX)
+            # json.dumps text (escapes all but printable ASCII): only the length cut applies
+            events_text = cut_text(events_text, EVENTS_MAX)
+        else:
+            text, ev_dicts, events_text = "Nothing happened that you could see.", [], "[]"
         self._last_text = text
         self._last_events = visible
         obs = {
             "narration": text,
-            # json.dumps escapes all but printable ASCII: only the length cut applies
-            "events": cut_text(json.dumps(ev_dicts), EVENTS_MAX) if ev_dicts else "[]",
-            "tick": np.int64(min(sim.tick, self.max_ticks)),
+            "events": events_text,
+            "tick": self._tick_value(sim.tick),
         }
         if rgb:
             obs["rgb"] = self._stacked()
@@ -552,6 +554,13 @@ class MindHelperEnv(gym.Env):
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     # ------------------------------------------------------------------ helpers
+    def _tick_value(self, tick: int) -> np.int64:
+        """``np.int64(min(tick, max_ticks))``, from a table of the (immutable) scalars."""
+        table = self._tick_table
+        if table is None or len(table) != self.max_ticks + 1:
+            table = self._tick_table = tuple(np.int64(t) for t in range(self.max_ticks + 1))
+        return table[min(tick, self.max_ticks)]
+
     def _visible_rooms(self) -> list[int]:
         sim = self._sim
         assert sim is not None
@@ -594,20 +603,43 @@ class MindHelperEnv(gym.Env):
         sim = self._sim
         assert sim is not None
         w = sim.world
-        rooms = self._visible_rooms()
-        room_set = set(rooms)
-        actors = [
-            {"id": a.id, "name": a.name, "kind": a.kind, "room": w.chars[a.id].room,
-             "holding": w.held_by(a.id)}
-            for a in sim.actors if w.chars[a.id].room in room_set
-        ]
+        chars = w.chars
+        if self.observability == "home":  # self._visible_rooms(), without the copy
+            rooms = w.rooms
+        else:
+            r = chars[ROBOT_ID].room
+            rooms = [r] if r is not None else []
         grabbable, furniture, room_list = self._node_lists(sim)
-        nodes = w.graph.nodes
-        objects = [{"id": nid, "class": grabbable[nid], "location": loc, "room": r}
-                   for nid, loc, r in w.objects_in(grabbable, room_set)]  # sorted by id
-        locations = [{"id": nid, "class": cls, "room": r,
-                      "open": "OPEN" in nodes[nid].states if can_open else None}
-                     for nid, cls, can_open, r in furniture if r in room_set]  # sorted by id
+        # objects change only with the world's version, locations (furniture never moves)
+        # with its states, and both with the rooms seen
+        cached = self._candidates
+        if cached is None or cached[0] is not w or cached[1] != rooms:
+            room_set = set(rooms)
+            nodes = w.graph.nodes
+            locations = [{"id": nid, "class": cls, "room": r,
+                          "open": "OPEN" in nodes[nid].states if can_open else None}
+                         for nid, cls, can_open, r in furniture if r in room_set]
+            openable = [(d["id"], d) for d in locations if d["open"] is not None]
+            cached = self._candidates = [w, list(rooms), -1, None, w.states_version, locations,
+                                         room_set, [{"id": r, "class": cls} for r, cls in room_list],
+                                         openable]
+        room_set = cached[6]
+        if cached[2] != w.version:
+            cached[3] = [{"id": nid, "class": cls, "location": loc, "room": r}
+                         for nid, cls, loc, r in w.objects_in_with(grabbable, room_set)]
+            cached[2] = w.version
+        if cached[4] != w.states_version:  # only "open" can change (furniture never moves)
+            nodes = w.graph.nodes
+            for nid, d in cached[8]:
+                d["open"] = "OPEN" in nodes[nid].states
+            cached[4] = w.states_version
+        actors = []
+        for a in sim.actors:
+            room = chars[a.id].room
+            if room in room_set:
+                actors.append({"id": a.id, "name": a.name, "kind": a.kind, "room": room,
+                               "holding": w.held_by(a.id)})
+        copy_ = dict.copy  # info gets copies (its dicts are the caller's to change)
         return {
             "tick": sim.tick,
             "window": self._window,
@@ -616,11 +648,11 @@ class MindHelperEnv(gym.Env):
             "events": events,
             "candidates": {
                 "actors": actors,
-                "objects": objects,
-                "locations": locations,
-                "rooms": [{"id": r, "class": cls} for r, cls in room_list],
+                "objects": list(map(copy_, cached[3])),  # sorted by id
+                "locations": list(map(copy_, cached[5])),  # sorted by id
+                "rooms": list(map(copy_, cached[7])),
             },
-            "robot": {"id": ROBOT_ID, "room": w.chars[ROBOT_ID].room,
+            "robot": {"id": ROBOT_ID, "room": chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},
         }
 
@@ -633,16 +665,17 @@ class MindHelperEnv(gym.Env):
         cached = self._lists
         if cached is not None and cached[0] is sim:
             return cached[1]
-        nodes = sim.world.graph.nodes
-        room_of = sim.world.room_of
+        w = sim.world
+        nodes = w.graph.nodes
+        room_of, chars, rooms_ = w._room_of.get, w.chars, w._room_members  # w.room_of, inlined
         grabbable: dict[int, str] = {}
         furniture = []
-        for i in sorted(nodes):
-            n = nodes[i]
+        for i, n in sorted(nodes.items()):  # ids are unique: sorted by id
             if "GRABBABLE" in n.properties:
                 grabbable[i] = n.class_name
             elif n.category == "Furniture":
-                furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, room_of(i)))
+                r = chars[i].room if i in chars else i if i in rooms_ else room_of(i)
+                furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, r))
         rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
         self._lists = (sim, (grabbable, furniture, rooms))
         return self._lists[1]

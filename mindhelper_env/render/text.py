@@ -15,15 +15,17 @@ already printable ASCII, so it is only cut to length (:func:`cut_text`).
 
 from __future__ import annotations
 
+import json
 import re
 import string
 import zlib
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
 from mindhelper_env.world.world import Event, World
 
 __all__ = ["CHARSET", "Labels", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
-           "style_of", "KIND_WORDS", "EVENT_VERBS"]
+           "events_json", "window_events", "style_of", "KIND_WORDS", "EVENT_VERBS"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
 CHARSET = frozenset(string.printable)
@@ -75,7 +77,10 @@ _PHRASES: dict[str, tuple[str, ...]] = {
 
 def clean_text(text: str, max_length: int) -> str:
     """Map characters outside :data:`CHARSET` to ``?`` and cut to ``max_length``."""
-    return cut_text(_NON_PRINTABLE.sub("?", text), max_length)
+    # the usual case, checked in C: printable ASCII and newlines only, nothing to map
+    if not (text.isascii() and text.replace("\n", "").isprintable()):
+        text = _NON_PRINTABLE.sub("?", text)
+    return cut_text(text, max_length)
 
 
 def cut_text(text: str, max_length: int) -> str:
@@ -92,12 +97,8 @@ def style_of(key: str | int) -> int:
     return zlib.crc32(str(key).encode()) & 0x7FFFFFFF
 
 
-def _choose(key: str, style: int, ev: Event) -> str:
-    options = _PHRASES[key]
-    if len(options) == 1:
-        return options[0]
-    mix = zlib.crc32(f"{style}:{ev.tick}:{ev.actor}:{ev.verb}:{ev.args}".encode())
-    return options[mix % len(options)]
+#: ``a0``, ``a1``, ...: the format fields naming an event's arguments
+_ARG_KEYS = tuple(f"a{i}" for i in range(8))
 
 
 def _who(world: World, cid: int, names: dict[int, str]) -> str:
@@ -132,13 +133,15 @@ class Labels:
     an episode (nodes are never added or removed). Make one per episode and pass it to
     :func:`narrate_event`."""
 
-    __slots__ = ("world", "names", "_things", "_rooms")
+    __slots__ = ("world", "names", "_things", "_rooms", "_json", "_style")
 
     def __init__(self, world: World, names: dict[int, str]) -> None:
         self.world = world
         self.names = names
         self._things: dict[int, str] = {}
         self._rooms: dict[int | None, str] = {}
+        self._json: dict[Any, str] = {}
+        self._style: tuple[int, int] | None = None  # (style, crc32 of f"{style}:")
 
     def thing(self, nid: int) -> str:
         label = self._things.get(nid)
@@ -160,18 +163,25 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     if labels is None:
         labels = Labels(world, names)
     thing = labels.thing
-    who = _who(world, ev.actor, names)
-    a = [thing(x) for x in ev.args]
+    actor = ev.actor
+    who = "Someone" if actor == 0 else names[actor] if actor in names else world.name(actor)
+    args = ev.args
     v = ev.verb
-    room = labels.room(ev.room)
-    fields: dict[str, Any] = {"who": who, "room": room}
-    fields.update({f"a{i}": x for i, x in enumerate(a)})
+    # labels.room() and labels.thing(), from their caches when the label is there
+    fields: dict[str, Any] = {"who": who,
+                              "room": labels._rooms.get(ev.room) or labels.room(ev.room)}
+    if len(args) == 1:
+        fields["a0"] = labels._things.get(args[0]) or thing(args[0])
+    elif len(args) <= len(_ARG_KEYS):
+        fields.update(zip(_ARG_KEYS, [thing(x) for x in args], strict=False))
+    else:
+        fields.update({f"a{i}": thing(x) for i, x in enumerate(args)})
     key = v
     extra = ""
-    if v in ("walk", "find"):
-        if not ev.done or not ev.args:
+    if v == "walk" or v == "find":
+        if not ev.done or not args:
             key = "enter"
-        elif ev.args[0] == ev.room:
+        elif args[0] == ev.room:
             key = "arrive_room"
         else:
             key = "arrive"
@@ -186,22 +196,33 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
                 key = "grab_high"
         fields["src"] = src
     elif v == "look":
-        if ev.args and ev.args[0] in world.graph.nodes and world.is_open(ev.args[0]) \
-                and "CONTAINERS" in world.graph.nodes[ev.args[0]].properties:
+        if args and args[0] in world.graph.nodes and world.is_open(args[0]) \
+                and "CONTAINERS" in world.graph.nodes[args[0]].properties:
             key = "look_in"
     elif v == "stretch":
-        if len(ev.args) < 2 or ev.args[0] == ev.args[1]:
+        if len(args) < 2 or args[0] == args[1]:
             key = "stretch_box"
     elif v == "stand":
-        held = [thing(x) for x in ev.args[1:]]
+        held = [thing(x) for x in args[1:]]
         fields["held"] = _and(held) or "something"
         key = "stand" if len(held) > 1 else "stand_one"
-    if key not in _PHRASES:
-        return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
-    try:
-        return _choose(key, style, ev).format(**fields) + extra
-    except (KeyError, IndexError):
-        return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
+    options = _PHRASES.get(key)
+    if options is not None:
+        if len(options) == 1:
+            template = options[0]
+        else:  # the phrasing: crc32 of style, tick, actor, verb and args (the style
+            # prefix's crc32 is kept per episode)
+            prefix = labels._style
+            if prefix is None or prefix[0] != style:
+                prefix = labels._style = (style, zlib.crc32(f"{style}:".encode()))
+            mix = zlib.crc32(f"{ev.tick}:{actor}:{v}:{args}".encode(), prefix[1])
+            template = options[mix % len(options)]
+        try:
+            return template.format_map(fields) + extra
+        except (KeyError, IndexError):
+            pass
+    a = [thing(x) for x in args]
+    return f"{who} did {v} {' '.join(a)}.".replace("  ", " ")
 
 
 def event_dict(world: World, ev: Event, names: dict[int, str]) -> dict[str, Any]:
@@ -229,50 +250,177 @@ def event_dict(world: World, ev: Event, names: dict[int, str]) -> dict[str, Any]
     return out
 
 
+_EVENT_KEYS = ("tick", "actor", "actor_name", "verb", "args", "room")
+_OPEN_EVENT_KEYS = (*_EVENT_KEYS, "contents")
+
+
+class _NotPlain(Exception):
+    """An event dict that is not exactly what :func:`event_dict` makes."""
+
+
+def _nodes_json(items: Any, cache: dict[Any, str]) -> str:
+    if type(items) is not list:
+        raise _NotPlain
+    parts = []
+    for item in items:
+        if type(item) is not dict or len(item) != 2:
+            raise _NotPlain
+        nid, cls = item.get("id"), item.get("class")
+        key = ("node", nid, cls)
+        text = cache.get(key)
+        if text is None:
+            if type(nid) is not int or type(cls) is not str or tuple(item) != ("id", "class"):
+                raise _NotPlain
+            text = cache[key] = f'{{"id": {nid}, "class": {_json_str(cls)}}}'
+        parts.append(text)
+    return "[" + ", ".join(parts) + "]"
+
+
+def _event_json(d: dict[str, Any], cache: dict[Any, str]) -> str:
+    keys = tuple(d)
+    if keys != _EVENT_KEYS and keys != _OPEN_EVENT_KEYS:
+        raise _NotPlain
+    tick, actor, name, verb, room = d["tick"], d["actor"], d["actor_name"], d["verb"], d["room"]
+    if type(tick) is not int or type(actor) is not int or type(name) is not str \
+            or type(verb) is not str or (room is not None and type(room) is not int):
+        raise _NotPlain
+    text = (f'{{"tick": {tick}, "actor": {actor}, "actor_name": {_json_str(name)}, '
+            f'"verb": {_json_str(verb)}, "args": {_nodes_json(d["args"], cache)}, '
+            f'"room": {"null" if room is None else room}')
+    if len(keys) == 7:
+        text += f', "contents": {_nodes_json(d["contents"], cache)}'
+    return text + "}"
+
+
+def events_json(events: list[dict[str, Any]], labels: Labels | None = None) -> str:
+    """``json.dumps(events)`` for dicts made by :func:`event_dict` — the same text, built
+    from per-episode fragments (``labels`` keeps them); anything else goes to ``json.dumps``."""
+    cache = labels._json if labels is not None else {}
+    try:
+        return "[" + ", ".join([_event_json(d, cache) for d in events]) + "]"
+    except _NotPlain:
+        return json.dumps(events)
+
+
+def window_events(world: World, events: list[Event], names: dict[int, str], style: int,
+                  labels: Labels) -> tuple[list[str], list[dict[str, Any]], str]:
+    """For a window's events: the narration lines (``[t=..] `` + :func:`narrate_event`),
+    the :func:`event_dict` of each and their JSON, ``json.dumps`` of the dicts (built from
+    per-episode fragments kept in ``labels``)."""
+    lines, dicts, parts = [], [], []
+    plain = True
+    nodes = world.graph.nodes
+    cache = labels._json
+    for ev in events:
+        lines.append(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels))
+        # event_dict(world, ev, names), inlined
+        actor, verb = ev.actor, ev.verb
+        args = ev.args if (verb not in ("walk", "find") or ev.done) else ()
+        d = {
+            "tick": ev.tick,
+            "actor": actor,
+            "actor_name": "Someone" if actor == 0 else names[actor] if actor in names
+            else world.name(actor),
+            "verb": verb,
+            "args": [{"id": x, "class": nodes[x].class_name if x in nodes else "?"}
+                     for x in args],
+            "room": ev.room,
+        }
+        if verb == "open":
+            d["contents"] = [{"id": x, "class": nodes[x].class_name}
+                             for x in ev.revealed if x in nodes]
+        dicts.append(d)
+        if plain:
+            try:
+                parts.append(_event_fragment(world, ev, d, cache))
+            except _NotPlain:
+                plain = False
+    return lines, dicts, "[" + ", ".join(parts) + "]" if plain else json.dumps(dicts)
+
+
+def _node_fragment(world: World, nid: Any, cache: dict[Any, str]) -> str:
+    if type(nid) is not int:  # (an equal numpy integer would find the int's fragment)
+        raise _NotPlain
+    text = cache.get(nid)
+    if text is None:
+        n = world.graph.nodes.get(nid)
+        cls = n.class_name if n is not None else "?"
+        if type(cls) is not str:
+            raise _NotPlain
+        text = cache[nid] = f'{{"id": {nid}, "class": {_json_str(cls)}}}'
+    return text
+
+
+def _event_fragment(world: World, ev: Event, d: dict[str, Any], cache: dict[Any, str]) -> str:
+    """``json.dumps(d)`` for ``d = event_dict(world, ev, ...)``."""
+    tick, actor, room, verb = ev.tick, ev.actor, ev.room, ev.verb
+    name = d["actor_name"]
+    if type(tick) is not int or type(actor) is not int or type(name) is not str \
+            or type(verb) is not str or (room is not None and type(room) is not int):
+        raise _NotPlain
+    args = ev.args if (verb not in ("walk", "find") or ev.done) else ()
+    if len(args) == 1 and type(args[0]) is int:
+        arg_text = cache.get(args[0]) or _node_fragment(world, args[0], cache)
+    else:
+        arg_text = ", ".join([_node_fragment(world, x, cache) for x in args])
+    text = (f'{{"tick": {tick}, "actor": {actor}, "actor_name": {_json_str(name)}, '
+            f'"verb": {_json_str(verb)}, "args": [{arg_text}], '
+            f'"room": {"null" if room is None else room}')
+    if verb == "open":
+        nodes = world.graph.nodes
+        inside = ", ".join([_node_fragment(world, x, cache) for x in ev.revealed if x in nodes])
+        text += f', "contents": [{inside}]'
+    return text + "}"
+
+
 def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int,
-                   kinds: dict[int, str] | None = None) -> str:
-    """What the robot sees at the start: rooms, people, and visible objects with places."""
+                   kinds: dict[int, str] | None = None, labels: Labels | None = None) -> str:
+    """What the robot sees at the start: rooms, people, and visible objects with places.
+    ``labels`` (optional, for ``world`` and ``names``) shares node phrases with the
+    episode's narration."""
     kinds = kinds or {}
     nodes = world.graph.nodes
-    lines = ["The home has: " + ", ".join(_room(world, r) for r in world.rooms) + "."]
+    if labels is None:
+        labels = Labels(world, names)
+    thing = labels.thing
+    chars, holder, is_hidden = world.chars, world._holder, world.is_hidden
+    parent, room_ids = world._parent, world._room_members
+    lines = ["The home has: " + ", ".join([labels.room(r) for r in world.rooms]) + "."]
     for r in rooms:
         members = sorted(world.room_nodes(r))
-        people = [c for c in members if c in world.chars and c != robot]
-        objs = [
-            n for n in members
-            if "GRABBABLE" in nodes[n].properties and not world.is_hidden(n)
-            and world.holder(n) is None
-        ]
+        people = [c for c in members if c in chars and c != robot]
+        # visible objects nobody holds, each with where it is (is_hidden and placement
+        # inlined: an object on nothing or standing in a room is not hidden)
+        objs = []
+        for n in members:
+            if "GRABBABLE" not in nodes[n].properties or n in holder:
+                continue
+            p = parent.get(n)
+            if p is None:
+                where = ""
+            elif p[1] in room_ids:
+                where = "on the floor"
+            elif is_hidden(n):
+                continue
+            else:
+                where = ("in " if p[0] == "INSIDE" else "on ") + thing(p[1])
+            objs.append(f"{thing(n)} {where}")
         parts = []
         if people:
             descr = []
             for p in people:
-                d = _thing(world, p, names)
+                d = thing(p)
                 if p in kinds:
                     d = f"{d}, {KIND_WORDS.get(kinds[p], kinds[p])}"
                 held = world.held_by(p)
                 if held:
-                    d += ", holding " + _and([_thing(world, h, names) for h in held])
+                    d += ", holding " + _and([thing(h) for h in held])
                 descr.append(d)
             parts.append("people: " + "; ".join(descr))
         if objs:
-            parts.append("objects: " + ", ".join(
-                f"{_thing(world, o, names)} {_where(world, o, names)}" for o in objs))
+            parts.append("objects: " + ", ".join(objs))
         if parts:
-            lines.append(f"In the {_room(world, r)}: " + "; ".join(parts) + ".")
+            lines.append(f"In the {labels.room(r)}: " + "; ".join(parts) + ".")
     rr = world.chars[robot].room
-    lines.append(f"You (the robot, {robot}) are in the {_room(world, rr)}.")
+    lines.append(f"You (the robot, {robot}) are in the {labels.room(rr)}.")
     return "\n".join(lines)
-
-
-def _where(world: World, obj: int, names: dict[int, str]) -> str:
-    h = world.holder(obj)
-    if h is not None:
-        return f"held by {_who(world, h, names)}"
-    p = world.placement(obj)
-    if p is None:
-        return ""
-    rel, par = p
-    if par in world.rooms:
-        return "on the floor"
-    return ("in " if rel == "INSIDE" else "on ") + _thing(world, par, names)

@@ -174,6 +174,7 @@ class EpisodePool:
             self._write(k, spec)
         world = World(spec["graph"], robot_ids=(ROBOT_ID,))
         world.graph.share_values()  # a smaller pickle, unpickled at every reset
+        world.graph.pack_boxes()  # boxes are built when read, not at every reset
         light = {key: val for key, val in spec.items() if key != "graph"}
         entry = PoolEntry(k, family, seed, pickle.dumps(light, protocol=pickle.HIGHEST_PROTOCOL),
                           pickle.dumps(world, protocol=pickle.HIGHEST_PROTOCOL))

@@ -9,12 +9,16 @@ stores edges as adjacency sets so that relations can be changed in constant time
 Graphs are copied often (an episode pool unpickles a parsed world at every reset), so
 :meth:`SceneGraph.share_values` makes equal strings and property sets of different nodes
 one object, and a :class:`Node` pickles as one tuple of its fields: a pickled world is then
-smaller and loads faster, with the same contents.
+smaller and loads faster, with the same contents. :meth:`SceneGraph.pack_boxes` goes
+further: a plain bounding box (``{"center": [x, y, z], "size": [x, y, z]}`` of floats) is
+kept as 48 bytes until :attr:`Node.bounding_box` is first read, which rebuilds the same
+dict, so a copied or unpickled graph does not build the boxes an episode never looks at.
 """
 
 from __future__ import annotations
 
 import copy
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,15 +74,15 @@ class Node:
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
         # pickled as one tuple of fields, restored without __init__ (as pickle's default
         # does, but without an intermediate state dict: episode pools unpickle a whole world
-        # at every reset)
+        # at every reset); a packed bounding box stays packed
         return _node_from_fields, (self.id, self.class_name, self.category, self.properties,
-                                   self.states, self.bounding_box, self.prefab_name,
-                                   self.extra, self.key)
+                                   self.states, _BOX_SLOT.__get__(self, Node),
+                                   self.prefab_name, self.extra, self.key)
 
     def clone(self) -> Node:
         """An independent copy: mutable parts (states, bounding box, extra) are copied."""
-        box = self.bounding_box
-        if box is not None:
+        box = _BOX_SLOT.__get__(self, Node)
+        if box is not None and type(box) is not bytes:  # packed bytes are immutable
             box = {k: v[:] if type(v) is list else copy.deepcopy(v) for k, v in box.items()}
         extra = self.extra
         extra = {k: v if isinstance(v, _SCALARS) else copy.deepcopy(v)
@@ -109,11 +113,45 @@ def _node_from_fields(*values: Any) -> Node:
     return node
 
 
+# Node.bounding_box: the slot holds either the box or, after SceneGraph.pack_boxes, the
+# six floats of a plain box packed in 48 bytes; reading the attribute unpacks them once.
+_BOX_SLOT: Any = Node.bounding_box
+_BOX_FORMAT = struct.Struct("<6d")
+
+
+def _get_box(node: Node) -> dict[str, Any] | None:
+    box = _BOX_SLOT.__get__(node, Node)
+    if type(box) is bytes:
+        cx, cy, cz, sx, sy, sz = _BOX_FORMAT.unpack(box)
+        box = {"center": [cx, cy, cz], "size": [sx, sy, sz]}
+        _BOX_SLOT.__set__(node, box)
+    return box
+
+
+def _pack_box(box: Any) -> bytes | None:
+    """48 bytes for a plain box of floats (the same dict comes back), else None."""
+    if type(box) is not dict or tuple(box) != ("center", "size"):
+        return None
+    center, size = box["center"], box["size"]
+    if type(center) is not list or type(size) is not list or len(center) != 3 \
+            or len(size) != 3 or not all(type(v) is float for v in (*center, *size)):
+        return None
+    return _BOX_FORMAT.pack(*center, *size)
+
+
+Node.bounding_box = property(  # type: ignore[assignment,method-assign]
+    _get_box, _BOX_SLOT.__set__, doc="The node's bounding box (``center``, ``size``) or None.")
+
+
 class SceneGraph:
     """Nodes and typed edges with constant-time edge updates.
 
     Use :meth:`from_virtualhome` / :meth:`to_virtualhome` to convert from and to the JSON
     dict VirtualHome's ``environment_graph()`` returns.
+
+    Edges are kept by source node; the index by target node (for :meth:`sources` and
+    :meth:`remove_node`) is built on first use and then kept up to date, so graphs that are
+    copied or unpickled and never asked for sources do not carry it.
     """
 
     __slots__ = ("nodes", "_out", "_in", "_n_edges")
@@ -121,8 +159,19 @@ class SceneGraph:
     def __init__(self) -> None:
         self.nodes: dict[int, Node] = {}
         self._out: dict[int, dict[str, set[int]]] = {}
-        self._in: dict[int, dict[str, set[int]]] = {}
+        self._in: dict[int, dict[str, set[int]]] | None = None  # built by _sources_index
         self._n_edges = 0
+
+    def _sources_index(self) -> dict[int, dict[str, set[int]]]:
+        index = self._in
+        if index is None:
+            index = {nid: {} for nid in self.nodes}
+            for f, rels in self._out.items():
+                for r, ts in rels.items():
+                    for t in ts:
+                        index[t].setdefault(r, set()).add(f)
+            self._in = index
+        return index
 
     # -- construction -------------------------------------------------------------------
     def add_node(self, node: Node) -> Node:
@@ -130,7 +179,8 @@ class SceneGraph:
             raise ValueError(f"duplicate node id {node.id}")
         self.nodes[node.id] = node
         self._out[node.id] = {}
-        self._in[node.id] = {}
+        if self._in is not None:
+            self._in[node.id] = {}
         return node
 
     def add_edge(self, from_id: int, relation: str, to_id: int) -> bool:
@@ -138,8 +188,11 @@ class SceneGraph:
         targets = self._out[from_id].setdefault(relation, set())
         if to_id in targets:
             return False
+        if to_id not in self.nodes:
+            raise KeyError(to_id)
         targets.add(to_id)
-        self._in[to_id].setdefault(relation, set()).add(from_id)
+        if self._in is not None:
+            self._in[to_id].setdefault(relation, set()).add(from_id)
         self._n_edges += 1
         return True
 
@@ -149,7 +202,8 @@ class SceneGraph:
         if not targets or to_id not in targets:
             return False
         targets.discard(to_id)
-        self._in[to_id][relation].discard(from_id)
+        if self._in is not None:
+            self._in[to_id][relation].discard(from_id)
         self._n_edges -= 1
         return True
 
@@ -159,8 +213,9 @@ class SceneGraph:
         if not targets:
             return []
         old = list(targets)
-        for t in old:
-            self._in[t][relation].discard(from_id)
+        if self._in is not None:
+            for t in old:
+                self._in[t][relation].discard(from_id)
         targets.clear()
         self._n_edges -= len(old)
         return old
@@ -170,10 +225,11 @@ class SceneGraph:
         for rel, targets in list(self._out[node_id].items()):
             for t in list(targets):
                 self.remove_edge(node_id, rel, t)
-        for rel, sources in list(self._in[node_id].items()):
+        index = self._sources_index()
+        for rel, sources in list(index[node_id].items()):
             for f in list(sources):
                 self.remove_edge(f, rel, node_id)
-        del self._out[node_id], self._in[node_id]
+        del self._out[node_id], index[node_id]
         return self.nodes.pop(node_id)
 
     # -- queries ------------------------------------------------------------------------
@@ -181,7 +237,7 @@ class SceneGraph:
         return self._out[from_id].get(relation, _EMPTY)
 
     def sources(self, to_id: int, relation: str) -> set[int] | frozenset[int]:
-        return self._in[to_id].get(relation, _EMPTY)
+        return self._sources_index()[to_id].get(relation, _EMPTY)
 
     def has_edge(self, from_id: int, relation: str, to_id: int) -> bool:
         return to_id in self._out[from_id].get(relation, _EMPTY)
@@ -220,12 +276,30 @@ class SceneGraph:
             n.properties = share(props, props)
             n.states = {share(x, x) for x in n.states}
 
+    def pack_boxes(self) -> None:
+        """Keep plain bounding boxes (``{"center": [3 floats], "size": [3 floats]}``) packed
+        until read (see the module docstring); what :attr:`Node.bounding_box` returns is
+        unchanged. Episode pools pack the worlds they pickle."""
+        for n in self.nodes.values():
+            packed = _pack_box(_BOX_SLOT.__get__(n, Node))
+            if packed is not None:
+                _BOX_SLOT.__set__(n, packed)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # nodes as one table of their fields, rebuilt in one call (not one call per node);
+        # the index by target node is rebuilt when needed
+        box_slot, box_owner = _BOX_SLOT.__get__, Node
+        rows = tuple((n.id, n.class_name, n.category, n.properties, n.states,
+                      box_slot(n, box_owner), n.prefab_name, n.extra, n.key)
+                     for n in self.nodes.values())
+        return _graph_from_parts, (rows, self._out, self._n_edges)
+
     def copy(self) -> SceneGraph:
         """An independent copy (a structural copy; no JSON round trip)."""
         g = SceneGraph.__new__(SceneGraph)
         g.nodes = {nid: n.clone() for nid, n in self.nodes.items()}
         g._out = {nid: {r: set(ts) for r, ts in rels.items()} for nid, rels in self._out.items()}
-        g._in = {nid: {r: set(fs) for r, fs in rels.items()} for nid, rels in self._in.items()}
+        g._in = None  # rebuilt from the copy's edges when needed
         g._n_edges = self._n_edges
         return g
 
@@ -302,6 +376,21 @@ class SceneGraph:
 
 
 _EMPTY: frozenset[int] = frozenset()
+
+
+def _graph_from_parts(rows: tuple[tuple[Any, ...], ...], out: dict[int, dict[str, set[int]]],
+                      n_edges: int) -> SceneGraph:
+    new, node_cls, set_box = object.__new__, Node, _BOX_SLOT.__set__
+    nodes = {}
+    for row in rows:
+        n = new(node_cls)
+        n.id, n.class_name, n.category, n.properties, n.states, box, n.prefab_name, \
+            n.extra, n.key = row
+        set_box(n, box)
+        nodes[row[0]] = n
+    g = SceneGraph.__new__(SceneGraph)
+    g.nodes, g._out, g._in, g._n_edges = nodes, out, None, n_edges
+    return g
 _SCALARS = (str, int, float, bool, type(None))
 
 

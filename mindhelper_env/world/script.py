@@ -60,6 +60,7 @@ MOVEMENT_VERBS = frozenset({"walk", "find", "standup"})
 _VERB_ALIASES = {"run": "walk", "walktowards": "walk", "putobjback": "putback"}
 
 _MAX_LINE_CHARS = 512
+_SPLIT_RE = re.compile(r"[\n;]")
 _LINE_RE = re.compile(r"^\s*(?:<char\d+>\s*)?\[\s*([A-Za-z_]+)\s*\]\s*(.*?)\s*$")
 _ARG_RE = re.compile(r"<\s*([A-Za-z0-9_ .\-']+?)\s*>\s*\(\s*(-?\d+)(?:\.\d+)?\s*\)\s*")
 
@@ -86,7 +87,7 @@ class ScriptLine:
 
     @property
     def ids(self) -> tuple[int, ...]:
-        return tuple(i for _, i in self.args)
+        return tuple([a[1] for a in self.args])
 
     @property
     def classes(self) -> tuple[str, ...]:
@@ -97,12 +98,33 @@ class ScriptLine:
         return " ".join(parts)
 
 
+#: Lines parsed lately (text -> ScriptLine, or the reason it is malformed); script lines are
+#: immutable, so programs that repeat lines share them. Cleared when full.
+_PARSED: dict[str, ScriptLine | str] = {}
+_PARSED_MAX = 4096
+
+
 def parse_line(text: str) -> ScriptLine:
     """Parse one script line; raise :class:`ScriptParseError` with the reason if malformed."""
     if not isinstance(text, str):
         raise ScriptParseError(f"script line must be a string, got {type(text).__name__}")
     if len(text) > _MAX_LINE_CHARS:
         raise ScriptParseError(f"line longer than {_MAX_LINE_CHARS} characters")
+    parsed = _PARSED.get(text)
+    if parsed is None:
+        try:
+            parsed = _parse_line(text)
+        except ScriptParseError as err:
+            parsed = str(err)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = parsed
+    if type(parsed) is str:
+        raise ScriptParseError(parsed)
+    return parsed
+
+
+def _parse_line(text: str) -> ScriptLine:
     m = _LINE_RE.match(text)
     if m is None:
         raise ScriptParseError("expected '[verb] <class> (id) ...'")
@@ -132,7 +154,7 @@ def is_silence(action: str) -> bool:
 
 def split_program(action: str) -> list[str]:
     """Split a program into its non-blank raw lines (newline or ``;`` separated)."""
-    return [p.strip() for p in re.split(r"[\n;]", action) if p.strip()]
+    return [p for p in (q.strip() for q in _SPLIT_RE.split(action)) if p]
 
 
 def parse_program(action: str) -> tuple[list[ScriptLine], list[tuple[str, str]]]:

@@ -60,6 +60,7 @@ from typing import Any
 from mindhelper_env.world.graph import Node, SceneGraph
 from mindhelper_env.world.script import (
     ROBOT_ONLY_VERBS,
+    VERB_ARITY,
     ScriptLine,
     ScriptParseError,
     parse_line,
@@ -93,6 +94,10 @@ _SEATS = {"couch": 4, "sofa": 4, "bed": 4, "loveseat": 2, "bench": 2, "pianobenc
 _STRUCTURAL = frozenset(
     {"floor", "floors", "wall", "walls", "ceiling", "ceilings", "doors", "windows"}
 )
+
+
+#: The method that executes each verb.
+_HANDLERS = {verb: "_do_" + verb for verb in VERB_ARITY}
 
 
 @dataclass(slots=True)
@@ -152,6 +157,13 @@ class _Char:
 class World:
     """A household you can run VirtualHome script lines in.
 
+    ``version`` changes whenever the world's methods change where an object is, who holds
+    it or which room a node is in, or open or close something that holds objects (not when
+    a character only walks, stands near something, sits or stands up): results computed
+    from those, such as :meth:`objects_in`, can be reused while it stays the same.
+    ``states_version`` changes with any node's states. Change the world through its
+    methods.
+
     Parameters
     ----------
     graph:
@@ -180,6 +192,10 @@ class World:
         for rid in robot_ids:
             self.set_robot(rid)
 
+    #: see the class docstring (an int, incremented in place by the world's mutations)
+    version: int = 0
+    states_version: int = 0
+
     def copy(self) -> World:
         """An independent copy of the world in its current state, much cheaper than building
         a new one from the graph: the graph and every mutable index are copied; the door
@@ -187,6 +203,8 @@ class World:
         w = World.__new__(World)
         w.graph = self.graph.copy()
         w.tick = self.tick
+        w.version = self.version
+        w.states_version = self.states_version
         w.rooms = list(self.rooms)
         w._room_of = dict(self._room_of)
         w._parent = dict(self._parent)
@@ -314,9 +332,10 @@ class World:
                         first[v] = v if u == src else first[u]
                         q.append(v)
             for dst, d in dist.items():
-                self._dist[(src, dst)] = d
+                key = (src, dst)  # one key object for both tables (a pickle stores it once)
+                self._dist[key] = d
                 if dst != src:
-                    self._hop[(src, dst)] = first[dst]
+                    self._hop[key] = first[dst]
 
     # ------------------------------------------------------------------ characters
     def set_robot(self, char_id: int, robot: bool = True) -> None:
@@ -342,6 +361,7 @@ class World:
         self.graph.add_node(Node(char_id, "character", "Characters", frozenset(), set(), extra=extra))
         self.graph.add_edge(char_id, "INSIDE", room)
         self.chars[char_id] = _Char(room=room, reach=reach, robot=robot)
+        self.version += 1
         self._room_of[char_id] = room
         self._room_members[room].add(char_id)
         return char_id
@@ -382,17 +402,17 @@ class World:
         return self._contents.get(parent, set())
 
     def held_by(self, char_id: int) -> list[int]:
-        g = self.graph
-        rh, lh = g.targets(char_id, "HOLDS_RH"), g.targets(char_id, "HOLDS_LH")
+        rels = self.graph._out[char_id]  # graph.targets(), twice, inlined
+        rh, lh = rels.get("HOLDS_RH"), rels.get("HOLDS_LH")
         if not rh and not lh:
             return []
-        return sorted(rh) + sorted(lh)
+        return sorted(rh or ()) + sorted(lh or ())
 
     def free_hand(self, char_id: int) -> str | None:
-        g = self.graph
-        if not g.targets(char_id, "HOLDS_RH"):
+        rels = self.graph._out[char_id]
+        if not rels.get("HOLDS_RH"):
             return "HOLDS_RH"
-        if not g.targets(char_id, "HOLDS_LH"):
+        if not rels.get("HOLDS_LH"):
             return "HOLDS_LH"
         return None
 
@@ -407,23 +427,22 @@ class World:
         """True if the node is inside a closed container (at any depth). Only nodes with the
         CONTAINERS property hide what is in them: VirtualHome also marks counters CLOSED and
         puts curtains INSIDE one another."""
-        seen = 0
+        holder, parent, members = self._holder, self._parent, self._room_members
         cur = nid
-        while seen < 16:
-            if cur in self._holder:
+        for _ in range(16):
+            if cur in holder:
                 return False
-            p = self._parent.get(cur)
+            p = parent.get(cur)
             if p is None:
                 return False
             rel, par = p
-            if par in self._room_members:
+            if par in members:
                 return False
             if rel == "INSIDE":
                 pn = self.graph.nodes[par]
                 if "CLOSED" in pn.states and "CONTAINERS" in pn.properties:
                     return True
             cur = par
-            seen += 1
         return False
 
     def objects_in(self, ids: Iterable[int], rooms: Container[int | None]
@@ -470,30 +489,80 @@ class World:
                 out.append((nid, p[1], r))
         return out
 
+    def objects_in_with(self, labels: dict[int, Any], rooms: Container[int | None]
+                        ) -> list[tuple[int, Any, int | None, int | None]]:
+        """``(id, label, location, room)`` for each ``id: label`` of ``labels``: the same
+        objects as ``objects_in(labels, rooms)``, with their labels (the env passes class
+        names to list its candidate objects)."""
+        holder, parent, members = self._holder, self._parent, self._room_members
+        chars, room_of, nodes = self.chars, self._room_of, self.graph.nodes
+        out = []
+        for nid, cls in labels.items():
+            if nid in chars:
+                r = chars[nid].room
+            elif nid in members:
+                r = nid
+            else:
+                r = room_of.get(nid)
+            if r not in rooms:
+                continue
+            h = holder.get(nid)
+            if h is not None:
+                out.append((nid, cls, h, r))
+                continue
+            p = parent.get(nid)
+            if p is None:
+                out.append((nid, cls, None, r))
+                continue
+            up, hidden = p, False  # objects_in's walk up, from the parent
+            for _ in range(16):
+                rel, par = up
+                if par in members:
+                    break
+                if rel == "INSIDE" and "CLOSED" in nodes[par].states:
+                    hidden = True
+                    break
+                if par in holder:
+                    break
+                up = parent.get(par)
+                if up is None:
+                    break
+            if not hidden:
+                out.append((nid, cls, p[1], r))
+        return out
+
     def anchor(self, nid: int) -> int:
         """The room-level object a node is in or on (itself if it stands in a room)."""
+        holder, parent, members = self._holder, self._parent, self._room_members
         cur = nid
         for _ in range(16):
-            h = self._holder.get(cur)
+            h = holder.get(cur)
             if h is not None:
                 return h
-            p = self._parent.get(cur)
-            if p is None or p[1] in self._room_members:
+            p = parent.get(cur)
+            if p is None or p[1] in members:
                 return cur
             cur = p[1]
         return cur
 
     def is_close(self, char_id: int, nid: int) -> bool:
-        c = self.chars[char_id]
-        if c.room is None or self.room_of(nid) != c.room:
+        chars = self.chars
+        c = chars[char_id]
+        room = c.room
+        if room is None:
             return False
-        if nid in self.chars:
-            return c.near == nid or self.chars[nid].near == char_id or (
-                c.near is not None and c.near == self.chars[nid].near
+        if nid in chars:
+            if chars[nid].room != room:
+                return False
+            return c.near == nid or chars[nid].near == char_id or (
+                c.near is not None and c.near == chars[nid].near
             )
+        if (nid if nid in self._room_members else self._room_of.get(nid)) != room:
+            return False
         if self._holder.get(nid) == char_id:
             return True
-        return c.near is not None and self.anchor(c.near) == self.anchor(nid)
+        near = c.near
+        return near is not None and self.anchor(near) == self.anchor(nid)
 
     def height(self, nid: int, *, top: bool = False) -> float | None:
         n = self.graph.nodes[nid]
@@ -535,28 +604,37 @@ class World:
         old = self._room_of.get(nid)
         if old == room:
             return
+        members = self._room_members
+        if nid not in self.chars:  # a character's own room is not an object's
+            self.version += 1
         if old is not None:
-            self._room_members[old].discard(nid)
+            members[old].discard(nid)
         self._room_of[nid] = room
         if room is not None:
-            self._room_members[room].add(nid)
-            for r in list(self.graph.targets(nid, "INSIDE")):
-                if r in self._room_members and r != room:
-                    self.graph.remove_edge(nid, "INSIDE", r)
-            self.graph.add_edge(nid, "INSIDE", room)
+            members[room].add(nid)
+            g = self.graph
+            inside = g._out[nid].get("INSIDE")  # g.targets(nid, "INSIDE"), inlined
+            if inside:
+                for r in [r for r in inside if r in members and r != room]:
+                    g.remove_edge(nid, "INSIDE", r)
+            g.add_edge(nid, "INSIDE", room)
         # contents travel with their container
-        for child in list(self._contents.get(nid, ())):
-            self._set_room(child, room)
+        children = self._contents.get(nid)
+        if children:
+            for child in list(children):
+                self._set_room(child, room)
 
     def _unplace(self, obj: int) -> tuple[str, int] | None:
         old = self._parent.pop(obj, None)
         if old is not None:
+            self.version += 1
             rel, par = old
             self._contents.get(par, set()).discard(obj)
             self.graph.remove_edge(obj, rel, par)
         return old
 
     def _place(self, obj: int, rel: str, parent: int) -> None:
+        self.version += 1
         self._parent[obj] = (rel, parent)
         self._contents.setdefault(parent, set()).add(obj)
         self.graph.add_edge(obj, rel, parent)
@@ -576,6 +654,7 @@ class World:
     def _release(self, char_id: int, obj: int) -> None:
         self.graph.remove_edge(char_id, "HOLDS_RH", obj)
         self.graph.remove_edge(char_id, "HOLDS_LH", obj)
+        self.version += 1
         self._holder.pop(obj, None)
 
     def _set_near(self, char_id: int, target: int | None) -> None:
@@ -599,6 +678,7 @@ class World:
             if self.graph.targets(parent, relation):
                 raise ValueError(f"{self.name(parent)} already holds something in that hand")
             self.graph.add_edge(parent, relation, node.id)
+            self.version += 1
             self._holder[node.id] = parent
             self._set_room(node.id, self.chars[parent].room)
         else:
@@ -619,6 +699,7 @@ class World:
         self._room_of.pop(obj, None)
         self._contents.pop(obj, None)
         self.graph.remove_node(obj)
+        self.version += 1
 
     def move_object(self, obj: int, relation: str, parent: int) -> None:
         """Scenario-level relocation (no character involved): put ``obj`` in/on ``parent``."""
@@ -635,6 +716,9 @@ class World:
 
     def set_state(self, nid: int, state: str, on: bool = True) -> None:
         states = self.graph.nodes[nid].states
+        self.states_version += 1
+        if state in ("OPEN", "CLOSED") and self._contents.get(nid):
+            self.version += 1  # what it holds may have been hidden or shown
         pairs = {"OPEN": "CLOSED", "CLOSED": "OPEN", "ON": "OFF", "OFF": "ON"}
         if on:
             states.add(state)
@@ -671,7 +755,7 @@ class World:
             return self._fail(char_id, line, f"only the robot can [{line.verb}]")
         if c.room is None:
             return self._fail(char_id, line, "character is not in any room")
-        handler = getattr(self, "_do_" + line.verb)
+        handler = getattr(self, _HANDLERS.get(line.verb) or "_do_" + line.verb)
         return handler(char_id, c, line, max_hops)
 
     def _fail(self, char_id: int, line: ScriptLine | None, reason: str) -> ActionResult:
@@ -684,8 +768,10 @@ class World:
 
     def _ok(self, char_id: int, line: ScriptLine, *, done: bool = True,
             source: tuple[str, int] | None = None) -> ActionResult:
-        ev = Event(self.tick, char_id, line.verb, line.ids, True, self.chars[char_id].room,
-                   None, source, done)
+        args = line.args
+        ids = (args[0][1],) if len(args) == 1 else tuple([a[1] for a in args])
+        ev = Event(self.tick, char_id, line.verb, ids, True, self.chars[char_id].room, None,
+                   source, done)
         return ActionResult(True, None, line, done, ev)
 
     def _do_walk(self, cid: int, c: _Char, line: ScriptLine, max_hops: int | None) -> ActionResult:
@@ -770,6 +856,7 @@ class World:
             return self._fail(cid, line, f"{self.name(t)} is out of reach")
         src = self._unplace(t)
         self.graph.add_edge(cid, hand, t)
+        self.version += 1
         self._holder[t] = cid
         self._set_room(t, c.room)
         return self._ok(cid, line, source=src)
@@ -854,6 +941,7 @@ class World:
         c.sitting_on = t
         self.graph.add_edge(cid, "SITTING", t)
         self.graph.nodes[cid].states.add("SITTING")
+        self.states_version += 1
         return self._ok(cid, line)
 
     def _do_standup(self, cid: int, c: _Char, line: ScriptLine, _mh: int | None) -> ActionResult:
@@ -861,6 +949,7 @@ class World:
             return self._fail(cid, line, "not sitting")
         self.graph.remove_edge(cid, "SITTING", c.sitting_on)
         self.graph.nodes[cid].states.discard("SITTING")
+        self.states_version += 1
         c.sitting_on = None
         return self._ok(cid, line)
 
@@ -877,6 +966,7 @@ class World:
             return self._fail(cid, line, f"{self.name(to)} has no free hand")
         self._release(cid, obj)
         self.graph.add_edge(to, hand, obj)
+        self.version += 1
         self._holder[obj] = to
         self._set_near(cid, to)
         return self._ok(cid, line, source=("HOLDS_RH", cid))
