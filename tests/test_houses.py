@@ -7,6 +7,7 @@ when ``MINDHELPER_REQUIRE_VH=1`` (set by ``.ci/run``): then a missing package fa
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 
@@ -228,3 +229,33 @@ def test_trigger_env_trains_in_real_houses():
         if term or trunc:
             env.reset()
             assert env.unwrapped.household.episode_spec["house"] == "tdw"
+
+
+def _without(classes: set[str]) -> dict:
+    g = _boxed_graph()
+    drop = {n["id"] for n in g["nodes"] if n["class_name"] in classes}
+    g["nodes"] = [n for n in g["nodes"] if n["id"] not in drop]
+    g["edges"] = [e for e in g["edges"] if e["from_id"] not in drop and e["to_id"] not in drop]
+    return g
+
+
+def test_a_house_that_cannot_hold_a_family_says_why():
+    g = _without({"wallshelf"})
+    with pytest.raises(ValueError, match="cannot hold 'implicit_goal_reach'.*high wall shelf"):
+        gym.make("MindHelper-VirtualHome-v0", house=g)
+    with pytest.raises(ValueError, match="cannot hold 'reach_helped'"):
+        generate_episode("reach_helped", 0, house=g)
+    env = gym.make("MindHelper-VirtualHome-v0", house=g, pool_size=0,
+                   families={"implicit_goal_search": 1, "search_self_found": 1})
+    env.reset(seed=0)
+    assert env.unwrapped.episode_spec["family"] in ("implicit_goal_search", "search_self_found")
+    boxes = {"fridge", "freezer", "kitchencabinet", "cupboard", "cabinet", "nightstand",
+             "closet", "dishwasher", "microwave", "bathroomcabinet"}
+    with pytest.raises(ValueError, match="cannot hold 'false_belief_relocation'.*container"):
+        generate_episode("false_belief_relocation", 0, house=_without(boxes))
+    for name in ("tdw", "virtualhome:scene1"):
+        if name == "tdw" and importlib.util.find_spec("tdw") is None:
+            continue
+        if name.startswith("virtualhome") and importlib.util.find_spec("virtualhome_eval") is None:
+            continue
+        resolve_houses(name).check_families(FAMILIES)  # the shipped houses hold every family

@@ -294,6 +294,8 @@ class MindHelperEnv(gym.Env):
         self._pool_config = _check_pool(pool_size, pool_dir)
         #: the real houses sampled episodes are set in (None: generated houses)
         self.houses = resolve_houses(house)
+        if self.houses is not None:
+            self.houses.check_families(f for f, w in self.families.items() if w > 0)
         self.backend = backend
         self._backend_options = _check_backend(backend, backend_options)
         if self._backend_options is not None and obs_mode == "text+rgb" \

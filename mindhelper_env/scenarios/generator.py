@@ -248,6 +248,8 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     houses = resolve_houses(house)
+    if houses is not None:
+        houses.check_families((family,))
     last = ""
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([int(seed), FAMILIES.index(family), attempt])

@@ -59,6 +59,7 @@ __all__ = [
     "virtualhome_scene_graphs",
     "resolve_houses",
     "house_summary",
+    "house_lacks",
 ]
 
 #: VirtualHome class (normalized: lower case, no ``_``) -> the furniture role it plays.
@@ -124,6 +125,49 @@ class House:
         return hashlib.sha256(data).hexdigest()
 
 
+_RELOCATION = ("false_belief_relocation", "false_belief_irrelevant", "false_belief_witnessed",
+               "false_belief_self_corrected", "false_belief_spare")
+#: What the families need of every house: (what is missing, families that need it).
+_NEEDS = (
+    ("no surface with its top at most 1.1 m (a table, a counter, a desk)", None),
+    ("no openable container within an adult's reach (top at most 1.9 m)",
+     _RELOCATION + ("implicit_goal_blocked", "blocked_helped")),
+    ("no high wall shelf ('wallshelf' above a child's and a wheelchair user's reach, 1.3 m)",
+     ("implicit_goal_reach", "reach_helped")),
+)
+
+
+def _y(node: Mapping[str, Any], top: bool) -> float | None:
+    bb = node.get("bounding_box")
+    try:
+        return float(bb["center"][1]) + (float(bb["size"][1]) / 2 if top else 0.0)
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+
+
+def house_lacks(house: House) -> dict[str, str]:
+    """``{family: what the house lacks}`` for the families that cannot be set in ``house``
+    (checked before generation, so the error says why instead of failing after many
+    attempts)."""
+    furn = [n for n in house.graph["nodes"] if n.get("category") == "Furniture"]
+    props = [set(n.get("properties", ())) for n in furn]
+    has = [
+        any("SURFACES" in p and (_y(n, True) or 0.0) <= 1.1 for n, p in zip(furn, props, strict=True)),
+        # as the scenario builders measure: the top of a surface, the centre of a container
+        any({"CONTAINERS", "CAN_OPEN"} <= p and (_y(n, "SURFACES" in p) or 0.0) <= 1.9
+            for n, p in zip(furn, props, strict=True)),
+        any(n.get("class_name") == "wallshelf" and (_y(n, False) or 0.0) > 1.3 for n in furn),
+    ]
+    from mindhelper_env.scenarios.spec import FAMILIES
+
+    out: dict[str, str] = {}
+    for ok, (what, families) in zip(has, _NEEDS, strict=True):
+        if not ok:
+            for fam in families or FAMILIES:
+                out.setdefault(fam, what)
+    return out
+
+
 class HouseSet:
     """The houses an env or a suite sets its episodes in; :meth:`build` draws one.
 
@@ -141,6 +185,17 @@ class HouseSet:
                        for h in self.houses]
         self.key = hashlib.sha256(
             "|".join(h.digest for h in self.houses).encode()).hexdigest()[:20]
+        self._lacks = [house_lacks(h) for h in self.houses]
+
+    def check_families(self, families: Any) -> None:
+        """``ValueError`` naming the first house and family that cannot go together."""
+        for house, lacks in zip(self.houses, self._lacks, strict=True):
+            for fam in families:
+                if fam in lacks:
+                    raise ValueError(
+                        f"house {house.name!r} cannot hold {fam!r} episodes: it has "
+                        f"{lacks[fam]}; leave such families out (families=...) or use "
+                        f"another house")
 
     def __len__(self) -> int:
         return len(self.houses)
