@@ -269,3 +269,33 @@ def test_parse_line_gives_the_same_lines_and_reasons_again() -> None:
     assert first[1][1] == first[0][1]
     for _ in range(2):
         assert [outcome(t) for t in texts] == first
+
+
+@pytest.mark.parametrize("observability", ["home", "room"])
+def test_pool_entry_memo_gives_the_same_reset_as_a_fresh_episode(tmp_path, observability):
+    """A pool entry's reset narration and node lists are kept for its next reset; a reset
+    that reuses them equals one of the same spec built from scratch."""
+    pooled = gym.make("MindHelper-VirtualHome-v0", pool_size=4, pool_dir=str(tmp_path),
+                      observability=observability)
+    fresh = gym.make("MindHelper-VirtualHome-v0", observability=observability)
+    seen = []
+    for seed in range(12):
+        obs, info = pooled.reset(seed=seed)
+        seen.append(pooled.unwrapped._pool_entry.index)
+        spec = pooled.unwrapped.episode_spec
+        obs2, info2 = fresh.reset(options={"episode": spec})
+        assert obs["narration"] == obs2["narration"]
+        assert info == info2
+        for _ in range(3):  # and the episode goes on alike
+            a = pooled.step("none")
+            b = fresh.step("none")
+            assert a[0]["narration"] == b[0]["narration"] and a[4] == b[4]
+            if a[2] or a[3]:
+                break
+    assert len(set(seen)) < len(seen)  # entries were reset again, from their memo
+    memos = [pooled.unwrapped.episode_pool.get(k).memo for k in set(seen)]
+    assert all("node_lists" in m for m in memos)
+    if observability == "home":
+        assert all("reset_narration" in m for m in memos)
+    else:
+        assert not any("reset_narration" in m for m in memos)

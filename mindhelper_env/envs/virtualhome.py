@@ -382,9 +382,18 @@ class MindHelperEnv(gym.Env):
         self._intervened = False
         self._done = False
         self._window = 0
-        rooms = self._visible_rooms()
-        text = clean_text(describe_scene(sim.world, rooms, self._names, ROBOT_ID, self._kinds,
-                                         self._labels), NARRATION_MAX)
+        # a pool episode's reset narration depends on its initial state alone: described
+        # once per entry (with every room in view; "room" observability depends on where
+        # the robot starts and is described each time)
+        memo = self._pool_entry.memo if self._pool_entry is not None \
+            and self.observability == "home" else None
+        text = memo.get("reset_narration") if memo is not None else None
+        if text is None:
+            text = clean_text(describe_scene(sim.world, self._visible_rooms(), self._names,
+                                             ROBOT_ID, self._kinds, self._labels),
+                              NARRATION_MAX)
+            if memo is not None:
+                memo["reset_narration"] = text
         self._last_text = text
         self._last_events: list[Any] = []
         self._episode_counter += 1
@@ -667,6 +676,11 @@ class MindHelperEnv(gym.Env):
         cached = self._lists
         if cached is not None and cached[0] is sim:
             return cached[1]
+        memo = self._pool_entry.memo if self._pool_entry is not None else None
+        lists = memo.get("node_lists") if memo is not None else None
+        if lists is not None:  # the same initial graph: the same (read-only) lists
+            self._lists = (sim, lists)
+            return lists
         w = sim.world
         nodes = w.graph.nodes
         room_of, chars, rooms_ = w._room_of.get, w.chars, w._room_members  # w.room_of, inlined
@@ -680,6 +694,8 @@ class MindHelperEnv(gym.Env):
                 furniture.append((i, n.class_name, "CAN_OPEN" in n.properties, r))
         rooms = [(r, nodes[r].class_name) for r in sim.world.rooms]
         self._lists = (sim, (grabbable, furniture, rooms))
+        if memo is not None and sim.tick == 0:
+            memo["node_lists"] = self._lists[1]
         return self._lists[1]
 
     def episode_record(self) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import pickle
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +69,18 @@ def cache_dir() -> Path:
 class PoolEntry:
     """One pool episode, kept compact in memory (~12 KB): its spec without the graph and its
     parsed world, both pickled in this process (never read from disk). :meth:`load` gives
-    fresh objects each time."""
+    fresh objects each time. Once played, :attr:`memo` adds a few KB: what an env derived
+    from the episode's initial state alone (pure functions of the spec), reused at the
+    entry's next reset."""
 
     index: int
     family: str
     seed: int
     light: bytes
     world: bytes
+    #: values an env derives from this episode's initial state alone (its reset narration,
+    #: its node lists), kept so that the next reset of this entry reuses them
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def load(self) -> tuple[dict[str, Any], World]:
         """A fresh ``(spec without "graph", World)`` for a new simulation of this episode."""
