@@ -299,3 +299,25 @@ def test_pool_entry_memo_gives_the_same_reset_as_a_fresh_episode(tmp_path, obser
         assert all("reset_narration" in m for m in memos)
     else:
         assert not any("reset_narration" in m for m in memos)
+
+
+def test_objects_in_agrees_with_is_hidden_and_location():
+    """Only a closed container hides what is inside it (a closed curtain does not)."""
+    from mindhelper_env.world.house import add_object, generate_house
+
+    g = generate_house(np.random.default_rng(3))
+    room = next(n.id for n in g.nodes.values() if n.category == "Rooms")
+    curtain = max(g.nodes) + 1
+    g.add_node(Node(curtain, "curtain", "Furniture", frozenset({"CAN_OPEN"}), {"CLOSED"}))
+    g.add_edge(curtain, "INSIDE", room)
+    behind = add_object(g, curtain + 1, "book", curtain)
+    g.remove_edges_from(behind, "ON")
+    g.add_edge(behind, "INSIDE", curtain)
+    w = World(g)
+    ids = [n.id for n in w.graph.nodes.values() if "GRABBABLE" in n.properties]
+    rooms = set(w.rooms)
+    want = [(i, w.location(i), w.room_of(i)) for i in ids
+            if w.room_of(i) in rooms and not w.is_hidden(i)]
+    assert w.objects_in(ids, rooms) == want
+    assert (behind, curtain, room) in want
+    assert any(w.is_hidden(i) for i in ids)  # something is inside a closed container

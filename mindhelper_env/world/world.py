@@ -449,51 +449,16 @@ class World:
                    ) -> list[tuple[int, int | None, int | None]]:
         """``(id, location, room)`` of each node of ``ids`` (in order) whose room is in
         ``rooms`` and that is not hidden: the same as filtering with :meth:`room_of` and
-        :meth:`is_hidden` and asking :meth:`location`, in one pass over the indices (the
-        env lists its candidate objects with it at every step)."""
-        holder, parent, members = self._holder, self._parent, self._room_members
-        chars, room_of, nodes = self.chars, self._room_of, self.graph.nodes
-        out = []
-        for nid in ids:
-            if nid in chars:
-                r = chars[nid].room
-            elif nid in members:
-                r = nid
-            else:
-                r = room_of.get(nid)
-            if r not in rooms:
-                continue
-            h = holder.get(nid)
-            if h is not None:
-                out.append((nid, h, r))
-                continue
-            p = parent.get(nid)
-            if p is None:
-                out.append((nid, None, r))
-                continue
-            cur, hidden = nid, False  # is_hidden(nid), inlined
-            for _ in range(16):
-                if cur in holder:
-                    break
-                up = parent.get(cur)
-                if up is None:
-                    break
-                rel, par = up
-                if par in members:
-                    break
-                if rel == "INSIDE" and "CLOSED" in nodes[par].states:
-                    hidden = True
-                    break
-                cur = par
-            if not hidden:
-                out.append((nid, p[1], r))
-        return out
+        :meth:`is_hidden` and asking :meth:`location`, in one pass over the indices."""
+        return [(nid, loc, r) for nid, _, loc, r
+                in self.objects_in_with(dict.fromkeys(ids), rooms)]
 
     def objects_in_with(self, labels: dict[int, Any], rooms: Container[int | None]
                         ) -> list[tuple[int, Any, int | None, int | None]]:
-        """``(id, label, location, room)`` for each ``id: label`` of ``labels``: the same
-        objects as ``objects_in(labels, rooms)``, with their labels (the env passes class
-        names to list its candidate objects)."""
+        """``(id, label, location, room)`` for each ``id: label`` of ``labels`` (in order)
+        whose room is in ``rooms`` and that is not hidden: the same as filtering with
+        :meth:`room_of` and :meth:`is_hidden` and asking :meth:`location`, in one pass over
+        the indices (the env lists its candidate objects with it, labelled by class)."""
         holder, parent, members = self._holder, self._parent, self._room_members
         chars, room_of, nodes = self.chars, self._room_of, self.graph.nodes
         out = []
@@ -519,7 +484,8 @@ class World:
                 rel, par = up
                 if par in members:
                     break
-                if rel == "INSIDE" and "CLOSED" in nodes[par].states:
+                if rel == "INSIDE" and "CLOSED" in nodes[par].states \
+                        and "CONTAINERS" in nodes[par].properties:  # as is_hidden
                     hidden = True
                     break
                 if par in holder:
