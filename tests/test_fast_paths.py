@@ -316,8 +316,7 @@ def test_objects_in_agrees_with_is_hidden_and_location():
     w = World(g)
     ids = [n.id for n in w.graph.nodes.values() if "GRABBABLE" in n.properties]
     rooms = set(w.rooms)
-    want = [(i, w.location(i), w.room_of(i)) for i in ids
-            if w.room_of(i) in rooms and not w.is_hidden(i)]
+    want = _plain_objects_in(w, ids, rooms)
     assert w.objects_in(ids, rooms) == want
     assert (behind, curtain, room) in want
     assert any(w.is_hidden(i) for i in ids)  # something is inside a closed container

@@ -98,9 +98,6 @@ VIRTUALHOME_ROLES: dict[str, str] = {
     "computer": "computer",
 }
 _KITCHEN_CUES = frozenset({"fridge", "microwave", "dishwasher", "kitchencounter", "kitchencabinet"})
-#: VirtualHome room classes -> our room types.
-_ROOM_ALIASES = {"diningroom": "diningroom", "kitchen": "kitchen", "livingroom": "livingroom",
-                 "bedroom": "bedroom", "bathroom": "bathroom", "homeoffice": "homeoffice"}
 _ROOM_HEIGHT = 3.0
 _MARGIN = 0.7
 _SPACING = 1.3
@@ -281,9 +278,10 @@ def virtualhome_house(graph: Mapping[str, Any], name: str = "virtualhome") -> Ho
     kept_rooms: list[tuple[int, str]] = []
     for r in rooms:
         cls = normalize_class(str(nodes[r].get("class_name", "")))
-        rtype = _ROOM_ALIASES.get(cls)
-        if rtype is None:  # an unusual room: typed by what it holds
-            rtype = "kitchen" if cues[r] & _KITCHEN_CUES else "livingroom"
+        # VirtualHome's room classes are ours once normalized (dining_room -> diningroom);
+        # an unusual room is typed by what it holds
+        rtype = cls if cls in ROOM_TYPES else \
+            "kitchen" if cues[r] & _KITCHEN_CUES else "livingroom"
         kept_rooms.append((r, rtype))
     doors: list[tuple[int, tuple[int, int]]] = []
     joined: set[tuple[int, int]] = set()
@@ -308,7 +306,7 @@ def virtualhome_house(graph: Mapping[str, Any], name: str = "virtualhome") -> Ho
             continue
         r = next(iter(rs))
         role = _role(cls, cues[r])
-        if role is None or "GRABBABLE" in n.get("properties", ()) and role not in FURNITURE:
+        if role is None:
             dropped += 1
             continue
         furniture.append((i, role, r))
