@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
-           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "SILENT_SHARES"]
+           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
+           "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
 GENERATOR_VERSION = "mh-gen-1.0"
@@ -71,6 +72,73 @@ DEFAULT_FAMILY_WEIGHTS: dict[str, float] = {
     **{f: 0.5 / len(HELP_FAMILIES) for f in HELP_FAMILIES},
     **{f: 0.5 * SILENT_SHARES[f] for f in SILENT_FAMILIES},
 }
+
+
+#: The abilities the benchmark measures (docs/scenarios.md, "Abilities"): what a helper must
+#: model to decide an episode of a family and its twins.
+ABILITIES = ("location_belief", "state_belief", "communication", "helper_attention",
+             "goal_inference", "special_population")
+#: Task types: what blocks the person in the help family of a twin group.
+TASK_TYPES = ("false_belief", "implicit_goal")
+
+#: The abilities each family's decision turns on. A silent twin carries the abilities of its
+#: help family (the same question, answered "no"); ``routine`` tests none. Families of
+#: generator versions that are not current stay listed so that old records still score.
+FAMILY_ABILITIES: dict[str, tuple[str, ...]] = {
+    "false_belief_relocation": ("location_belief",),
+    "false_belief_irrelevant": ("location_belief",),
+    "false_belief_witnessed": ("location_belief",),
+    "false_belief_self_corrected": ("location_belief",),
+    "false_belief_spare": ("location_belief",),
+    "false_belief_watched": ("location_belief",),
+    "watched_move_seen": ("location_belief",),
+    "false_belief_told_away": ("communication",),
+    "false_belief_told": ("communication",),
+    "false_belief_state": ("state_belief",),
+    "state_witnessed": ("state_belief",),
+    "state_restored": ("state_belief",),
+    "implicit_goal_search": ("location_belief", "goal_inference"),
+    "search_self_found": ("location_belief", "goal_inference"),
+    "search_seen_astray": ("location_belief", "goal_inference"),
+    "implicit_goal_reach": ("helper_attention", "goal_inference", "special_population"),
+    "reach_helped": ("helper_attention", "goal_inference", "special_population"),
+    "reach_noticed": ("helper_attention", "goal_inference", "special_population"),
+    "implicit_goal_blocked": ("helper_attention",),
+    "blocked_helped": ("helper_attention",),
+    "blocked_noticed": ("helper_attention",),
+    "routine": (),
+}
+
+_TASK_TYPE_OF_HELP = {
+    "false_belief_relocation": "false_belief", "false_belief_watched": "false_belief",
+    "false_belief_told_away": "false_belief", "false_belief_state": "false_belief",
+    "implicit_goal_search": "implicit_goal", "implicit_goal_reach": "implicit_goal",
+    "implicit_goal_blocked": "implicit_goal",
+}
+
+
+def family_abilities(family: str) -> tuple[str, ...]:
+    """The abilities (:data:`ABILITIES`) an episode of ``family`` tests (empty if none or
+    unknown)."""
+    return FAMILY_ABILITIES.get(family, ())
+
+
+def twin_group(family: str) -> str | None:
+    """The help family whose twin group ``family`` belongs to (itself for a help family);
+    None for ``routine`` and unknown families."""
+    if family in _TASK_TYPE_OF_HELP:
+        return family
+    for help_family, twins in TWINS.items():
+        if family in twins:
+            return help_family
+    return None
+
+
+def task_type(family: str) -> str | None:
+    """``false_belief`` or ``implicit_goal``: what blocks the person in the help family of
+    ``family``'s twin group (None for ``routine`` and unknown families)."""
+    group = twin_group(family)
+    return None if group is None else _TASK_TYPE_OF_HELP.get(group)
 
 
 @dataclass(frozen=True)
