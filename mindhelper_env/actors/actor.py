@@ -113,6 +113,10 @@ class Actor:
     activities: list[dict[str, Any]]
     patience: int = 3
     retry_wait: int = 1
+    #: ticks a person stays stuck (doing nothing visible) after their last failed attempt
+    #: before giving up; help that arrives meanwhile (something handed over, a container
+    #: opened, a place told) lets them carry on. 0: give up at once.
+    linger: int = 0
     beliefs: dict[int, int] = field(default_factory=dict)
     status: str = "active"  # active | done | gave_up
     markers: list[Marker] = field(default_factory=list)
@@ -142,6 +146,10 @@ class Actor:
     _helping: tuple[int, int | None, int | None] | None = None
     #: (room, free hand, busy) at the start of the tick: what noticing is judged by
     _snap: tuple[int | None, bool, bool] | None = None
+    #: the tick a stuck person gives up (None: not stuck)
+    _give_up_at: int | None = None
+    #: told where the object of the current fetch is since getting stuck
+    _told: bool = False
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Actor:
@@ -164,6 +172,7 @@ class Actor:
             activities=[dict(a) for a in spec["activities"]],
             patience=int(spec.get("patience", 3)),
             retry_wait=int(spec.get("retry_wait", 1)),
+            linger=int(spec.get("linger", 0)),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
         )
 
@@ -278,6 +287,9 @@ class Actor:
             self.beliefs[obj] = loc
             self._checked.discard(world.anchor(loc) if loc in world.graph.nodes else loc)
             self._target = None
+            act = self.activity
+            if act is not None and act.get("object") == obj:
+                self._told = True
 
     # ------------------------------------------------------------------ policy
     def act(self, world: World, robot: int | None = None) -> ScriptLine | None:
@@ -305,6 +317,18 @@ class Actor:
             if (world.is_open(box) and world.is_close(self.id, box)
                     and world.free_hand(self.id) is not None):
                 return self._line(world, "close", box)
+        if self._give_up_at is not None:
+            if self._help_arrived(world):
+                self._give_up_at = None
+                self._wait = 0
+            elif world.tick >= self._give_up_at:
+                self._give_up_at = None
+                self.status = "gave_up"
+                self._doing = "gave up"
+                self.markers.append(Marker(world.tick, "gave_up", self._idx, "stuck"))
+                return None
+            else:
+                return None
         if self._wait > 0:
             self._wait -= 1
             return None
@@ -347,9 +371,30 @@ class Actor:
             self._doing = "done"
             self.markers.append(Marker(world.tick, "done", self._idx))
 
+    def _help_arrived(self, world: World) -> bool:
+        """While stuck: has someone made the task possible again?"""
+        act = self.activity
+        if act is None:
+            return False
+        if act["type"] == "fetch":
+            if self._told:
+                return True
+            wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
+            return any(world.holder(o) == self.id for o in wanted)
+        if act["type"] == "deliver":
+            dest = int(act["dest"])
+            return dest in world.graph.nodes and not world.is_closed_container(dest)
+        return False
+
     def _fail_attempt(self, world: World, detail: str) -> None:
         self._failures += 1
         self.markers.append(Marker(world.tick, "attempt_failed", self._idx, detail))
+        self._told = False
+        if self._failures >= self.patience and self.linger > 0:
+            self._give_up_at = world.tick + self.linger
+            self._doing = "stuck"
+            self._checked.clear()
+            return
         if self._failures >= self.patience:
             self.status = "gave_up"
             self._doing = "gave up"

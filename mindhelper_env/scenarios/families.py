@@ -318,6 +318,13 @@ class Draft:
         pool = self.rng.choice(np.arange(2, 2 + 4 * len(old)), size=len(old), replace=False)
         return {o: int(new) for o, new in zip(old, pool, strict=True)}
 
+    def stuck_after_one_try(self, cid: int) -> None:
+        """Person ``cid`` (the focus of a help episode) fails once, then stays stuck for a
+        while before giving up: one visible struggle, as in the silent twins."""
+        rec = self.actor(cid)
+        rec["patience"] = 1
+        rec["linger"] = int(self.rng.integers(11, 15))
+
     def to_spec(self) -> dict[str, Any]:
         mapping = self.shuffle_ids()
 
@@ -468,8 +475,7 @@ def _relocation(d: Draft, variant: str) -> None:
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
     if variant in _RELOCATION_HELP:
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}))
-        d.actor(a)["patience"] = int(d.rng.integers(4, 6))
-        d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
+        d.stuck_after_one_try(a)
         d.needs_help = True
     elif variant == "irrelevant":
         pool = [p for p in d.reachable_for(a, d.containers() + d.surfaces()) if p != l1]
@@ -551,6 +557,22 @@ def _goal_class(d: Draft, min_places: int = 2) -> str:
     return d.pick(classes)
 
 
+def _unknown_look_alikes(d: Draft, place: int, goal: str, rooms_seen: tuple[int, ...]) -> None:
+    """Other classes kept at ``place`` (the first place searched), each now only lying
+    astray in a room the searcher has not seen: a look there fits a search for any of them,
+    and only the searcher's earlier step says which one they want."""
+    from mindhelper_env.scenarios.observer import classes_kept_at
+
+    kept = [c for c in classes_kept_at(d.g.nodes[place].key) if c != goal]
+    for k in d.rng.permutation(len(kept))[:2]:
+        c = kept[int(k)]
+        spots = d.unusual_surfaces(c, exclude_rooms=rooms_seen)
+        if not spots:
+            continue
+        d.remove_instances(c)
+        d.keep.add(d.obj(c, d.pick(spots)))
+
+
 def _search(d: Draft, variant: str) -> None:
     """A takes something (the earlier step) and then needs what goes with it: an X. Where
     the only X is decides: at a usual place (found), lying astray where A saw it (A checks
@@ -579,6 +601,7 @@ def _search(d: Draft, variant: str) -> None:
         search = order
         d.mental_state = {"type": "none"}
         habit_first = False
+        _unknown_look_alikes(d, order[0], cls, (r0, r_step))
     else:
         exclude = () if variant == "help" else ()
         spots = [p for p in d.unusual_surfaces(cls, exclude_rooms=exclude)
@@ -589,15 +612,18 @@ def _search(d: Draft, variant: str) -> None:
         x = d.obj(cls, where)
         search = [p for p in d.search_order(cls, set()) if p in usual]
         habit_first = variant == "seen"
+        _unknown_look_alikes(d, search[0] if search else where, cls, (r0, r_step))
         if variant == "help":
             d.mental_state = {"type": "implicit_goal", "goal": f"get a {cls}", "object": x}
             d.needs_help = True
+            d.stuck_after_one_try(a)
         else:
             d.mental_state = {"type": "none", "seen_at": where}
     d.target = x
     d.keep.add(x)
-    d.actor(a)["patience"] = int(d.rng.integers(4, 6))
-    d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
+    if variant != "help":
+        d.actor(a)["patience"] = int(d.rng.integers(4, 6))
+        d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s != where])
     act = {"type": "fetch", "object": x, "dest": dest, "search": [int(p) for p in search]}
     if habit_first:
@@ -644,6 +670,7 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
         d.phone(z, long_call)
     if needs_help:
         d.needs_help = True
+        d.stuck_after_one_try(a)
     else:
         d.mental_state = {"type": "none"}
     for _ in range(_others(d) - 1):
