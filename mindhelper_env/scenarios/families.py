@@ -655,7 +655,7 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
     phone in the room, so neither co-presence nor a call gives the answer away."""
     long_call = 60
     spots = [f for f in d.furniture(room) if f != anchor] or [anchor]
-    if not needs_help or d.chance(0.75):
+    if not needs_help or d.chance(0.85):
         # an adult in the room, at the anchor or across it: on the phone when help is needed
         q = d.person(kind="adult", room=room)
         spot = anchor if at_anchor else d.pick(spots)
@@ -664,9 +664,15 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
             d.phone(q, long_call)
         else:
             d.goto(q, spot, long_call)
-    if d.chance(0.6 if needs_help else 0.5):
+    if d.chance(0.35 if needs_help else 0.2):
+        # an adult with both hands full, standing about: cannot help either
+        h = d.person(kind="adult", room=room)
+        objs = [d.hold(h, d.pick(sorted(OBJECT_CATALOG))) for _ in range(2)]
+        d.goto(h, d.pick(spots), long_call)
+        d.deliver(h, objs, d.pick(d.reachable_for(h, d.surfaces())))
+    if d.chance(0.45 if needs_help else 0.5):
         z = d.person(kind="adult", room=room)
-        d.goto(z, anchor if (not at_anchor and d.chance(0.5)) else d.pick(spots), 0)
+        d.goto(z, anchor if (not at_anchor and d.chance(0.3)) else d.pick(spots), 0)
         d.phone(z, long_call)
     if needs_help:
         d.needs_help = True
@@ -700,7 +706,7 @@ def _reach(d: Draft, variant: str) -> None:
     d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls} from the high shelf",
                       "object": x}
     helped = variant in ("helped", "noticed")
-    at_anchor = variant == "helped" if helped else d.chance(0.5)
+    at_anchor = variant == "helped" if helped else d.chance(0.75)
     _attention(d, not helped, a, shelf, room, at_anchor=at_anchor)
 
 
@@ -735,7 +741,7 @@ def _blocked(d: Draft, variant: str) -> None:
     d.mental_state = {"type": "implicit_goal", "goal": f"open the {d.g.nodes[box].class_name}",
                       "object": box}
     helped = variant in ("helped", "noticed")
-    at_anchor = variant == "helped" if helped else d.chance(0.5)
+    at_anchor = variant == "helped" if helped else d.chance(0.75)
     _attention(d, not helped, a, box, room, at_anchor=at_anchor)
 
 
