@@ -547,6 +547,81 @@ def false_belief_told(d: Draft) -> None:
     _relocation(d, "told")
 
 
+# ------------------------------------------------------------------------------ emptied
+def _emptied(d: Draft, variant: str) -> None:
+    """A belief about a container's state: A sees that container L1 holds several Xs (it is
+    "full of them") and leaves; B empties it, carrying every X to L2, while A is away (or
+    watching); A comes back for one and opens L1."""
+    kind = _any_kind(d)
+    reach = ACTOR_KINDS[kind]
+    cls = _target_class(d)
+    l1_pool = [p for p in d.containers(max_top=reach) if p in d.habitual(cls)] \
+        or d.containers(max_top=reach)
+    l1 = d.pick(l1_pool)
+    r1 = d.room_of(l1)
+    d.remove_instances(cls)
+    xs = [d.obj(cls, l1) for _ in range(int(d.rng.integers(2, 4)))]
+    x = xs[0]
+    d.target = x
+    d.keep.update(xs)
+    a = d.person(kind=kind, room=r1)
+    d.focus = a
+    b = d.person(kind="adult", room=r1)
+    d.check(a, l1)  # A opens L1 and sees what it holds
+    r_away = d.pick([r for r in d.rooms if r != r1])
+    if variant == "witnessed":
+        l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
+        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
+               int(d.rng.integers(16, 22)) + 4 * len(xs))
+        d.idle(b, int(d.rng.integers(6, 9)))
+    else:
+        cands = [p for p in d.places(max_top=1.5) if d.room_of(p) not in (r_away,) and p != l1]
+        l2 = d.pick(cands)
+        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(16, 22)) + 4 * len(xs))
+        d.idle(b, int(d.rng.integers(7, 10)) + d.world.distance(r1, r_away))
+    for o in xs:
+        d.fetch(b, o, l2, [l1])
+    d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2,
+                      "state": "full", "now": "empty"}
+    dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
+    act = {"type": "fetch", "object": x, "dest": dest, "alternatives": xs[1:],
+           "search": d.search_order(cls, {l1, l2})}
+    if variant == "help":
+        d.stuck_after_one_try(a)
+        d.needs_help = True
+    elif variant == "witnessed":
+        if d.chance(0.6):
+            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
+                               if p not in (l1, l2)]))
+        act["search"] = d.search_order(cls, {l1, l2}, last=[l2])
+        d.mental_state = {"type": "none"}
+    elif variant == "spare":
+        spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
+        spare = d.obj(cls, spot)
+        d.keep.add(spare)
+        act["alternatives"] = [*xs[1:], spare]
+        d.mental_state = dict(d.mental_state, spare=spare)
+    d.actor(a)["activities"].append(act)
+    if variant != "spare":
+        _spare_out_of_sight(d, cls, (r1, r_away, d.room_of(l2), d.room_of(dest)))
+    d.chores(b, int(d.rng.integers(0, 2)))
+    if d.chance(0.5):
+        d.bystander()
+    d.scenery()
+
+
+def false_belief_emptied(d: Draft) -> None:
+    _emptied(d, "help")
+
+
+def emptied_witnessed(d: Draft) -> None:
+    _emptied(d, "witnessed")
+
+
+def emptied_spare(d: Draft) -> None:
+    _emptied(d, "spare")
+
+
 # ------------------------------------------------------------------------------ search
 def _goal_class(d: Draft, min_places: int = 2) -> str:
     """A class that an earlier step can lead to (:data:`GOAL_AFTER`), kept in enough
@@ -799,6 +874,9 @@ BUILDERS: dict[str, Callable[[Draft], None]] = {
     "watched_move_seen": watched_move_seen,
     "false_belief_told_away": false_belief_told_away,
     "false_belief_told": false_belief_told,
+    "false_belief_emptied": false_belief_emptied,
+    "emptied_witnessed": emptied_witnessed,
+    "emptied_spare": emptied_spare,
     "implicit_goal_search": implicit_goal_search,
     "search_self_found": search_self_found,
     "search_seen_astray": search_seen_astray,

@@ -54,14 +54,14 @@ DEADLINE_TICKS = 5
 #: people have finished (or given up) well before it, with help and without.
 EPISODE_TICKS = 60
 #: Silent twins whose focus person must show the visible cue of the help family they mirror.
-TWINS = frozenset({"false_belief_spare", "search_self_found", "search_seen_astray",
+TWINS = frozenset({"false_belief_spare", "emptied_spare", "search_self_found", "search_seen_astray",
                    "reach_helped", "reach_noticed", "blocked_helped", "blocked_noticed"})
 #: Families whose focus person must hold a false belief at onset.
 _FALSE_AT_ONSET = frozenset({"false_belief_relocation", "false_belief_watched",
-                             "false_belief_told_away"})
+                             "false_belief_told_away", "false_belief_emptied"})
 #: Silent families whose focus person's belief must be true when the last fetch starts.
 _TRUE_AT_FETCH = frozenset({"false_belief_witnessed", "false_belief_self_corrected",
-                            "watched_move_seen", "false_belief_told"})
+                            "watched_move_seen", "false_belief_told", "emptied_witnessed"})
 #: The focus person must keep trying at least this many ticks past the deadline.
 _SLACK_AFTER_DEADLINE = 4
 
