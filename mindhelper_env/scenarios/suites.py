@@ -34,12 +34,13 @@ seeds the package draws for random episodes (``sample_episode`` and the envs dra
 
 **Families.** Half of every suite needs help. Indices are cut into pairs; each pair holds
 one help and one silent episode, in an order fixed by a sha256 hash of
-``(seed_base, pair)``. The help episodes are split evenly over the four help families, the
+``(seed_base, pair)``. The help episodes are split evenly over the seven help families, the
 silent ones by :data:`~mindhelper_env.scenarios.spec.SILENT_SHARES` (each help family's
 twins as a group as often as the help family itself, ``routine`` a tenth), both by
 :func:`apportion`; each list is shuffled by hash, so neither the index nor the episode id
-reveals the family. ``vh-test-v1`` has 125 episodes of each help family; 112–113 each of
-``search_self_found``, ``reach_helped`` and ``blocked_helped``, 28 of each relocation twin and
+reveals the family. ``vh-test-v2`` has 71–72 episodes of each help family; 64–65 of each
+twin group (``watched_move_seen`` and ``false_belief_told`` 65 each, 32 of each of the two
+twins of the emptied, search, reach and blocked families, 16 of each relocation twin) and
 50 ``routine``. The assignment uses only :mod:`hashlib`, so it does not depend on the NumPy
 version.
 
@@ -476,6 +477,7 @@ def pin_digests(names: list[str] | None = None) -> dict[str, dict[str, str]]:
     import tempfile
 
     table = json.loads(_DIGESTS_FILE.read_text()) if _DIGESTS_FILE.exists() else {}
+    table = {k: v for k, v in table.items() if k in SUITES}  # withdrawn suites drop out
     for name in names or suite_names():
         with tempfile.TemporaryDirectory() as tmp:
             out = export_suite(name, tmp)
