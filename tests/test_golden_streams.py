@@ -73,11 +73,13 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
     return h.hexdigest()
 
 
+# Re-pinned (deliberately) for v0 (0.4.0): interventions are timed by the issue of the first
+# acting program (records' actions carry "acts"; rewards and t_I move with it).
 GOLDEN = {
-    "dev-home": "c8ac8ef76fc485a5773355a076244c169cd3596177ab07b7f0c81ccc941364a9",
-    "dev-room": "5a7b509e44d6f9b3b6623877573ac32532e9b01ee05c2e61c5a44a983f0ea6d1",
-    "fresh-home": "a32a8d4de413594046a004825315c17bc5fd84cb871008fc981480f5555473bb",
-    "pool-home": "e22829d5aee8b2b1f1bec59cab804382829d76f8b0a42edc0f69924d69bd300c",
+    "dev-home": "548223bf0ed81419055ec4aa5a500ba552fc2081546e804dab7680571fc2251e",
+    "dev-room": "466e578d9238f82aca1a16e8f985e36d317ae75436a7ca59069011bc30e1d2c3",
+    "fresh-home": "5a87c8a7561eaf7b38f6cc66d784d94b90fdfb738ec12677ef5e56c0361b3578",
+    "pool-home": "daa62d24123813e4d51d3d1265ada7134735d7dea7d63e18469995e4d834c970",
 }
 
 

@@ -68,9 +68,9 @@ class MindHelperEnv(gym.Env):
     tick; walking crosses one door per tick. A new program replaces what is left of the
     previous one. A malformed or impossible line never raises: it is skipped and
     ``info["action_error"]`` names it and says why. Movement (walk, find, standup) is free:
-    the robot's *intervention* is its first executed line that acts on an object or a person
-    (open, grab, put, give, tell, switch, drop, ...), timed by the tick at which the program
-    holding it was issued.
+    the robot's *intervention* is the issue of its first program that contains a line acting
+    on an object or a person (open, grab, put, give, tell, switch, drop, ...), executed or
+    not, at the tick it was issued; a later program does not undo it.
 
     ## Observation Space
 
@@ -189,6 +189,10 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
+    * v0 (0.4.0, unreleased): the intervention is the issue of the first program containing
+      an acting line, executed or not (record: ``actions[i]["acts"]``,
+      ``intervention_tick``); a ``walk``-prefixed act can no longer be scored as help in one
+      episode and as silence in another.
     * v0 (0.3.0): ``house=`` sets sampled episodes in real houses (VirtualHome graphs,
       TDW floorplans; episodes in generated houses unchanged); ``backend=`` mirrors episodes
       in a VirtualHome Unity executable or a TDW build. Vector-safe ``info`` (no number, bool or dict is ever
@@ -504,9 +508,8 @@ class MindHelperEnv(gym.Env):
             raw = action[:ACTION_MAX]
             if len(action) > ACTION_MAX:
                 errors.append(f"action longer than {ACTION_MAX} characters; the rest was ignored")
-            bad = sim.issue(raw)
-            if len(sim.pending) > MAX_PROGRAM_LINES:
-                del sim.pending[MAX_PROGRAM_LINES:]
+            bad = sim.issue(raw, max_lines=MAX_PROGRAM_LINES)
+            if sim.program_cut:
                 errors.append(f"program longer than {MAX_PROGRAM_LINES} lines; the rest was ignored")
             errors.extend(f"line '{line}': {why}" for line, why in bad[:8])
             if len(bad) > 8:
