@@ -74,12 +74,13 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 
 
 # Re-pinned (deliberately) for v0 (0.4.0): interventions are timed by the issue of the first
-# acting program (records' actions carry "acts"; rewards and t_I move with it).
+# acting program (records' actions carry "acts"; rewards and t_I move with it), and every
+# episode runs to its horizon (longer streams; terminated only there).
 GOLDEN = {
-    "dev-home": "548223bf0ed81419055ec4aa5a500ba552fc2081546e804dab7680571fc2251e",
-    "dev-room": "466e578d9238f82aca1a16e8f985e36d317ae75436a7ca59069011bc30e1d2c3",
-    "fresh-home": "5a87c8a7561eaf7b38f6cc66d784d94b90fdfb738ec12677ef5e56c0361b3578",
-    "pool-home": "daa62d24123813e4d51d3d1265ada7134735d7dea7d63e18469995e4d834c970",
+    "dev-home": "5503d589a4a41f14ddfa4280d06fcd6435f13267bc01dfb0c74546491b2756f0",
+    "dev-room": "e44283d76a618c2d7661a35ba4dacd5900637592633745fcbc33f2bc41824919",
+    "fresh-home": "a7b5bdd23bb1f006fe3b6d2f587a419b4256339579cde06046e4749a79603b38",
+    "pool-home": "62d467ecb79afd8e43b3600679d22cc6b48354a3f4f52f912682ae3f5ac5f522",
 }
 
 
