@@ -56,7 +56,7 @@ def test_make_vec_with_metrics_runs_and_closes(vectorization_mode, mode) -> None
         assert len(obs["narration"]) == 3 and all(isinstance(t, str) and t for t in obs["narration"])
         finished = 0
         done = np.zeros(3, bool)
-        for _ in range(240):  # every episode runs to its horizon (50 windows of vh-dev-v1's)
+        for _ in range(240):  # every episode runs to its horizon (50 windows of vh-dev-v2's)
             if finished >= 12:
                 break
             if mode == gym.vector.AutoresetMode.DISABLED and done.any():

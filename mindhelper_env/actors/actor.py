@@ -150,6 +150,8 @@ class Actor:
     _give_up_at: int | None = None
     #: told where the object of the current fetch is since getting stuck
     _told: bool = False
+    #: where a stuck person believed the objects of the fetch were when they got stuck
+    _stuck_beliefs: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Actor:
@@ -380,7 +382,11 @@ class Actor:
             if self._told:
                 return True
             wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
-            return any(world.holder(o) == self.id for o in wanted)
+            if any(world.holder(o) == self.id for o in wanted):
+                return True
+            # saw one put somewhere new (or learned of one) since getting stuck
+            return any(self.beliefs.get(o) is not None
+                       and self.beliefs.get(o) != self._stuck_beliefs.get(o) for o in wanted)
         if act["type"] == "deliver":
             dest = int(act["dest"])
             return dest in world.graph.nodes and not world.is_closed_container(dest)
@@ -394,6 +400,10 @@ class Actor:
             self._give_up_at = world.tick + self.linger
             self._doing = "stuck"
             self._checked.clear()
+            act = self.activity
+            if act is not None and act["type"] == "fetch":
+                wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
+                self._stuck_beliefs = {o: self.beliefs.get(o) for o in wanted}
             return
         if self._failures >= self.patience:
             self.status = "gave_up"
