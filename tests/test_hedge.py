@@ -84,7 +84,11 @@ def test_registry_names_take_the_prefix_suffix():
 def test_prefixed_walks_execute_as_free_movement():
     env = gym.make("MindHelper-VirtualHome-v0")
     agent = make_agent("oracle+prefix8", env=env)
-    obs, info = env.reset(options={"suite": SUITE, "index": 0})  # needs help
+    from mindhelper_env.scenarios.suites import suite_references
+
+    refs = list(suite_references(SUITE).values())
+    index = next(i for i, r in enumerate(refs) if r["needs_intervention"])
+    obs, info = env.reset(options={"suite": SUITE, "index": index})
     agent.reset()
     done = False
     while not done:
@@ -110,12 +114,11 @@ def test_the_movement_prefix_hedge_does_not_pay(tmp_path):
         # intervention's timing and no silence
         for key in ("PIR", "PSR", "PIA", "premature_rate", "late_rate", "false_alarm_rate"):
             assert hedged[key] == pytest.approx(plain[key], abs=1.0), (a, key)
-        # so PHA cannot rise; it falls only where the delayed help came too late (TA)
-        assert hedged["PHA"] <= plain["PHA"] + 1.0, a
-        assert plain["PHA"] - hedged["PHA"] == pytest.approx(
-            (plain["PHR"] - hedged["PHR"]) / 2, abs=0.01), a
+        # so PHA cannot rise; and since a help episode's person stays stuck long enough
+        # for help issued at the deadline behind 8 free moves (the generator checks it),
+        # it does not fall by more than a point either
+        assert abs(hedged["PHA"] - plain["PHA"]) <= 1.0, (a, plain["PHA"], hedged["PHA"])
         assert plain["PHR"] - hedged["PHR"] <= plain["TA"] - hedged["TA"] + 0.01, a
-        assert plain["PHA"] - hedged["PHA"] <= 5.0, a
         acting += plain["silent_all"] < 100
     assert acting >= 5  # the hedge had something to change in most agents
 

@@ -323,7 +323,8 @@ class Draft:
         while before giving up: one visible struggle, as in the silent twins."""
         rec = self.actor(cid)
         rec["patience"] = 1
-        rec["linger"] = int(self.rng.integers(11, 15))
+        # long enough for help issued at the deadline behind a few free moves
+        rec["linger"] = int(self.rng.integers(22, 27))
 
     def to_spec(self) -> dict[str, Any]:
         mapping = self.shuffle_ids()

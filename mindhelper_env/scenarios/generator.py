@@ -43,7 +43,7 @@ from mindhelper_env.scenarios.spec import (
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
-__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS",
+__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "HEDGE_LINES",
            "help_program", "EpisodeInvalid", "observe_cues"]
 
 MAX_ATTEMPTS = 80
@@ -52,7 +52,12 @@ DEADLINE_TICKS = 5
 #: Every episode lasts exactly this many ticks, whatever happens in it (help needed or not,
 #: given or not): episode length carries no label. Generation keeps only drafts whose
 #: people have finished (or given up) well before it, with help and without.
-EPISODE_TICKS = 60
+EPISODE_TICKS = 72
+#: Free movement lines a robot may put before its help and still be in time: the reference
+#: program issued at the deadline behind this many ``[walk]`` lines must still help (so a
+#: movement-prefix hedge neither buys silence nor, for a helper that acts in the window,
+#: costs the help).
+HEDGE_LINES = 8
 #: Silent twins whose focus person must show the visible cue of the help family they mirror.
 TWINS = frozenset({"false_belief_spare", "emptied_spare", "search_self_found", "search_seen_astray",
                    "reach_helped", "reach_noticed", "blocked_helped", "blocked_noticed"})
@@ -220,12 +225,17 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     at_onset = fresh()
     at_onset.run(max_ticks=onset)
     program = help_program(at_onset.world, focus, family, target)
-    for delay in range(DEADLINE_TICKS + 1):
+    trials = [(delay, program) for delay in range(DEADLINE_TICKS + 1)]
+    robot_room = at_onset.world.chars[ROBOT_ID].room
+    if robot_room is not None:
+        walk = f"[walk] <{at_onset.world.graph.nodes[robot_room].class_name}> ({robot_room})"
+        trials.append((DEADLINE_TICKS, [walk] * HEDGE_LINES + program))
+    for delay, lines in trials:
         trial = fresh()
         trial.run(max_ticks=onset + delay)
         if _settled(trial):
             raise EpisodeInvalid("episode ended before help could be given")
-        trial.issue("\n".join(program))
+        trial.issue("\n".join(lines))
         trial.run()
         if trial.tick >= EPISODE_TICKS - 2:
             raise EpisodeInvalid("helped rollout does not finish well within the episode")
