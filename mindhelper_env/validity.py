@@ -46,7 +46,8 @@ __all__ = ["BOUNDS", "SHORTCUTS", "SHORTCUT_BASELINES", "ABLATION_AGENTS", "DEV_
            "belief_groups", "agent_scores", "agent_records", "play_records", "scores",
            "narrations", "training_episodes", "bag_of_words_accuracy", "EpisodeData",
            "episode_data", "window_tokens", "WindowClassifier", "train_window_classifier",
-           "WindowClassifierAgent", "cue_classifier_accuracy", "FEATURES", "feature_scan",
+           "SCAN_BOUNDED_KINDS", "WindowClassifierAgent", "text_classifier_accuracy", "cue_classifier_accuracy",
+           "window_classifier_accuracy", "suite_data", "training_data", "FEATURES", "feature_scan",
            "best_single_feature", "check_bounds"]
 
 #: The development and reporting suites (the lead switches both to v2 at once).
@@ -603,6 +604,12 @@ def _feature_names() -> tuple[str, ...]:
             *(f"post:{n}" for n in post))
 
 
+#: The feature kinds the scan bounds apply to: what an agent could use in time. ``post:``
+#: features of the silent rollout are reported, not bounded: without help a help episode
+#: fails by construction (its person keeps struggling, then gives up), so they reveal the
+#: label in every version of the content.
+SCAN_BOUNDED_KINDS = ("reset", "cue")
+
 #: Names of the scanned episode features (``reset:`` at the reset observation, ``cue:`` at
 #: the first visible struggle, ``post:`` over the whole silent rollout).
 FEATURES: tuple[str, ...] = _feature_names()
@@ -747,8 +754,11 @@ class WindowClassifierAgent(ReactiveAgent):
         return super().decide(observation, info, [self.tracker.cues[-1]])
 
 
-def _per_group_text_accuracy(train: Sequence[EpisodeData], test: Sequence[EpisodeData],
+def text_classifier_accuracy(train: Sequence[EpisodeData], test: Sequence[EpisodeData],
                              docs: Any) -> dict[str, float]:
+    """Accuracy of bag-of-words logistic regressions predicting needs-help from
+    ``docs(episode_data)`` (a token list): one over all groups (``"all"``) and one trained
+    on each twin group's training episodes (keys: the groups)."""
     out: dict[str, float] = {}
     model = _fit_text([docs(d) for d in train], [d.needs_help for d in train])
     pred = model.predict_proba([docs(d) for d in test])[:, 1] >= 0.5 if test else []
@@ -770,7 +780,7 @@ def cue_classifier_accuracy(train: Sequence[EpisodeData],
     """Accuracy of predicting needs-help from the narration up to and including the window of
     the first visible struggle: one classifier over all groups (``"all"``), and one trained
     on each twin group's training episodes (keys: the groups)."""
-    return _per_group_text_accuracy(train, test, EpisodeData.cue_tokens)
+    return text_classifier_accuracy(train, test, EpisodeData.cue_tokens)
 
 
 # ------------------------------------------------------------------ feature scan
@@ -819,14 +829,12 @@ def _tree(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray
 
 def feature_scan(train: Sequence[EpisodeData], test: Sequence[EpisodeData],
                  names: Sequence[str] = FEATURES,
-                 kinds: Sequence[str] = ("reset", "cue", "post")) -> dict[str, dict[str, Any]]:
+                 kinds: Sequence[str] = SCAN_BOUNDED_KINDS) -> dict[str, dict[str, Any]]:
     """Per twin group: the best single-feature threshold rule and a depth-3 decision tree,
     trained on the group's training episodes and tested on its suite episodes, over the
-    features of ``kinds`` (``"single"``, ``"tree"``, ``"n_train"``, ``"n_test"``; plus
-    ``"single_timely"``: the best rule among the ``reset:`` and ``cue:`` features, which an
-    agent could use in time)."""
+    features of ``kinds`` (prefixes of :data:`FEATURES`). Returns ``{group: {"single":
+    best_single_feature(...), "tree": {"train", "test", "rules"}, "n_train", "n_test"}}``."""
     names = [n for n in names if n.split(":", 1)[0] in kinds]
-    timely = [n for n in names if not n.startswith("post:")]
     out: dict[str, dict[str, Any]] = {}
     for g in twin_groups():
         tr = [d for d in train if d.group == g]
@@ -836,14 +844,9 @@ def feature_scan(train: Sequence[EpisodeData], test: Sequence[EpisodeData],
         y_tr = np.array([d.needs_help for d in tr], dtype=int)
         y_te = np.array([d.needs_help for d in te], dtype=int)
         x_tr, x_te = _matrix(tr, names), _matrix(te, names)
-        res = {"n_train": len(tr), "n_test": len(te),
-               "single": best_single_feature(x_tr, y_tr, x_te, y_te, names),
-               "tree": _tree(x_tr, y_tr, x_te, y_te, names)}
-        if timely != names:
-            cols = [names.index(n) for n in timely]
-            res["single_timely"] = best_single_feature(x_tr[:, cols], y_tr, x_te[:, cols],
-                                                       y_te, timely)
-        out[g] = res
+        out[g] = {"n_train": len(tr), "n_test": len(te),
+                  "single": best_single_feature(x_tr, y_tr, x_te, y_te, names),
+                  "tree": _tree(x_tr, y_tr, x_te, y_te, names)}
     return out
 
 
@@ -857,7 +860,8 @@ def check_bounds(agents: Mapping[str, Mapping[str, Any]], *,
 
     ``agents``: ``{name: scores(...)}`` (hedged agents named by :func:`hedged`);
     ``classifiers``: ``{"reset": {"all": acc}, "cue": {group: acc}, "window": {group: acc}}``;
-    ``scan``: :func:`feature_scan`'s result. Missing entries are not checked.
+    ``scan``: :func:`feature_scan`'s result (over :data:`SCAN_BOUNDED_KINDS`). Missing entries
+    are not checked.
     """
     broken: list[str] = []
     b = bounds
