@@ -8,6 +8,10 @@
 MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or with one
 given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run
 with numpy (the shipped ``learned_trigger.npz``, or ``trigger=PATH``).
+
+Any name (registered or an import path) takes the suffix ``+prefixN``: the agent wrapped in
+:class:`~mindhelper_env.agents.hedge.MovementPrefix` (``N`` free ``[walk]`` lines before
+each of its programs), e.g. ``make_agent("reactive+prefix10")``.
 """
 
 from __future__ import annotations
@@ -25,12 +29,13 @@ from mindhelper_env.agents.belief import (
     PriorAgent,
     ReactiveAgent,
 )
+from mindhelper_env.agents.hedge import MovementPrefix, split_prefix_suffix
 from mindhelper_env.agents.simple import OracleAgent, RandomAgent, SilentAgent
 
 __all__ = ["Agent", "Usage", "make_agent", "AGENTS", "register_agent", "resolve_agent",
            "is_import_path",
            "SilentAgent", "RandomAgent", "OracleAgent", "BeliefTrackerAgent", "ReactiveAgent",
-           "MovedAbsentAgent", "PriorAgent", "SHORTCUT_AGENTS"]
+           "MovedAbsentAgent", "PriorAgent", "SHORTCUT_AGENTS", "MovementPrefix"]
 
 #: registry name -> factory(**kwargs)
 AGENTS: dict[str, Callable[..., Any]] = {
@@ -127,9 +132,18 @@ def resolve_agent(name: str) -> Callable[..., Any]:
     factory = AGENTS.get(name)
     if factory is not None:
         return factory
+    base, lines = split_prefix_suffix(name)
+    if lines is not None:
+        inner = resolve_agent(base)
+
+        def hedged(**kwargs: Any) -> Any:
+            return MovementPrefix(inner(**kwargs), lines=lines)
+
+        return hedged
     if not is_import_path(name):
         raise ValueError(f"unknown agent {name!r}; known agents: {sorted(AGENTS)} "
-                         "(or give an import path like 'mypkg.agents:MyAgent')")
+                         "(or give an import path like 'mypkg.agents:MyAgent'; any name "
+                         "takes the suffix '+prefixN')")
     module_name, _, attr = name.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)

@@ -412,7 +412,9 @@ def _agent_kwargs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             raise CLIError(f"argument --agent: {name!r} is not in --agents "
                            f"({', '.join(args.agents)})")
         out.setdefault(name, {}).update(opts)
-    wants_model = [a for a in args.agents if a in MODEL_AGENTS]
+    from mindhelper_env.agents.hedge import split_prefix_suffix
+
+    wants_model = [a for a in args.agents if split_prefix_suffix(a)[0] in MODEL_AGENTS]
     if args.model is not None:
         if not args.model.strip():
             raise CLIError("argument --model: expected a model spec, got an empty string")

@@ -352,10 +352,11 @@ def _agent_modules(names: Sequence[str]) -> tuple[str, ...]:
     """Modules whose import registers the agents ``names`` (for workers that did not
     import them, e.g. Ray workers); ``__main__`` and the package itself are left out."""
     from mindhelper_env.agents import AGENTS
+    from mindhelper_env.agents.hedge import split_prefix_suffix
 
     mods = []
     for n in names:
-        mod = getattr(AGENTS.get(n), "__module__", None)
+        mod = getattr(AGENTS.get(split_prefix_suffix(n)[0]), "__module__", None)
         if isinstance(mod, str) and mod != "__main__" and not mod.startswith("mindhelper_env.") \
                 and mod not in mods:
             mods.append(mod)

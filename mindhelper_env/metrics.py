@@ -5,8 +5,9 @@ Inputs are plain JSON-style dicts.
 *Result record* (one per agent × episode)::
 
     {"episode_id": str, "agent": str, "suite": str | None,
-     "actions": [{"tick": int, "program": str}, ...],
-     "executed": [{"tick": int, "line": str, "ok": bool, "reason": str | None}, ...],
+     "actions": [{"tick": int, "program": str, "acts": bool}, ...],   # "acts" optional
+     "executed": [{"tick": int, "line": str, "ok": bool, "reason": str | None,
+                   "issued": int}, ...],
      "focus_success": bool, "harm": bool, "ticks": int, "steps": int,
      "usage": {"model_calls": int, "prompt_tokens": int, "completion_tokens": int,
                "seconds": float, "decisions": int},            # optional, missing -> zeros
@@ -25,10 +26,13 @@ Only the keys scoring needs are required: ``episode_id``, ``actions``, ``execute
 ``needs_intervention`` is true.
 
 Notation: R is the set of episodes that need help, S the set that do not, and ``t_I`` the
-time of the robot's *intervention*: its first executed line that acts on an object or a
-person (any verb but the movement verbs walk, find and standup), timed by the tick at which
-the program holding that line was issued (``executed[i]["issued"]``; records without it use
-the line's own tick). Movement is free: a robot that only walks never intervenes.
+time of the robot's *intervention*: the tick at which it **issued** its first program that
+contains an *acting line* — a line that parses as a script line whose verb is not one of the
+movement verbs walk, find and standup — whether or not that line was ever executed
+(:func:`intervention_tick`). A robot that commits to act has intervened; replacing the
+program later does not undo it. Movement is free: a robot whose programs only move never
+intervenes. The env marks each program with ``"acts"``; records without the mark (written
+before the rule, or by other tools) are judged by parsing ``program``.
 
 All rates are fractions in ``[0, 1]``; a rate whose denominator set is empty is ``None``
 (never ``0``), so that "not measured" cannot be mistaken for "always wrong".
@@ -47,10 +51,8 @@ import numpy as np
 
 from mindhelper_env.world.script import (
     MOVEMENT_VERBS,
-    ScriptParseError,
     is_silence,
     normalize_class,
-    parse_line,
     parse_program,
 )
 
@@ -69,6 +71,7 @@ __all__ = [
     "action_correctness",
     "episode_outcome",
     "intervention_tick",
+    "program_acts",
     "trigger_accuracy",
     "compute_metrics",
     "compute_table",
@@ -337,6 +340,8 @@ def _check_record(record: Any) -> str:
             raise ValueError(f"episode {label!r}: actions[{k}].tick must be an int")
         if not isinstance(action["program"], str):
             raise ValueError(f"episode {label!r}: actions[{k}].program must be a string")
+        if "acts" in action and not _is_bool(action["acts"]):
+            raise ValueError(f"episode {label!r}: actions[{k}].acts must be a bool")
     executed = record["executed"]
     if not isinstance(executed, list):
         raise ValueError(f"episode {label!r}: 'executed' must be a list")
@@ -448,9 +453,10 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
     Returns a dict with:
 
     - ``episode_id``, ``family``, ``needs_help``;
-    - ``intervened``: the robot executed at least one line that acts on an object or a
-      person; ``silent`` is its negation; ``n_actions`` counts the non-``none`` programs;
-    - ``t_I``: the issue tick of the program holding the first such line, or ``None``;
+    - ``intervened``: the robot issued a program containing an acting line (executed or
+      not); ``silent`` is its negation; ``n_actions`` counts the non-``none`` programs;
+    - ``t_I``: the issue tick of the first such program (:func:`intervention_tick`), or
+      ``None``;
     - ``helpful_precise``: ``precise`` and the task succeeded and no harm (PHR's event);
     - ``precise`` (needs help and ``onset <= t_I <= deadline``), ``premature``
       (needs help and ``t_I < onset``), ``late`` (needs help and ``t_I > deadline``),
@@ -472,7 +478,7 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
     needs_help = bool(reference["needs_intervention"])
 
     ticks = [int(a["tick"]) for a in record["actions"] if not is_silence(a["program"])]
-    t_i = intervention_tick(record["executed"])
+    t_i = intervention_tick(record["actions"])
     intervened = t_i is not None
 
     precise = premature = late = missed = False
@@ -525,20 +531,25 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
 # --------------------------------------------------------------------------------------
 
 
-def intervention_tick(executed: Iterable[Mapping[str, Any]]) -> int | None:
-    """``t_I`` of a record's ``executed`` lines: the issue tick of the program holding the
-    first line that acts on an object or a person (not walk/find/standup), or None."""
-    for e in executed:
-        try:
-            verb = parse_line(str(e["line"])).verb
-        except ScriptParseError:
-            continue
-        if verb in MOVEMENT_VERBS:
-            continue
-        issued = e.get("issued")
-        if isinstance(issued, int) and not isinstance(issued, bool) and issued >= 0:
-            return issued
-        return int(e["tick"])
+def program_acts(program: Any) -> bool:
+    """Does ``program`` contain an acting line: a line that parses as a script line whose
+    verb is not a movement verb (walk, find, standup)? ``none`` and non-strings do not."""
+    if not isinstance(program, str) or is_silence(program):
+        return False
+    lines, _errors = parse_program(program)
+    return any(line.verb not in MOVEMENT_VERBS for line in lines)
+
+
+def intervention_tick(actions: Iterable[Mapping[str, Any]]) -> int | None:
+    """``t_I`` of a record's ``actions``: the issue tick of the first program that contains
+    an acting line (its ``"acts"`` mark when present, else :func:`program_acts` of its
+    text), executed or not; None if there is none."""
+    for action in actions:
+        acts = action.get("acts")
+        if acts is None:
+            acts = program_acts(action.get("program"))
+        if acts:
+            return int(action["tick"])
     return None
 
 
