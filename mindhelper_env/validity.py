@@ -75,7 +75,9 @@ BOUNDS: dict[str, float] = {
     "ablation_PHA_max": 60.0,        # overall and in every belief twin group
     "shortcut_PIA_max": 65.0,        # every shortcut baseline, hedged or not
     "shortcut_PHA_max": 55.0,
-    "hedge_PHA_change_max": 1.0,     # |PHA(agent+prefix8) - PHA(agent)|, every agent
+    # PHA(agent+prefix8) - PHA(agent), every agent: the hedge must not pay (it may cost a
+    # little: 8 ticks of walking make some help arrive too late to work)
+    "hedge_PHA_gain_max": 1.0,
     "reset_classifier_max": 0.60,
     "cue_classifier_max": 0.60,      # every twin group
     "window_classifier_max": 0.60,   # episode accuracy, every twin group
@@ -899,9 +901,9 @@ def check_bounds(agents: Mapping[str, Mapping[str, Any]], *,
                 broken.append(f"{n} PHA {m['PHA']:.1f} > {b['shortcut_PHA_max']}")
     for n, m in agents.items():
         h = agents.get(hedged(n))
-        if h is not None and abs(h["PHA"] - m["PHA"]) > b["hedge_PHA_change_max"]:
-            broken.append(f"the hedge changes {n}'s PHA by {h['PHA'] - m['PHA']:+.1f} "
-                          f"(> {b['hedge_PHA_change_max']})")
+        if h is not None and h["PHA"] - m["PHA"] > b["hedge_PHA_gain_max"]:
+            broken.append(f"the hedge raises {n}'s PHA by {h['PHA'] - m['PHA']:+.1f} "
+                          f"(> {b['hedge_PHA_gain_max']})")
     key = {"reset": "reset_classifier_max", "cue": "cue_classifier_max",
            "window": "window_classifier_max"}
     for kind, accs in (classifiers or {}).items():
