@@ -38,8 +38,12 @@ def _belief_fields(p: Person) -> list[str]:
 class _AblatedTracker(BeliefTracker):
     """A tracker whose belief tables are rebuilt by :meth:`_form_beliefs` after every tick."""
 
+    def reset(self) -> None:
+        super().reset()
+        self._ablation_first = True
+
     def update(self, obs: Any, info: Any) -> list[Any]:
-        first = not self._started
+        first, self._ablation_first = self._ablation_first, False
         cues = super().update(obs, info)
         if first:  # the reset look-around: replace whatever perception made of it
             for p in self.people.values():
