@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N suite episodes only")
     ap.add_argument("--hedge-lines", type=int, default=V.HEDGE_LINES)
     ap.add_argument("--no-hedge", action="store_true", help="skip the hedged agents")
+    ap.add_argument("--json", default=None, metavar="FILE",
+                    help="also write every figure (agents overall and per twin group, "
+                         "classifiers, scan, broken bounds) to FILE")
     args = ap.parse_args(argv)
     console = Console(width=160)
     t_all = time.perf_counter()
@@ -192,6 +195,29 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"played agents in {t_play:.0f} s, rolled out {len(train)} training and "
                   f"{len(test)} suite episodes in {t_data:.0f} s, classifiers and scan in "
                   f"{t_clf:.0f} s; total {time.perf_counter() - t_all:.0f} s")
+    if args.json:
+        import json
+
+        keep = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "SR", "AC", "premature_rate",
+                "late_rate", "false_alarm_rate", "harm_rate", "n_help", "n_silent", "accuracy")
+
+        def slim(m):
+            return {k: m.get(k) for k in keep if k in m}
+
+        out = {"suite": args.suite, "limit": args.limit, "train": len(train),
+               "bounds": V.BOUNDS,
+               "agents": {a: {**slim(m), "groups": {g: slim(gm) for g, gm
+                                                    in m["groups"].items()}}
+                          for a, m in scores.items()},
+               "classifiers": classifiers, "window_timing_only": timing_only,
+               "window_threshold": wclf.threshold,
+               "scan": {g: {"single": r["single"], "tree": r["tree"]["test"]}
+                        for g, r in scan.items()},
+               "scan_with_post_hoc": {g: {"single": r["single"], "tree": r["tree"]["test"]}
+                                      for g, r in scan_post.items()},
+               "broken": broken, "unchecked": unchecked}
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
     for u in unchecked:
         console.print(f"[red]NOT CHECKED[/red]: {u}")
     for b in broken:
