@@ -6,7 +6,8 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE` by default) this prints, 
    perspective-free ablations (``ablation-shared-view``, ``ablation-own-actions``);
 2. the **agent table**: oracle, belief-tracker, the ablations, ``perspective-free``,
    ``reactive``, ``moved-absent``, ``prior``, ``random``, ``silent`` and the trained
-   window classifier, each also with the movement-prefix hedge (``+prefix8``) where it applies;
+   window classifiers (the window alone; with the two windows before it), each also with the
+   movement-prefix hedge (``+prefix8``) where it applies;
 3. the **classifiers** per twin group: bag-of-words needs-help classifiers on the reset
    observation and on the narration up to the first visible struggle (cue time), and the
    window classifier's episode accuracy;
@@ -88,25 +89,27 @@ def main(argv: list[str] | None = None) -> int:
     test = V.suite_data(args.suite, args.limit)
     t_data = time.perf_counter() - t0
     t0 = time.perf_counter()
-    wclf = V.train_window_classifier(train)
-    agent = V.WindowClassifierAgent(wclf)
-    scores["window-classifier"] = V.scores(
-        V.play_records(args.suite, agent, "window-classifier", limit=args.limit), args.suite)
-    if hedge is not None:
-        hn = h("window-classifier")
-        scores[hn] = V.scores(V.play_records(args.suite, hedge(V.WindowClassifierAgent(wclf),
-                                                                lines=args.hedge_lines),
-                                             hn, limit=args.limit), args.suite)
+    wclfs = {}
+    for ctx, wname in zip(V.WINDOW_CONTEXTS, V.WINDOW_AGENTS, strict=True):
+        wclf = wclfs[wname] = V.train_window_classifier(train, context=ctx)
+        scores[wname] = V.scores(V.play_records(args.suite, V.WindowClassifierAgent(wclf),
+                                                wname, limit=args.limit), args.suite)
+        if hedge is not None:
+            hn = h(wname)
+            scores[hn] = V.scores(V.play_records(
+                args.suite, hedge(V.WindowClassifierAgent(wclf), lines=args.hedge_lines), hn,
+                limit=args.limit), args.suite)
     classifiers = {
         "reset": V.text_classifier_accuracy(train, test, lambda d: d.windows[0]),
         "reset+2": V.text_classifier_accuracy(train, test,
                                               lambda d: [t for w in d.windows[:3] for t in w]),
         "cue": V.cue_classifier_accuracy(train, test),
-        "window": {"all": scores["window-classifier"]["PIA"] / 100.0,
-                   **{g: m["accuracy"] / 100.0
-                      for g, m in scores["window-classifier"]["groups"].items()}},
+        **{"window" + wname[len("window-classifier"):]: {
+            "all": scores[wname]["PIA"] / 100.0,
+            **{g: m["accuracy"] / 100.0 for g, m in scores[wname]["groups"].items()}}
+           for wname in V.WINDOW_AGENTS},
     }
-    timing_only = V.window_classifier_accuracy(wclf, test)
+    timing_only = {w: V.window_classifier_accuracy(c, test) for w, c in wclfs.items()}
     scan = V.feature_scan(train, test)  # reset: and cue: features (bounded)
     scan_post = V.feature_scan(train, test, kinds=("reset", "cue", "post"))  # reported
     t_clf = time.perf_counter() - t0
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in COLUMNS:
         table.add_column(c.replace("_rate", ""), justify="right")
     order = []
-    for a in (*REGISTERED, "window-classifier"):
+    for a in (*REGISTERED, *V.WINDOW_AGENTS):
         order.append(a)
         if h(a) in scores:
             order.append(h(a))
@@ -155,15 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     for g in (*groups, "all"):
         table.add_column(g, justify="right")
     what = {"reset": "reset observation", "reset+2": "reset + first 2 windows",
-            "cue": "up to the first struggle", "window": "window-classifier agent"}
+            "cue": "up to the first struggle"}
     for k, accs in classifiers.items():
-        table.add_row(what[k], *(_pct(None if accs.get(g) is None else 100 * accs[g])
-                                 for g in (*groups, "all")))
-    table.add_row("window classifier, timing only",
-                  *(_pct(None if timing_only.get(g) is None else 100 * timing_only[g])
-                    for g in (*groups, "all")))
+        label = what.get(k, f"{k.replace('window', 'window-classifier', 1)} agent")
+        table.add_row(label, *(_pct(None if accs.get(g) is None else 100 * accs[g])
+                               for g in (*groups, "all")))
+    for w, accs in timing_only.items():
+        table.add_row(f"{w}, timing only",
+                      *(_pct(None if accs.get(g) is None else 100 * accs[g])
+                        for g in (*groups, "all")))
     console.print(table)
-    console.print(f"window classifier threshold {wclf.threshold:.3f}")
+    console.print("window classifier thresholds: " + ", ".join(
+        f"{w} {c.threshold:.3f}" for w, c in wclfs.items()))
 
     # 4. feature scan
     table = Table(title=f"feature scan: {len(V.FEATURES)} observable features, rules trained "
@@ -188,9 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     console.print(table)
 
     # 5. bounds
-    shortcut = [*V.SHORTCUT_BASELINES, "window-classifier"]
-    broken = V.check_bounds(scores, classifiers={k: classifiers[k]
-                                                 for k in ("reset", "cue", "window")},
+    shortcut = [*V.SHORTCUT_BASELINES, *V.WINDOW_AGENTS]
+    broken = V.check_bounds(scores, classifiers={k: v for k, v in classifiers.items()
+                                                 if k != "reset+2"},
                             scan=scan, shortcuts=shortcut)
     console.print(f"played agents in {t_play:.0f} s, rolled out {len(train)} training and "
                   f"{len(test)} suite episodes in {t_data:.0f} s, classifiers and scan in "
@@ -210,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                                                     in m["groups"].items()}}
                           for a, m in scores.items()},
                "classifiers": classifiers, "window_timing_only": timing_only,
-               "window_threshold": wclf.threshold,
+               "window_thresholds": {w: c.threshold for w, c in wclfs.items()},
                "scan": {g: {"single": r["single"], "tree": r["tree"]["test"]}
                         for g, r in scan.items()},
                "scan_with_post_hoc": {g: {"single": r["single"], "tree": r["tree"]["test"]}
