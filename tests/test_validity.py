@@ -398,6 +398,19 @@ def test_text_classifiers_find_a_planted_token_and_nothing_in_noise():
     assert max(noise.values()) < 0.65, noise
 
 
+def test_window_docs_and_the_window_agent_play():
+    from mindhelper_env.evaluation import run_episode
+
+    assert validity.window_docs([["a", "b_c", "ev:x"], ["d"]], 1) == [
+        ["a", "b_c", "ev:x"], ["d", "prev1:a", "prev1:ev:x"]]
+    clf = validity.train_window_classifier(_synthetic(200, 8, planted=True), context=2)
+    agent = validity.WindowClassifierAgent(clf)
+    assert agent.name == "window-classifier-ctx2" and clf.context == 2
+    env = gym.make("MindHelper-VirtualHome-v0")
+    rec = run_episode(env, agent, options={"suite": DEV, "index": 0})
+    assert rec["usage"]["fallbacks"] == 0
+
+
 def _metrics(pha, pia, **extra):
     return {"PHA": pha, "PIA": pia, "PHR": pha, "PIR": pia, "PSR": pha, "TA": pha, "SR": pha,
             "AC": pha, "groups": {}, **extra}
@@ -489,9 +502,10 @@ class TestV2Bounds:
                 assert h["PHA"] - m["PHA"] <= 3.0, name
                 assert h["PIA"] == m["PIA"], name
 
-    def test_window_classifier_agent_fails(self, data):
+    @pytest.mark.parametrize("context", validity.WINDOW_CONTEXTS)
+    def test_window_classifier_agent_fails(self, data, context):
         train, _ = data
-        clf = validity.train_window_classifier(train)
+        clf = validity.train_window_classifier(train, context=context)
         m = validity.scores(validity.play_records(DEV, validity.WindowClassifierAgent(clf),
                                                   "window-classifier"), DEV)
         assert m["PIA"] <= 72.0 and m["PHA"] <= 62.0
