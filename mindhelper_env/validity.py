@@ -684,7 +684,33 @@ class WindowClassifier:
     context: int = 0
 
     def prob(self, tokens: Sequence[str]) -> float:
-        return float(self.model.predict_proba([list(tokens)])[0, 1])
+        """P(precise) of one window's tokens (the fitted weights read directly: the same
+        number as the model's ``predict_proba``, without its per-call overhead)."""
+        w = self._weights()
+        if w is None:
+            return float(self.model.predict_proba([list(tokens)])[0, 1])
+        vocab, coef, bias = w
+        counts: dict[int, int] = {}
+        for t in tokens:
+            j = vocab.get(t)
+            if j is not None:
+                counts[j] = counts.get(j, 0) + 1
+        z = bias + sum(float(np.log1p(c)) * coef[j] for j, c in counts.items())
+        return float(1.0 / (1.0 + np.exp(-z)))
+
+    def _weights(self) -> tuple[dict[str, int], np.ndarray, float] | None:
+        cached = self.__dict__.get("_cached_weights", False)
+        if cached is not False:
+            return cached
+        steps = getattr(self.model, "named_steps", None)
+        out = None
+        if steps is not None:
+            vec, lr = steps.get("countvectorizer"), steps.get("logisticregression")
+            if vec is not None and lr is not None:
+                out = (dict(vec.vocabulary_), np.asarray(lr.coef_[0], dtype=float),
+                       float(lr.intercept_[0]))
+        self.__dict__["_cached_weights"] = out
+        return out
 
 
 def window_docs(windows: Sequence[Sequence[str]], context: int = 0) -> list[list[str]]:

@@ -406,6 +406,8 @@ def test_window_docs_and_the_window_agent_play():
     clf = validity.train_window_classifier(_synthetic(200, 8, planted=True), context=2)
     agent = validity.WindowClassifierAgent(clf)
     assert agent.name == "window-classifier-ctx2" and clf.context == 2
+    docs = validity.window_docs(_synthetic(3, 9, planted=True)[0].windows, 2)
+    assert np.allclose([clf.prob(d) for d in docs], clf.model.predict_proba(docs)[:, 1])
     env = gym.make("MindHelper-VirtualHome-v0")
     rec = run_episode(env, agent, options={"suite": DEV, "index": 0})
     assert rec["usage"]["fallbacks"] == 0
