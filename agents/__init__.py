@@ -50,6 +50,27 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "prior": lambda act_window=4, **kw: PriorAgent(act_window=act_window),
 }
 
+
+def _ablation(name: str) -> Callable[..., Any]:
+    def build(**kw: Any) -> Any:
+        from mindhelper_env.agents.ablations import ABLATIONS
+
+        return ABLATIONS[name]()
+
+    return build
+
+
+def _perspective_free(**kw: Any) -> Any:
+    from mindhelper_env.agents.perspective_free import PerspectiveFreeAgent
+
+    return PerspectiveFreeAgent()
+
+
+# validity baselines (docs/validity.md): the tracker without perspectives, and a shortcut
+AGENTS["ablation-shared-view"] = _ablation("ablation-shared-view")
+AGENTS["ablation-own-actions"] = _ablation("ablation-own-actions")
+AGENTS["perspective-free"] = _perspective_free
+
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")
 
