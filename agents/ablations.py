@@ -7,10 +7,16 @@ struggle cues, the observer's judgement of each cue, the help program — is the
 
 * ``ablation-shared-view`` (:class:`SharedViewTracker`): *everyone knows what the robot has
   seen* — each person's belief table is the robot's own knowledge of where things are (no
-  per-person visibility at all);
+  per-person visibility at all), and everyone has seen every struggle the robot saw, so any
+  adult with a free hand, wherever they are and whatever they are doing, is taken to notice
+  and help;
 * ``ablation-own-actions`` (:class:`OwnActionsTracker`): *a person knows only what they did
   themselves* — a person's beliefs come only from their own grabs, puts and opens (and what
-  they are handed or told), never from watching others or entering a room.
+  they are handed or told), never from watching others or entering a room; and nobody
+  notices anyone else's struggle.
+
+Attention is perception too: who notices a struggle (:meth:`BeliefTracker.notices`) is
+replaced along with the belief tables.
 
 Both are written against the tracker's per-tick entry point, not its individual perception
 rules: whatever :meth:`BeliefTracker._tick` (and the reset look-around) does to the belief
@@ -26,6 +32,7 @@ from typing import Any
 
 from mindhelper_env.agents.belief import BeliefTrackerAgent
 from mindhelper_env.agents.tracker import Belief, BeliefTracker, Person
+from mindhelper_env.scenarios.observer import ADULT_REACH, PersonView, SceneView
 
 __all__ = ["SharedViewTracker", "OwnActionsTracker", "SharedViewAgent", "OwnActionsAgent",
            "ABLATIONS"]
@@ -78,6 +85,11 @@ class _AblatedTracker(BeliefTracker):
 class SharedViewTracker(_AblatedTracker):
     """Everyone's belief table is the robot's own knowledge of where things are."""
 
+    def notices(self, person: PersonView, scene: SceneView) -> bool:
+        # everyone saw the struggle: any adult with a free hand helps
+        return any(o.id != person.id and o.free_hand and o.reach >= ADULT_REACH
+                   for o in scene.people.values())
+
     def _form_beliefs(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
         p.beliefs = {obj: Belief(loc, tick, "the robot saw it there")
                      for obj, loc in self.where.items()}
@@ -89,6 +101,9 @@ def _ids(ev: dict[str, Any]) -> list[int]:
 
 class OwnActionsTracker(_AblatedTracker):
     """A person knows only what they did themselves (and what they are handed or told)."""
+
+    def notices(self, person: PersonView, scene: SceneView) -> bool:
+        return False  # nobody sees anyone else struggle
 
     def _form_beliefs(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
         for ev in events:

@@ -416,6 +416,16 @@ def _spare_out_of_sight(d: Draft, cls: str, rooms_seen: tuple[int, ...]) -> None
             d.keep.add(d.obj(cls, d.pick(spots)))
 
 
+def _same_look(d: Draft, a: int, l1: int, l2: int) -> None:
+    """The cue of the help family, where the person knows better: ``a`` opens L1 and closes
+    it again, taking nothing (looking for something else, or just checking), before going
+    for X where they know it is. Whether that look is a false belief is in their mind only."""
+    if d.chance(0.3):
+        d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
+                           if p not in (l1, l2)]))
+    d.check(a, l1)
+
+
 def _relocation(d: Draft, variant: str) -> None:
     """X is put away in container L1 while A sees it (A puts it there, or watches B do it);
     B moves X to L2 while A is away (or watching); the move may be told to people in earshot."""
@@ -428,7 +438,9 @@ def _relocation(d: Draft, variant: str) -> None:
     r1 = d.room_of(l1)
     a = d.person(kind=kind, room=r1)
     d.focus = a
-    watched = variant in ("watched", "watched_move_seen")
+    # in the watched family A learns where X is only by watching B put it away; in its twin
+    # A puts it away themself, as in the relocation families, and watches it move
+    watched = variant == "watched"
     b = d.person(kind="adult", room=r1)  # B sees where X goes (every belief is perceived)
     x = d.obj(cls, d.pick([p for p in d.reachable_for(a, d.surfaces(r1))]))
     d.target = x
@@ -442,7 +454,6 @@ def _relocation(d: Draft, variant: str) -> None:
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
     stays_in_view = variant in ("witnessed", "watched_move_seen")
-    listener = None
     if stays_in_view:
         l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
@@ -463,14 +474,11 @@ def _relocation(d: Draft, variant: str) -> None:
         d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + (8 if watched else 0))
     d.fetch(b, x, l2, [l1])
     if variant in ("told_away", "told"):
-        # B tells someone where X went: A hears it only in earshot
-        if variant == "told" and d.chance(0.5):
-            listener = a  # B goes to A and tells them
-        else:
-            rooms = [r for r in d.rooms if r != r_away] if variant == "told_away" else [r_away]
-            listener = d.person(kind="adult", room=d.pick(rooms))
-            d.goto(listener, d.pick(d.furniture(d.world.chars[listener].room)),
-                   int(d.rng.integers(20, 30)))
+        # B tells someone else where X went: A hears it only when in that room (earshot)
+        rooms = [r for r in d.rooms if r != r_away] if variant == "told_away" else [r_away]
+        listener = d.person(kind="adult", room=d.pick(rooms))
+        d.goto(listener, d.pick(d.furniture(d.world.chars[listener].room)),
+               int(d.rng.integers(20, 30)))
         d.tell(b, listener, x, l2)
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -483,9 +491,7 @@ def _relocation(d: Draft, variant: str) -> None:
         d.check(a, d.pick(pool))
         d.goto(a, d.pick([f for f in d.furniture() if f != l1]), int(d.rng.integers(2, 6)))
     elif variant in ("witnessed", "watched_move_seen", "told"):
-        if d.chance(0.6):
-            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
-                               if p not in (l1, l2)]))
+        _same_look(d, a, l1, l2)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = {"type": "none"}
     elif variant == "spare":
@@ -499,9 +505,7 @@ def _relocation(d: Draft, variant: str) -> None:
         d.mental_state = dict(d.mental_state, spare=spare)
     elif variant == "self_corrected":
         d.goto(a, d.pick(d.furniture(d.room_of(l2))), int(d.rng.integers(2, 4)))
-        if d.chance(0.6):
-            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
-                               if p not in (l1, l2)]))
+        _same_look(d, a, l1, l2)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = dict(d.mental_state, corrected=True)
     if variant != "spare":
@@ -591,9 +595,7 @@ def _emptied(d: Draft, variant: str) -> None:
         d.stuck_after_one_try(a)
         d.needs_help = True
     elif variant == "witnessed":
-        if d.chance(0.6):
-            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
-                               if p not in (l1, l2)]))
+        _same_look(d, a, l1, l2)
         act["search"] = d.search_order(cls, {l1, l2}, last=[l2])
         d.mental_state = {"type": "none"}
     elif variant == "spare":

@@ -60,7 +60,9 @@ EPISODE_TICKS = 72
 HEDGE_LINES = 8
 #: Silent twins whose focus person must show the visible cue of the help family they mirror.
 TWINS = frozenset({"false_belief_spare", "emptied_spare", "search_self_found", "search_seen_astray",
-                   "reach_helped", "reach_noticed", "blocked_helped", "blocked_noticed"})
+                   "reach_helped", "reach_noticed", "blocked_helped", "blocked_noticed",
+                   "false_belief_witnessed", "false_belief_self_corrected", "watched_move_seen",
+                   "false_belief_told", "emptied_witnessed"})
 #: Families whose focus person must hold a false belief at onset.
 _FALSE_AT_ONSET = frozenset({"false_belief_relocation", "false_belief_watched",
                              "false_belief_told_away", "false_belief_emptied"})

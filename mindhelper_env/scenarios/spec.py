@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
-           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
+           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
            "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
@@ -75,8 +75,16 @@ TWINS: dict[str, tuple[str, ...]] = {
 #: help family (a relocation, a child near a high shelf, someone carrying two things to a
 #: container) is as common among silent episodes as among help episodes, and the set-up
 #: cannot tell them apart.
+#: Weights of the twins inside their group (default 1). ``false_belief_irrelevant`` has no
+#: cue (the person never looks for X again) and ``search_self_found`` none that turns on a
+#: belief (the object is where people keep it), so they are the rarer twins of their groups:
+#: every group's silent side is mostly twins whose cue only a belief explains.
+TWIN_WEIGHTS: dict[str, float] = {"false_belief_irrelevant": 0.25, "search_self_found": 0.25}
+
 SILENT_SHARES: dict[str, float] = {
-    **{twin: 0.9 / len(TWINS) / len(group) for group in TWINS.values() for twin in group},
+    **{twin: 0.9 / len(TWINS) * TWIN_WEIGHTS.get(twin, 1.0)
+       / sum(TWIN_WEIGHTS.get(t, 1.0) for t in group)
+       for group in TWINS.values() for twin in group},
     "routine": 0.1,
 }
 
