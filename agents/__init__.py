@@ -25,6 +25,7 @@ from typing import Any
 from mindhelper_env.agents.base import Agent, Usage
 from mindhelper_env.agents.belief import (
     BeliefTrackerAgent,
+    GoalBlindAgent,
     MovedAbsentAgent,
     PriorAgent,
     ReactiveAgent,
@@ -43,6 +44,7 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "random": lambda p=0.1, seed=None, **kw: RandomAgent(p=p, seed=seed),
     "oracle": lambda env=None, **kw: OracleAgent(env),
     "belief-tracker": lambda **kw: BeliefTrackerAgent(),
+    "ablation-goal-blind": lambda **kw: GoalBlindAgent(),
     "reactive": lambda min_struggles=1, **kw: ReactiveAgent(min_struggles=min_struggles),
     "moved-absent": lambda **kw: MovedAbsentAgent(),
     "prior": lambda act_window=4, **kw: PriorAgent(act_window=act_window),

@@ -2,7 +2,7 @@
 
 Plays every agent that reads only ``obs`` and ``info`` — silent, random, the shortcut
 baselines (reactive, moved-absent, prior) and the belief-tracker reference — plus the
-privileged oracle on a suite (``vh-test-v1`` by default), prints PHA, PHR, PIR, PSR, PIA and
+privileged oracle on a suite (``vh-test-v2`` by default), prints PHA, PHR, PIR, PSR, PIA and
 TA for each, then the accuracy of a bag-of-words classifier trained on training seeds that
 predicts *needs help* from the reset observation and from the reset plus the first two
 windows. Finally it checks the promised bounds (:data:`mindhelper_env.validity.BOUNDS`) and
@@ -32,7 +32,7 @@ COLUMNS = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "premature_rate", "late_rate
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default="vh-test-v1")
+    ap.add_argument("--suite", default="vh-test-v2")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--train", type=int, default=2000,
                     help="training episodes for the classifier (default 2000)")

@@ -2,10 +2,10 @@
 
 ::
 
-    mindhelper evaluate --suite vh-dev-v1 --agents silent,random,oracle --out runs/dev
-    mindhelper score runs/dev/*.jsonl --suite vh-dev-v1 [--json]
-    mindhelper suite export vh-dev-v1 data/vh-dev-v1
-    mindhelper suite validate data/vh-dev-v1
+    mindhelper evaluate --suite vh-dev-v2 --agents silent,random,oracle --out runs/dev
+    mindhelper score runs/dev/*.jsonl --suite vh-dev-v2 [--json]
+    mindhelper suite export vh-dev-v2 data/vh-dev-v2
+    mindhelper suite validate data/vh-dev-v2
     mindhelper list
     mindhelper train-trigger --algo maskable-ppo --timesteps 200000 --envs 2 --out runs/trigger
 
@@ -190,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", parents=[common],
                         help="run agents on a suite and write result records")
-    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v2")
     ev.add_argument("--agents", required=True, type=_agent_list,
                     help="comma-separated agent names, e.g. silent,random,oracle")
     ev.add_argument("--out", required=True, type=_path,
@@ -248,7 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
                                parser_class=_Parser)
     ex = su_sub.add_parser("export", parents=[common],
                            help="write public.jsonl, reference.jsonl and a manifest")
-    ex.add_argument("name", help="suite name, e.g. vh-dev-v1")
+    ex.add_argument("name", help="suite name, e.g. vh-dev-v2")
     ex.add_argument("dir", type=_path, help="output directory")
     ex.set_defaults(func=_cmd_suite_export)
     va = su_sub.add_parser("validate", parents=[common], help="check an exported suite directory")
@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rd = sub.add_parser("render", parents=[common],
                         help="play one suite episode with an agent; write a video and a timeline")
-    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
+    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v2")
     rd.add_argument("--index", required=True, type=_integer,
                     help="episode index in the suite")
     rd.add_argument("--agent", required=True, help="agent name, e.g. oracle")
@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("play", parents=[common],
                         help="be the robot yourself at the terminal; recorded and scored")
-    pl.add_argument("--suite", default="vh-dev-v1", help="suite (default vh-dev-v1)")
+    pl.add_argument("--suite", default="vh-dev-v2", help="suite (default vh-dev-v2)")
     pl.add_argument("--index", type=_integer, default=0, help="episode index (default 0)")
     pl.add_argument("--out", type=_path, default=Path("runs/play"),
                     help="folder for human.jsonl (default runs/play)")

@@ -9,7 +9,7 @@ A result record is the env's final ``info["episode_record"]`` without ``"referen
 ground truth never goes into result files) plus ``agent``, ``suite``, ``index`` and
 ``usage``::
 
-    {"agent": "oracle", "suite": "vh-dev-v1", "index": 7, "episode_id": "...",
+    {"agent": "oracle", "suite": "vh-dev-v2", "index": 7, "episode_id": "...",
      "family": "...", "actions": [{"tick", "program"}], "executed": [{"tick", "line", "ok",
      "reason"}], "focus_success": true, "harm": false, "ticks": 31, "steps": 11,
      "terminated": true, "truncated": false,
@@ -169,7 +169,7 @@ def run_episode(
     (or a non-string action) never stops the episode: it is logged, replaced by ``"none"``
     and counted in ``usage.fallbacks``. Errors of the env itself propagate.
 
-    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v1", "index": 3}``);
+    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v2", "index": 3}``);
     the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
     defaults to ``agent.name``. With ``timing=False`` ``usage.seconds`` is 0.0, which makes
     records fully reproducible.

@@ -9,8 +9,8 @@ A benchmark for theory of mind is only meaningful if surface cues do not pass it
 * :func:`bag_of_words_accuracy` trains a bag-of-words logistic-regression classifier on
   episodes drawn from training seeds and reports how well it predicts *needs help* on the
   suite from the reset observation alone, or from the reset plus the first windows;
-* :data:`BOUNDS` are the bounds the package promises (checked on ``vh-dev-v1`` by the test
-  suite, with looser margins for its 100 episodes, and reported on ``vh-test-v1`` by
+* :data:`BOUNDS` are the bounds the package promises (checked on ``vh-dev-v2`` by the test
+  suite, with looser margins for its 100 episodes, and reported on ``vh-test-v2`` by
   ``benchmarks/bench_validity.py``).
 """
 

@@ -176,13 +176,13 @@ def test_recorded_evaluation_reruns_bit_identically(tmp_path):
 
     cassette = tmp_path / "cassette.jsonl"
     with ScriptedServer(helpful_script) as srv:
-        evaluate("vh-dev-v1", ["direct-vlm"], tmp_path / "rec", workers=2, limit=4,
+        evaluate("vh-dev-v2", ["direct-vlm"], tmp_path / "rec", workers=2, limit=4,
                  progress=False, plots=False, timing=False,
                  agent_kwargs={"direct-vlm": {
                      "model": f"record:{cassette}=openai:test-vlm@{srv.url}",
                      "api_key": "k", "concurrency": 1, "lock_dir": str(tmp_path / "locks")}})
         assert srv.peak == 1
-    evaluate("vh-dev-v1", ["direct-vlm"], tmp_path / "rep", limit=4, progress=False,
+    evaluate("vh-dev-v2", ["direct-vlm"], tmp_path / "rep", limit=4, progress=False,
              plots=False, timing=False,
              agent_kwargs={"direct-vlm": {"model": f"replay:{cassette}"}})
     recorded = (tmp_path / "rec" / "direct-vlm.jsonl").read_bytes()

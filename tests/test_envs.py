@@ -191,7 +191,7 @@ def _walk_here(info) -> str:
 
 
 def test_intervention_is_the_issue_of_an_acting_program(vh_env):
-    obs, info = vh_env.reset(options={"suite": "vh-dev-v1", "index": 0})
+    obs, info = vh_env.reset(options={"suite": "vh-dev-v2", "index": 0})
     sim = vh_env.unwrapped.simulation
     walk = _walk_here(info)
     vh_env.step(walk)  # movement only: free
@@ -214,7 +214,7 @@ def test_intervention_is_the_issue_of_an_acting_program(vh_env):
 def test_an_act_past_the_line_limit_is_no_intervention(vh_env):
     from mindhelper_env.envs.virtualhome import MAX_PROGRAM_LINES
 
-    obs, info = vh_env.reset(options={"suite": "vh-dev-v1", "index": 0})
+    obs, info = vh_env.reset(options={"suite": "vh-dev-v2", "index": 0})
     loc = info["candidates"]["locations"][0]
     walk = _walk_here(info)
     act = f"[open] <{loc['class']}> ({loc['id']})"
@@ -226,7 +226,7 @@ def test_an_act_past_the_line_limit_is_no_intervention(vh_env):
 
 
 def _silent_run(env, index):
-    obs, info = env.reset(options={"suite": "vh-dev-v1", "index": index})
+    obs, info = env.reset(options={"suite": "vh-dev-v2", "index": index})
     flags, keys = [], []
     while True:
         obs, _, term, trunc, info = env.step("none")
@@ -243,7 +243,7 @@ def test_every_episode_runs_to_its_horizon_whatever_happened():
     env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
     seen = set()
     for index in range(6):  # help and silent episodes: the focus person gives up or succeeds
-        spec = suite_episode("vh-dev-v1", index)
+        spec = suite_episode("vh-dev-v2", index)
         sim = Simulation(spec)
         sim.run()  # validation rollouts still stop once the episode settles
         assert sim.settled and sim.tick < spec["horizon"]

@@ -20,7 +20,7 @@ import pytest
 
 import mindhelper_env  # noqa: F401  (registers the envs)
 
-DEV = "vh-dev-v1"
+DEV = "vh-dev-v2"
 VERBS = ("walk", "open", "close", "grab", "putback", "putin", "give", "tell", "switchon", "sit")
 
 

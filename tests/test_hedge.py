@@ -4,7 +4,7 @@ Under the old rule (the intervention is the first *executed* acting line, and an
 when the focus person succeeds or gives up) ``+prefix8`` raised the PSR of every agent that
 acts in silent episodes — the act was still eight walks away when a silent twin ended — while
 its help in help episodes was still scored precise. Checked once against that rule on
-vh-dev-v1 (this test fails there): reactive PHA 31 -> 60 (PSR 6 -> 68), random 28 -> 38
+vh-dev-v2 (this test fails there): reactive PHA 31 -> 60 (PSR 6 -> 68), random 28 -> 38
 (PSR 56 -> 76), prior 32 -> 39 (PSR 62 -> 76). Now the
 intervention is the issue of the program and every episode runs to its horizon, so the
 prefix changes no agent's PIR or PSR, and PHA can only lose (the help comes eight ticks
@@ -20,7 +20,7 @@ from mindhelper_env.agents import MovementPrefix, make_agent
 from mindhelper_env.agents.hedge import split_prefix_suffix
 from mindhelper_env.evaluation import check_agents, evaluate
 
-SUITE = "vh-dev-v1"
+SUITE = "vh-dev-v2"
 AGENTS = ("silent", "random", "reactive", "moved-absent", "prior", "belief-tracker", "oracle")
 
 

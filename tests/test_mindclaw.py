@@ -31,7 +31,7 @@ from mindhelper_env.scenarios.suites import suite_episode
 from mindhelper_env.scenarios.trigger_labels import attach_trigger_labels, trigger_labels
 from mindhelper_env.validity import agent_scores
 
-SUITE = "vh-dev-v1"
+SUITE = "vh-dev-v2"
 
 
 @pytest.fixture(autouse=True)

@@ -55,7 +55,7 @@ def test_rule_choices_reproduce_the_mindclaw_agent():
     env = gym.make(ENV_ID)
     vh = gym.make("MindHelper-VirtualHome-v0")
     for index in range(12):
-        opts = {"suite": "vh-dev-v1", "index": index}
+        opts = {"suite": "vh-dev-v2", "index": index}
         _ret, info = _rule_episode(env, seed=index, options=opts)
         ref = play(vh, make_agent("mindclaw", model="symbolic"), seed=index, options=opts)
         a, b = info["episode_record"], ref["episode_record"]
@@ -67,7 +67,7 @@ def test_rewards_outcome_and_costs():
     env = gym.make(ENV_ID, reward={"reasoning_cost": -0.5, "action_cost": -0.25})
     seen_help = False
     for index in range(20):
-        ret, info = _rule_episode(env, seed=index, options={"suite": "vh-dev-v1",
+        ret, info = _rule_episode(env, seed=index, options={"suite": "vh-dev-v2",
                                                            "index": index})
         cfg = env.unwrapped.reward_config
         expect = sum(cfg[k] for k, v in info["outcome"].items() if v)

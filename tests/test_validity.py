@@ -1,6 +1,6 @@
 """Validity of the benchmark (docs/validity.md): surface cues must not pass it.
 
-Bounds are checked on vh-dev-v1 with looser margins than the 1,000-episode figures promised
+Bounds are checked on vh-dev-v2 with looser margins than the 1,000-episode figures promised
 in mindhelper_env.validity.BOUNDS (reported by benchmarks/bench_validity.py), so that a change
 that reopens a leak fails here.
 """
@@ -23,7 +23,7 @@ from mindhelper_env.validity import SHORTCUTS, agent_scores, bag_of_words_accura
 from mindhelper_env.world.house import OBJECT_CATALOG
 from mindhelper_env.world.world import World
 
-DEV = "vh-dev-v1"
+DEV = "vh-dev-v2"
 
 #: Phrases that state a conclusion only a mind-reader could draw (or an outcome/reason).
 CONCLUSIONS = re.compile(

@@ -19,8 +19,8 @@ from mindhelper_env.agents import make_agent
 from mindhelper_env.metrics import compute_metrics
 from mindhelper_env.wrappers import EPISODE_FIELDS, PrecisionInterventionMetrics
 
-SUITE = "vh-dev-v1"
-N = 8  # the first block of vh-dev-v1 holds every family once
+SUITE = "vh-dev-v2"
+N = 8  # the first block of vh-dev-v2 holds every family once
 
 
 def _play(env: gym.Env, agent: Any, index: int) -> dict[str, Any]:

@@ -213,7 +213,7 @@ class MindHelperEnv(gym.Env):
       (parsed worlds are copied, not rebuilt from JSON).
     * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, twelve families with
       silent twins, deadline = onset + 5 ticks, shuffled ids, movement is not an
-      intervention. Suites ``vh-dev-v1``/``vh-test-v1``; the leaky v0 suites are withdrawn.
+      intervention. Suites ``vh-dev-v2``/``vh-test-v2``; the leaky v0 suites are withdrawn.
     * v0 (0.1.0): initial release.
     """
 
