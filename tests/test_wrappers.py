@@ -289,10 +289,14 @@ def test_tiny_env_check_env_and_pickle(tmp_path: Path) -> None:
 
 
 def test_a_committed_but_unexecuted_act_is_a_false_alarm() -> None:
-    # dev episode 1 needs no help: "walk x8, then act" is issued once, then replaced by a
-    # walk before the act comes up. The commitment is scored, wherever the episode goes.
+    # "walk x8, then act" is issued once in an episode that needs no help, then replaced by
+    # a walk before the act comes up. The commitment is scored, wherever the episode goes.
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    index = next(i for i in range(20)
+                 if not suite_episode(SUITE, i)["reference"]["needs_intervention"])
     env = PrecisionInterventionMetrics(gym.make("MindHelper-VirtualHome-v0"))
-    obs, info = env.reset(options={"suite": SUITE, "index": 1})
+    obs, info = env.reset(options={"suite": SUITE, "index": index})
     assert not env.unwrapped.ground_truth.needs_intervention
     room = info["robot"]["room"]
     cls = next(r["class"] for r in info["candidates"]["rooms"] if r["id"] == room)
