@@ -364,6 +364,49 @@ def _print_table(title: str, table: Mapping[str, Mapping[str, Any]],
     _console().print(t)
 
 
+_BREAKDOWN_SECTIONS = (("task_type", "type"), ("ability", "ability"), ("twin_group", "group"))
+
+
+def _fmt1(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.1f}"
+
+
+def _breakdown_cell(block: Mapping[str, Any], counts: tuple[int, int] | None) -> str:
+    cell = f"{_fmt1(block.get('PHA'))} ({_fmt1(block.get('PHR'))}/{_fmt1(block.get('PSR'))})"
+    own = (block.get("n_help", 0), block.get("n_silent", 0))
+    return cell if own == counts else f"{cell} \\[{own[0]}/{own[1]}]"
+
+
+def _print_breakdown(metrics: Mapping[str, Mapping[str, Any]]) -> None:
+    """The ability breakdown: PHA (PHR / PSR) per task type, ability and twin group."""
+    blocks = {a: m.get("breakdown") for a, m in metrics.items() if m.get("breakdown")}
+    if not blocks:
+        return
+    from rich.table import Table
+
+    t = Table(title="ability breakdown", caption="PHA (PHR / PSR), percentages; PHA = (PHR over "
+              "the group's help episodes + PSR over its silent ones) / 2, n/a when a side is "
+              "empty; a silent twin counts toward its help family's groups; \\[help/silent] "
+              "where an agent's episodes differ from the row's")
+    t.add_column("Group", style="bold", no_wrap=True)
+    t.add_column("Episodes (help/silent)", justify="right")
+    for agent in blocks:
+        t.add_column(agent, justify="right")
+    first = next(iter(blocks.values()))
+    for section, label in _BREAKDOWN_SECTIONS:
+        names = list(first.get(section, {}))
+        for other in blocks.values():
+            names += [n for n in other.get(section, {}) if n not in names]
+        for k, name in enumerate(names):
+            ref = first.get(section, {}).get(name) or {"episodes": 0, "n_help": 0, "n_silent": 0}
+            counts = (ref.get("n_help", 0), ref.get("n_silent", 0))
+            cells = [_breakdown_cell(b.get(section, {}).get(name) or {}, counts)
+                     for b in blocks.values()]
+            t.add_row(f"{label} {name}", f"{ref.get('episodes', 0)} ({counts[0]}/{counts[1]})",
+                      *cells, end_section=k == len(names) - 1)
+    _console().print(t)
+
+
 def _print_efficiency(metrics: Mapping[str, Mapping[str, Any]]) -> None:
     """The efficiency table (model calls, tokens, time), when any agent called a model."""
     eff = {a: (m.get("efficiency") or {}) for a, m in metrics.items()}
@@ -507,6 +550,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(summary["table"])
         return EXIT_OK
     _print_table(f"{args.suite}: {args.out}", summary["table"], summary["metrics"])
+    _print_breakdown(summary["metrics"])
     _print_efficiency(summary["metrics"])
     extras = ", ".join(summary.get("plots") or [])
     _console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
@@ -682,6 +726,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         _print_table(f"{args.suite}: scored from {len(args.files)} file(s)", result["table"],
                      result["metrics"])
+        _print_breakdown(result["metrics"])
         _print_efficiency(result["metrics"])
     return EXIT_OK
 

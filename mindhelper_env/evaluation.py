@@ -95,7 +95,7 @@ _USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "
                "fallbacks", "parse_failures")
 _RUN_FILE = "run.json"
 _SUMMARY_FILE = "summary.json"
-_PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png")
+_PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png")
 _VIDEO_DIR = "videos"
 #: Version of ``run.json``'s content (the settings a resumed run must share).
 _RUN_FORMAT = 1

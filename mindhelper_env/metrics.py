@@ -75,6 +75,8 @@ __all__ = [
     "trigger_accuracy",
     "compute_metrics",
     "compute_table",
+    "breakdown",
+    "BREAKDOWN_RATE_KEYS",
     "as_percentages",
 ]
 
@@ -127,6 +129,9 @@ RATE_KEYS: tuple[str, ...] = (
 )
 
 _TRIGGER_RATE_KEYS: tuple[str, ...] = ("op_accuracy", "op_accuracy_no_noop")
+
+#: Rates of a :func:`breakdown` group (converted by :func:`as_percentages`).
+BREAKDOWN_RATE_KEYS: tuple[str, ...] = ("PHA", "PHR", "PSR")
 
 # Weights of SR = (2*R1 + 3*R2 + 5*RL) / 10.
 _W_R1, _W_R2, _W_RL = 0.2, 0.3, 0.5
@@ -596,6 +601,69 @@ def _aggregate(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _group_block(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """PHA, PHR, PSR and counts of one breakdown group; PHA is ``None`` when either side
+    (help or silent episodes) is empty — a group is scored on both sides or not at all."""
+    help_eps = [o for o in outcomes if o["needs_help"]]
+    silent_eps = [o for o in outcomes if not o["needs_help"]]
+    phr = _rate([o["helpful_precise"] for o in help_eps])
+    psr = _rate([o["silent"] for o in silent_eps])
+    return {
+        "episodes": len(outcomes),
+        "n_help": len(help_eps),
+        "n_silent": len(silent_eps),
+        "PHA": None if phr is None or psr is None else (phr + psr) / 2,
+        "PHR": phr,
+        "PSR": psr,
+    }
+
+
+def breakdown(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """PHA, PHR and PSR per task type, per ability and per twin group.
+
+    ``outcomes`` are :func:`episode_outcome` results. The groups come from the episode's
+    family (:mod:`mindhelper_env.scenarios.spec`): ``task_type`` (``false_belief``,
+    ``implicit_goal``: :func:`~mindhelper_env.scenarios.spec.task_type`), ``ability``
+    (:data:`~mindhelper_env.scenarios.spec.ABILITIES`; an episode counts toward every
+    ability of :func:`~mindhelper_env.scenarios.spec.family_abilities`) and ``twin_group``
+    (:func:`~mindhelper_env.scenarios.spec.twin_group`: a help family and its silent twins,
+    keyed by the help family). A silent twin counts toward its help family's type,
+    abilities and group; ``routine`` (and an unknown family) toward none.
+
+    Every block is ``{"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}`` with
+    ``PHA = (PHR over its help episodes + PSR over its silent episodes) / 2``, ``None`` when
+    either side is empty. Task types and abilities are listed in their canonical order,
+    every one of them (an empty group has ``episodes = 0``); twin groups only when they
+    have episodes, sorted.
+    """
+    from mindhelper_env.scenarios.spec import (
+        ABILITIES,
+        TASK_TYPES,
+        family_abilities,
+        task_type,
+        twin_group,
+    )
+
+    by_type: dict[str, list[Mapping[str, Any]]] = {t: [] for t in TASK_TYPES}
+    by_ability: dict[str, list[Mapping[str, Any]]] = {a: [] for a in ABILITIES}
+    by_group: dict[str, list[Mapping[str, Any]]] = {}
+    for o in outcomes:
+        family = o["family"]
+        kind = task_type(family)
+        if kind is not None:
+            by_type.setdefault(kind, []).append(o)
+        for ability in family_abilities(family):
+            by_ability.setdefault(ability, []).append(o)
+        group = twin_group(family)
+        if group is not None:
+            by_group.setdefault(group, []).append(o)
+    return {
+        "task_type": {k: _group_block(v) for k, v in by_type.items()},
+        "ability": {k: _group_block(v) for k, v in by_ability.items()},
+        "twin_group": {k: _group_block(by_group[k]) for k in sorted(by_group)},
+    }
+
+
 def _efficiency(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """Per-episode and per-call usage; ``None`` where the denominator is zero."""
     n = len(outcomes)
@@ -704,8 +772,10 @@ def compute_metrics(
       ``parse_failures_per_episode``, ``tokens_estimated_episodes`` (episodes whose token
       counts are estimates because the server sent no usage);
     - ``trigger``: see :func:`trigger_accuracy` (``None`` for non-Trigger agents);
+    - ``breakdown``: :func:`breakdown` — ``{"task_type" | "ability" | "twin_group":
+      {group: {"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}}}``;
     - ``per_family``: ``{family: headline block}`` sorted by family (the same keys as
-      the top level minus ``efficiency``, ``trigger`` and ``per_family``), or ``None``
+      the top level minus ``efficiency``, ``trigger``, ``breakdown`` and ``per_family``), or ``None``
       when ``by_family`` is false.
     """
     refs = _normalize_references(references)
@@ -733,6 +803,7 @@ def compute_metrics(
     result = _aggregate(outcomes)
     result["efficiency"] = _efficiency(outcomes)
     result["trigger"] = trigger_accuracy(records)
+    result["breakdown"] = breakdown(outcomes)
     if by_family:
         families: dict[str, list[dict[str, Any]]] = {}
         for o in outcomes:
@@ -777,8 +848,9 @@ def _percent(value: Any) -> Any:
 def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a :func:`compute_metrics` result with rates as percentages.
 
-    The keys of :data:`RATE_KEYS` (at the top level and in every ``per_family`` block)
-    and the trigger accuracies become ``round(100 * x, 2)``; ``None`` stays ``None``.
+    The keys of :data:`RATE_KEYS` (at the top level and in every ``per_family`` block),
+    the trigger accuracies and the rates of every ``breakdown`` group
+    (:data:`BREAKDOWN_RATE_KEYS`) become ``round(100 * x, 2)``; ``None`` stays ``None``.
     Counts and efficiency figures are unchanged. The input is not modified.
     """
     out = copy.deepcopy(dict(metrics))
@@ -790,6 +862,13 @@ def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
         for key in _TRIGGER_RATE_KEYS:
             if key in trigger:
                 trigger[key] = _percent(trigger[key])
+    groups = out.get("breakdown")
+    if isinstance(groups, dict):
+        for blocks in groups.values():
+            for block in blocks.values():
+                for key in BREAKDOWN_RATE_KEYS:
+                    if key in block:
+                        block[key] = _percent(block[key])
     per_family = out.get("per_family")
     if isinstance(per_family, dict):
         out["per_family"] = {f: as_percentages(block) for f, block in per_family.items()}

@@ -108,10 +108,16 @@ def test_evaluate_prints_table_and_writes_plots(tmp_path: Path,
     for col in (*TABLE_II, "Silent-all", "Harm"):
         assert col in out
     assert "oracle" in out and "silent" in out and "100.00" in out
-    for name in ("metrics.png", "silent_all.png", "per_family.png"):
+    for name in ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["plots"] == ["metrics.png", "silent_all.png", "per_family.png"]
+    assert summary["plots"] == ["metrics.png", "silent_all.png", "per_family.png",
+                                "breakdown.png"]
+    # the ability breakdown: a table in the output and a block per agent in summary.json
+    assert "ability breakdown" in out and "type false_belief" in out
+    groups = summary["metrics"]["oracle"]["breakdown"]
+    assert set(groups) == {"task_type", "ability", "twin_group"}
+    assert sum(b["episodes"] for b in groups["twin_group"].values()) <= 8
 
 
 def test_score_json_reproduces_evaluate(baseline: Path, summary: dict[str, Any],

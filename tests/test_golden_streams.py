@@ -76,11 +76,13 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 # Re-pinned (deliberately) for v0 (0.4.0): interventions are timed by the issue of the first
 # acting program (records' actions carry "acts"; rewards and t_I move with it), and every
 # episode runs to its horizon (longer streams; terminated only there).
+# Re-pinned again for mh-gen-2.0 (the v2 families and suites: vh-dev-v2 episodes, new pool
+# and sampled episodes).
 GOLDEN = {
-    "dev-home": "5503d589a4a41f14ddfa4280d06fcd6435f13267bc01dfb0c74546491b2756f0",
-    "dev-room": "e44283d76a618c2d7661a35ba4dacd5900637592633745fcbc33f2bc41824919",
-    "fresh-home": "a7b5bdd23bb1f006fe3b6d2f587a419b4256339579cde06046e4749a79603b38",
-    "pool-home": "62d467ecb79afd8e43b3600679d22cc6b48354a3f4f52f912682ae3f5ac5f522",
+    "dev-home": "b79595cadd12bfa8211e713be3a0b5dd13ac2a6f214dc358696788f7e21c66a3",
+    "dev-room": "e8cac410745831f0dc1a2a4a2f5fa3fc0c78fee7ac16455ca65bfe3ff45b0e69",
+    "fresh-home": "ac22e673e7bc1797d2340ca79fa9573fd31a87ba7533b2a80c5213d04b4535e9",
+    "pool-home": "838c48b823ebe7041e782bc7fb73734ad4e8a8af726004727ef968bf4733212f",
 }
 
 

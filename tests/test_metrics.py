@@ -603,3 +603,47 @@ def test_property_timing_partition(episodes: list[tuple[bool, int | None]]) -> N
         assert m["PSR"] + m["false_alarm_rate"] == pytest.approx(1.0)
     if m["episodes"]:
         assert 0.0 <= m["silent_all"] <= 1.0
+
+
+def test_breakdown_by_task_type_ability_and_twin_group() -> None:
+    refs = {
+        "fb_ok": make_ref("fb_ok", needs=True, family="false_belief_relocation"),
+        "fb_late": make_ref("fb_late", needs=True, family="false_belief_relocation"),
+        "spare": make_ref("spare", needs=False, family="false_belief_spare"),
+        "reach": make_ref("reach", needs=True, family="implicit_goal_reach"),
+        "found": make_ref("found", needs=False, family="search_self_found"),
+        "routine": make_ref("routine", needs=False, family="routine"),
+    }
+    recs = [make_rec("fb_ok", [11], success=True), make_rec("fb_late", [25], success=True),
+            make_rec("spare", []), make_rec("reach", [12], success=True), make_rec("found", []),
+            make_rec("routine", [5])]  # a false alarm that counts toward no group
+    b = compute_metrics(recs, refs)["breakdown"]
+    assert list(b["task_type"]) == ["false_belief", "implicit_goal"]
+    assert b["task_type"]["false_belief"] == {"episodes": 3, "n_help": 2, "n_silent": 1,
+                                              "PHA": 0.75, "PHR": 0.5, "PSR": 1.0}
+    assert b["task_type"]["implicit_goal"] == {"episodes": 2, "n_help": 1, "n_silent": 1,
+                                               "PHA": 1.0, "PHR": 1.0, "PSR": 1.0}
+    ab = b["ability"]
+    assert list(ab) == ["location_belief", "state_belief", "communication", "helper_attention",
+                        "goal_inference", "special_population"]
+    # a silent twin counts toward its help family's abilities; the search twin toward two
+    assert (ab["location_belief"]["n_help"], ab["location_belief"]["n_silent"]) == (2, 2)
+    assert ab["location_belief"]["PHA"] == pytest.approx(0.75)
+    assert ab["goal_inference"]["PHA"] == 1.0 and ab["goal_inference"]["episodes"] == 2
+    # a side is empty: PHR or PSR alone, no PHA
+    assert ab["helper_attention"] == {"episodes": 1, "n_help": 1, "n_silent": 0, "PHA": None,
+                                      "PHR": 1.0, "PSR": None}
+    assert ab["special_population"]["PHA"] is None
+    assert ab["state_belief"] == {"episodes": 0, "n_help": 0, "n_silent": 0, "PHA": None,
+                                  "PHR": None, "PSR": None}
+    groups = b["twin_group"]
+    assert list(groups) == ["false_belief_relocation", "implicit_goal_reach",
+                            "implicit_goal_search"]
+    assert groups["false_belief_relocation"]["PHA"] == 0.75
+    assert groups["implicit_goal_search"] == {"episodes": 1, "n_help": 0, "n_silent": 1,
+                                              "PHA": None, "PHR": None, "PSR": 1.0}
+    assert sum(g["episodes"] for g in groups.values()) == 5  # routine is in none
+    pct = as_percentages(compute_metrics(recs, refs))["breakdown"]
+    assert pct["ability"]["location_belief"]["PHA"] == 75.0
+    assert pct["twin_group"]["implicit_goal_search"]["PSR"] == 100.0
+    assert pct["ability"]["location_belief"]["n_help"] == 2  # counts stay counts

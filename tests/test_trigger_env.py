@@ -142,3 +142,17 @@ def test_vector_env_stacks_infos():
         assert obs.shape == (2, OBSERVATION_SIZE) and info["action_mask"].shape == (2, 7)
     assert ends > 0
     v.close()
+
+
+def test_household_episodes_run_to_the_horizon():
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    env = gym.make(ENV_ID)
+    needs = set()
+    for index in range(2):
+        _ret, info = _rule_episode(env, options={"suite": "vh-dev-v2", "index": index})
+        rec = info["episode_record"]
+        assert rec["ticks"] == suite_episode("vh-dev-v2", index)["horizon"]
+        assert rec["terminated"] and not rec["truncated"]
+        needs.add(rec["reference"]["needs_intervention"])
+    assert needs == {True, False}  # a help episode and a silent one
