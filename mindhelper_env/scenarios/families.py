@@ -441,6 +441,8 @@ def _relocation(d: Draft, variant: str) -> None:
     # in the watched family A learns where X is only by watching B put it away; in its twin
     # A puts it away themself, as in the relocation families, and watches it move
     watched = variant == "watched"
+    # both sides of the watched group keep the same timing (the watching takes a while)
+    slow = 8 if variant in ("watched", "watched_move_seen") else 0
     b = d.person(kind="adult", room=r1)  # B sees where X goes (every belief is perceived)
     x = d.obj(cls, d.pick([p for p in d.reachable_for(a, d.surfaces(r1))]))
     d.target = x
@@ -457,8 +459,8 @@ def _relocation(d: Draft, variant: str) -> None:
     if stays_in_view:
         l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
-               int(d.rng.integers(12, 18)) + (8 if watched else 0))
-        d.idle(b, int(d.rng.integers(5, 8)) + (8 if watched else 0))
+               int(d.rng.integers(12, 18)) + slow)
+        d.idle(b, int(d.rng.integers(5, 8)) + slow)
     else:
         if variant == "self_corrected":
             cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
@@ -469,9 +471,9 @@ def _relocation(d: Draft, variant: str) -> None:
                 cands = boxes  # out of sight on the way back (a surface may be passed)
         l2 = d.pick(cands)
         told = variant in ("told_away", "told")
-        away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + (8 if watched else 0)
+        away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + slow
         d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
-        d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + (8 if watched else 0))
+        d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + slow)
     d.fetch(b, x, l2, [l1])
     if variant in ("told_away", "told"):
         # B tells someone else where X went: A hears it only when in that room (earshot)
@@ -748,7 +750,7 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
         objs = [d.hold(h, d.pick(sorted(OBJECT_CATALOG))) for _ in range(2)]
         d.goto(h, d.pick(spots), long_call)
         d.deliver(h, objs, d.pick(d.reachable_for(h, d.surfaces())))
-    if d.chance(0.45 if needs_help else 0.5):
+    if d.chance(0.4 if needs_help else 0.65):
         z = d.person(kind="adult", room=room)
         d.goto(z, anchor if (not at_anchor and d.chance(0.3)) else d.pick(spots), 0)
         d.phone(z, long_call)
