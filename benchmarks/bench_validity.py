@@ -32,7 +32,8 @@ from mindhelper_env import validity as V
 
 COLUMNS = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "premature_rate", "late_rate",
            "false_alarm_rate", "harm_rate")
-REGISTERED = ("oracle", "belief-tracker", *V.ABLATION_AGENTS, "perspective-free", "reactive",
+REGISTERED = ("oracle", "belief-tracker", *V.ABLATION_AGENTS, V.GOAL_ABLATION,
+              "perspective-free", "reactive",
               "moved-absent", "prior", "random", "silent")
 #: agents played with the hedge too (the oracle reads the env; silent never acts)
 HEDGED = tuple(a for a in REGISTERED if a not in ("oracle", "silent"))
@@ -134,6 +135,20 @@ def main(argv: list[str] | None = None) -> int:
                *(_pct(None if tr is None or pha(a) is None else tr - pha(a))
                  for a in V.ABLATION_AGENTS)]
         table.add_row(*row)
+    console.print(table)
+    # 1b. the goal-inference gap: PHR (the right object handed over) per goal group
+    table = Table(title=f"{args.suite}: PHR of the belief tracker and of "
+                        f"{V.GOAL_ABLATION} (no earlier steps) in the goal-inference groups")
+    table.add_column("twin group", style="bold")
+    for a in ("belief-tracker", V.GOAL_ABLATION):
+        table.add_column(a, justify="right")
+    table.add_column("gap", justify="right")
+    for g in V.goal_groups():
+        def phr(a: str, g: str = g):
+            return scores[a]["groups"].get(g, {}).get("PHR")
+        tr, gb = phr("belief-tracker"), phr(V.GOAL_ABLATION)
+        table.add_row(g, _pct(tr), _pct(gb),
+                      _pct(None if tr is None or gb is None else tr - gb))
     console.print(table)
 
     # 2. agent table

@@ -42,7 +42,7 @@ from mindhelper_env.agents.belief import ReactiveAgent
 from mindhelper_env.agents.tracker import BeliefTracker
 
 __all__ = ["BOUNDS", "SHORTCUTS", "SHORTCUT_BASELINES", "ABLATION_AGENTS", "DEV_SUITE",
-           "TEST_SUITE", "HEDGE_LINES", "WINDOW_CONTEXTS", "WINDOW_AGENTS", "BELIEF_ABILITIES", "hedged", "twin_groups",
+           "TEST_SUITE", "HEDGE_LINES", "GOAL_ABLATION", "goal_groups", "WINDOW_CONTEXTS", "WINDOW_AGENTS", "BELIEF_ABILITIES", "hedged", "twin_groups",
            "belief_groups", "agent_scores", "agent_records", "play_records", "scores",
            "narrations", "training_episodes", "bag_of_words_accuracy", "EpisodeData",
            "episode_data", "window_tokens", "WindowClassifier", "train_window_classifier",
@@ -61,6 +61,8 @@ SHORTCUTS = ("reactive", "moved-absent", "prior")
 SHORTCUT_BASELINES = (*SHORTCUTS, "perspective-free")
 #: The belief tracker with per-person perspectives removed.
 ABLATION_AGENTS = ("ablation-shared-view", "ablation-own-actions")
+#: The belief tracker without the task's earlier steps (goal inference removed).
+GOAL_ABLATION = "ablation-goal-blind"
 #: Abilities whose decision turns on what someone believes: in twin groups testing one of
 #: them, an agent without perspectives must fail.
 BELIEF_ABILITIES = ("location_belief", "communication", "state_belief")
@@ -81,7 +83,8 @@ BOUNDS: dict[str, float] = {
     "shortcut_PHA_max": 55.0,
     # PHA(agent+prefix8) - PHA(agent), every agent: the hedge must not pay (it may cost a
     # little: 8 ticks of walking make some help arrive too late to work)
-    "hedge_PHA_gain_max": 1.0,
+    "hedge_PHA_change_max": 1.0,     # |PHA with the hedge - PHA without|, every agent
+    "goal_blind_PHR_max": 40.0,      # in every twin group that tests goal inference
     "reset_classifier_max": 0.60,
     "cue_classifier_max": 0.60,      # every twin group
     "window_classifier_max": 0.60,   # episode accuracy, every twin group
@@ -100,6 +103,13 @@ def twin_groups() -> tuple[str, ...]:
     from mindhelper_env.scenarios.spec import TWINS
 
     return tuple(TWINS)
+
+
+def goal_groups() -> tuple[str, ...]:
+    """The twin groups whose help family tests goal inference."""
+    from mindhelper_env.scenarios.spec import family_abilities
+
+    return tuple(g for g in twin_groups() if "goal_inference" in family_abilities(g))
 
 
 def belief_groups() -> tuple[str, ...]:
@@ -955,9 +965,17 @@ def check_bounds(agents: Mapping[str, Mapping[str, Any]], *,
                 broken.append(f"{n} PHA {m['PHA']:.1f} > {b['shortcut_PHA_max']}")
     for n, m in agents.items():
         h = agents.get(hedged(n))
-        if h is not None and h["PHA"] - m["PHA"] > b["hedge_PHA_gain_max"]:
-            broken.append(f"the hedge raises {n}'s PHA by {h['PHA'] - m['PHA']:+.1f} "
-                          f"(> {b['hedge_PHA_gain_max']})")
+        if h is not None and abs(h["PHA"] - m["PHA"]) > b["hedge_PHA_change_max"]:
+            broken.append(f"the hedge changes {n}'s PHA by {h['PHA'] - m['PHA']:+.1f} "
+                          f"(more than {b['hedge_PHA_change_max']})")
+    gb = agents.get(GOAL_ABLATION)
+    if gb is not None:
+        for g in goal_groups():
+            gm = gb.get("groups", {}).get(g)
+            if gm is not None and gm.get("PHR") is not None \
+                    and gm["PHR"] > b["goal_blind_PHR_max"]:
+                broken.append(f"{GOAL_ABLATION} PHR {gm['PHR']:.1f} in {g} > "
+                              f"{b['goal_blind_PHR_max']}")
     key = {"reset": "reset_classifier_max", "cue": "cue_classifier_max"}
     for kind, accs in (classifiers or {}).items():
         bound = b[key.get(kind, "window_classifier_max")]  # window, window-ctx2, ...
