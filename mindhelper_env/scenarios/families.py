@@ -416,14 +416,30 @@ def _spare_out_of_sight(d: Draft, cls: str, rooms_seen: tuple[int, ...]) -> None
             d.keep.add(d.obj(cls, d.pick(spots)))
 
 
-def _same_look(d: Draft, a: int, l1: int, l2: int) -> None:
+def _same_look(d: Draft, a: int, l1: int, l2: int, *, stayed: bool) -> None:
     """The cue of the help family, where the person knows better: ``a`` opens L1 and closes
     it again, taking nothing (looking for something else, or just checking), before going
-    for X where they know it is. Whether that look is a false belief is in their mind only."""
+    for X where they know it is. Whether that look is a false belief is in their mind only.
+    ``stayed``: ``a`` watched the move from the room; they often step out and come back
+    first, as a person who was away does (:func:`_before_the_look`)."""
+    if stayed and d.chance(0.7):
+        r1 = d.room_of(l1)
+        d.goto(a, d.pick(d.furniture(d.pick([r for r in d.rooms if r != r1]))),
+               int(d.rng.integers(2, 7)))
+    _before_the_look(d, a, l1, l2)
+    d.check(a, l1)
+
+
+def _before_the_look(d: Draft, a: int, l1: int, l2: int) -> None:
+    """What comes between coming back and the look in L1, on every side of a twin group:
+    sometimes a while at other furniture of the room, sometimes a check of another place."""
+    r1 = d.room_of(l1)
+    if d.chance(0.3):
+        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]),
+               int(d.rng.integers(2, 6)))
     if d.chance(0.3):
         d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
                            if p not in (l1, l2)]))
-    d.check(a, l1)
 
 
 def _relocation(d: Draft, variant: str) -> None:
@@ -448,9 +464,13 @@ def _relocation(d: Draft, variant: str) -> None:
     d.target = x
     d.keep.add(x)
     if watched:
-        # A learns where X is only by watching B put it away
+        # A learns where X is only by watching B put it away (busy at a container of the
+        # room meanwhile, as a putter is with L1)
         d.fetch(b, x, l1, [d.world.anchor(x)])
-        d.idle(a, int(d.rng.integers(6, 9)))
+        boxes = [c for c in d.reachable_for(a, d.containers(r1)) if c != l1]
+        if boxes:
+            d.check(a, d.pick(boxes))
+        d.idle(a, int(d.rng.integers(4, 7)))
     else:
         d.fetch(a, x, l1, [d.world.anchor(x)])
     away = [r for r in d.rooms if r != r1]
@@ -485,6 +505,7 @@ def _relocation(d: Draft, variant: str) -> None:
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
     if variant in _RELOCATION_HELP:
+        _before_the_look(d, a, l1, l2)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}))
         d.stuck_after_one_try(a)
         d.needs_help = True
@@ -493,11 +514,12 @@ def _relocation(d: Draft, variant: str) -> None:
         d.check(a, d.pick(pool))
         d.goto(a, d.pick([f for f in d.furniture() if f != l1]), int(d.rng.integers(2, 6)))
     elif variant in ("witnessed", "watched_move_seen", "told"):
-        _same_look(d, a, l1, l2)
+        _same_look(d, a, l1, l2, stayed=variant != "told")
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = {"type": "none"}
     elif variant == "spare":
         # A also saw another X lying in the room: after the empty look A takes that one
+        _before_the_look(d, a, l1, l2)
         spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
         spare = d.obj(cls, spot)
         d.keep.add(spare)
@@ -507,7 +529,7 @@ def _relocation(d: Draft, variant: str) -> None:
         d.mental_state = dict(d.mental_state, spare=spare)
     elif variant == "self_corrected":
         d.goto(a, d.pick(d.furniture(d.room_of(l2))), int(d.rng.integers(2, 4)))
-        _same_look(d, a, l1, l2)
+        _same_look(d, a, l1, l2, stayed=False)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = dict(d.mental_state, corrected=True)
     if variant != "spare":
@@ -594,13 +616,15 @@ def _emptied(d: Draft, variant: str) -> None:
     act = {"type": "fetch", "object": x, "dest": dest, "alternatives": xs[1:],
            "search": d.search_order(cls, {l1, l2})}
     if variant == "help":
+        _before_the_look(d, a, l1, l2)
         d.stuck_after_one_try(a)
         d.needs_help = True
     elif variant == "witnessed":
-        _same_look(d, a, l1, l2)
+        _same_look(d, a, l1, l2, stayed=True)
         act["search"] = d.search_order(cls, {l1, l2}, last=[l2])
         d.mental_state = {"type": "none"}
     elif variant == "spare":
+        _before_the_look(d, a, l1, l2)
         spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
         spare = d.obj(cls, spot)
         d.keep.add(spare)
@@ -750,10 +774,18 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
         objs = [d.hold(h, d.pick(sorted(OBJECT_CATALOG))) for _ in range(2)]
         d.goto(h, d.pick(spots), long_call)
         d.deliver(h, objs, d.pick(d.reachable_for(h, d.surfaces())))
-    if d.chance(0.4 if needs_help else 0.65):
+    if d.chance(0.8 if needs_help else 0.65):
         z = d.person(kind="adult", room=room)
         d.goto(z, anchor if (not at_anchor and d.chance(0.3)) else d.pick(spots), 0)
         d.phone(z, long_call)
+    # someone in another room: on a call in the silent episodes, so that calls are as many on
+    # both sides and only who is on the phone *where* tells whether anyone will notice
+    elsewhere = [r for r in d.rooms if r != room]
+    if elsewhere:
+        e = d.person(kind="adult", room=d.pick(elsewhere))
+        d.goto(e, d.pick(d.furniture(d.world.chars[e].room)), 0 if not needs_help else 30)
+        if not needs_help:
+            d.phone(e, long_call)
     if needs_help:
         d.needs_help = True
         d.stuck_after_one_try(a)
