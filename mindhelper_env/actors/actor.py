@@ -117,6 +117,8 @@ class Actor:
     #: before giving up; help that arrives meanwhile (something handed over, a container
     #: opened, a place told) lets them carry on. 0: give up at once.
     linger: int = 0
+    #: where a stuck person wanders to (furniture id; None: they stay put)
+    stuck_walk: int | None = None
     beliefs: dict[int, int] = field(default_factory=dict)
     status: str = "active"  # active | done | gave_up
     markers: list[Marker] = field(default_factory=list)
@@ -175,6 +177,7 @@ class Actor:
             patience=int(spec.get("patience", 3)),
             retry_wait=int(spec.get("retry_wait", 1)),
             linger=int(spec.get("linger", 0)),
+            stuck_walk=None if spec.get("stuck_walk") is None else int(spec["stuck_walk"]),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
         )
 
@@ -330,7 +333,7 @@ class Actor:
                 self.markers.append(Marker(world.tick, "gave_up", self._idx, "stuck"))
                 return None
             else:
-                return None
+                return self._wander(world)
         if self._wait > 0:
             self._wait -= 1
             return None
@@ -372,6 +375,16 @@ class Actor:
             self.status = "done"
             self._doing = "done"
             self.markers.append(Marker(world.tick, "done", self._idx))
+
+    def _wander(self, world: World) -> ScriptLine | None:
+        """A stuck person may walk over to other furniture once, doing nothing there."""
+        target = self.stuck_walk
+        if target is None or target not in world.graph.nodes or world.is_close(self.id, target):
+            self.stuck_walk = None
+            return None
+        if world.chars[self.id].sitting_on is not None:
+            return ScriptLine("standup", ())
+        return self._walk_to(world, target)
 
     def _help_arrived(self, world: World) -> bool:
         """While stuck: has someone made the task possible again?"""
@@ -730,6 +743,10 @@ class Actor:
     # ------------------------------------------------------------------ feedback
     def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
         """React to the outcome of the line this actor just tried."""
+        if self._give_up_at is not None and line.verb in ("walk", "standup"):
+            if not result.ok:
+                self.stuck_walk = None  # a stuck person's wandering is no attempt at the task
+            return
         if result.ok:
             if line.verb in ("putin", "putback") and self.activity is not None:
                 act = self.activity

@@ -318,13 +318,19 @@ class Draft:
         pool = self.rng.choice(np.arange(2, 2 + 4 * len(old)), size=len(old), replace=False)
         return {o: int(new) for o, new in zip(old, pool, strict=True)}
 
-    def stuck_after_one_try(self, cid: int) -> None:
+    def stuck_after_one_try(self, cid: int, near: int | None = None) -> None:
         """Person ``cid`` (the focus of a help episode) fails once, then stays stuck for a
-        while before giving up: one visible struggle, as in the silent twins."""
+        while before giving up: one visible struggle, as in the silent twins. Half the time
+        they wander over to other furniture of the room of ``near`` meanwhile, so that "the
+        person did nothing after the struggle" does not mark the help episodes either."""
         rec = self.actor(cid)
         rec["patience"] = 1
         # long enough for help issued at the deadline behind a few free moves
         rec["linger"] = int(self.rng.integers(22, 27))
+        if near is not None and self.chance(0.5):
+            spots = [f for f in self.furniture(self.room_of(near)) if f != near]
+            if spots:
+                rec["stuck_walk"] = self.pick(spots)
 
     def to_spec(self) -> dict[str, Any]:
         mapping = self.shuffle_ids()
@@ -356,7 +362,8 @@ class Draft:
                     new["objects"] = [m(o) for o in new["objects"]]
                 acts.append(new)
             actors.append({**a, "id": m(a["id"]), "activities": acts,
-                           "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()}})
+                           "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()},
+                           **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {})})
         ms = dict(self.mental_state)
         for k in ("object", "believed", "true", "spare"):
             if ms.get(k) is not None:
@@ -428,6 +435,8 @@ def _same_look(d: Draft, a: int, l1: int, l2: int, *, stayed: bool) -> None:
                int(d.rng.integers(2, 7)))
     _before_the_look(d, a, l1, l2)
     d.check(a, l1)
+    if d.chance(0.5):  # a moment's pause after the look, as a stuck person shows
+        d.idle(a, int(d.rng.integers(2, 6)))
 
 
 def _before_the_look(d: Draft, a: int, l1: int, l2: int) -> None:
@@ -463,16 +472,18 @@ def _relocation(d: Draft, variant: str) -> None:
     x = d.obj(cls, d.pick([p for p in d.reachable_for(a, d.surfaces(r1))]))
     d.target = x
     d.keep.add(x)
+    boxes = [c for c in d.containers(r1) if c != l1]
     if watched:
-        # A learns where X is only by watching B put it away (busy at a container of the
-        # room meanwhile, as a putter is with L1)
+        # A learns where X is only by watching B put it away (checking a container of the
+        # room meanwhile, as the watcher in the twin does)
         d.fetch(b, x, l1, [d.world.anchor(x)])
-        boxes = [c for c in d.reachable_for(a, d.containers(r1)) if c != l1]
-        if boxes:
-            d.check(a, d.pick(boxes))
+        if d.reachable_for(a, boxes):
+            d.check(a, d.pick(d.reachable_for(a, boxes)))
         d.idle(a, int(d.rng.integers(4, 7)))
     else:
         d.fetch(a, x, l1, [d.world.anchor(x)])
+        if variant == "watched_move_seen" and boxes:
+            d.check(b, d.pick(boxes))
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
     stays_in_view = variant in ("witnessed", "watched_move_seen")
@@ -497,7 +508,9 @@ def _relocation(d: Draft, variant: str) -> None:
     d.fetch(b, x, l2, [l1])
     if variant in ("told_away", "told"):
         # B tells someone else where X went: A hears it only when in that room (earshot)
-        rooms = [r for r in d.rooms if r != r_away] if variant == "told_away" else [r_away]
+        rooms = [r for r in d.rooms if r not in (r_away, r1)] or [r for r in d.rooms
+                                                                  if r != r_away] \
+            if variant == "told_away" else [r_away]
         listener = d.person(kind="adult", room=d.pick(rooms))
         d.goto(listener, d.pick(d.furniture(d.world.chars[listener].room)),
                int(d.rng.integers(20, 30)))
@@ -507,7 +520,7 @@ def _relocation(d: Draft, variant: str) -> None:
     if variant in _RELOCATION_HELP:
         _before_the_look(d, a, l1, l2)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}))
-        d.stuck_after_one_try(a)
+        d.stuck_after_one_try(a, near=l1)
         d.needs_help = True
     elif variant == "irrelevant":
         pool = [p for p in d.reachable_for(a, d.containers() + d.surfaces()) if p != l1]
@@ -617,7 +630,7 @@ def _emptied(d: Draft, variant: str) -> None:
            "search": d.search_order(cls, {l1, l2})}
     if variant == "help":
         _before_the_look(d, a, l1, l2)
-        d.stuck_after_one_try(a)
+        d.stuck_after_one_try(a, near=l1)
         d.needs_help = True
     elif variant == "witnessed":
         _same_look(d, a, l1, l2, stayed=True)
@@ -668,13 +681,19 @@ def _unknown_look_alikes(d: Draft, place: int, goal: str, rooms_seen: tuple[int,
     from mindhelper_env.scenarios.observer import classes_kept_at
 
     kept = [c for c in classes_kept_at(d.g.nodes[place].key) if c != goal]
-    for k in d.rng.permutation(len(kept))[:2]:
+    placed = 0
+    for k in d.rng.permutation(len(kept)):
         c = kept[int(k)]
         spots = d.unusual_surfaces(c, exclude_rooms=rooms_seen)
         if not spots:
             continue
         d.remove_instances(c)
         d.keep.add(d.obj(c, d.pick(spots)))
+        placed += 1
+        if placed == 3:
+            break
+    if placed < 2:
+        raise _Reject("too few look-alike classes at the first place searched")
 
 
 def _search(d: Draft, variant: str) -> None:
@@ -720,7 +739,7 @@ def _search(d: Draft, variant: str) -> None:
         if variant == "help":
             d.mental_state = {"type": "implicit_goal", "goal": f"get a {cls}", "object": x}
             d.needs_help = True
-            d.stuck_after_one_try(a)
+            d.stuck_after_one_try(a, near=search[0] if search else None)
         else:
             d.mental_state = {"type": "none", "seen_at": where}
     d.target = x
@@ -788,7 +807,7 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
             d.phone(e, long_call)
     if needs_help:
         d.needs_help = True
-        d.stuck_after_one_try(a)
+        d.stuck_after_one_try(a, near=anchor)
     else:
         d.mental_state = {"type": "none"}
     for _ in range(_others(d) - 1):
