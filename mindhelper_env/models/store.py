@@ -35,8 +35,10 @@ from mindhelper_env.models.base import (
     ModelClient,
     ModelError,
     ReplayMissError,
+    call_client,
     canonical_request,
     request_key,
+    request_params,
 )
 
 try:  # POSIX
@@ -93,13 +95,25 @@ class ReplayClient:
             model = models[0] if models else "unknown"
         self.model_id = model
         self._answers: dict[str, dict[str, Any]] = {}
+        modes = set()
         for e in entries:
             self._answers.setdefault(e["key"], e["completion"])
+            params = (e.get("request") or {}).get("params") or {}
+            if params.get("structured"):
+                modes.add(str(params["structured"]))
+        #: the structured-output mode the cassette was recorded with (so that requests are
+        #: keyed as they were then), or None
+        self.structured = sorted(modes)[0] if len(modes) == 1 else None
+        if len(modes) > 1:
+            raise ValueError(f"replay:{path}: the cassette mixes structured-output modes "
+                             f"{sorted(modes)}")
+        self.context_length = None
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
         key = request_key(canonical_request(
-            self.model_id, messages, {"max_tokens": max_tokens, "temperature": temperature}))
+            self.model_id, messages,
+            request_params(max_tokens, temperature, constraint, self.structured)))
         hit = self._answers.get(key)
         if hit is None:
             raise ReplayMissError(f"replay:{self.path}: no recorded answer for request "
@@ -113,6 +127,8 @@ class RecordClient:
     def __init__(self, inner: ModelClient, path: str | os.PathLike[str]) -> None:
         self.inner = inner
         self.model_id = inner.model_id
+        self.structured = getattr(inner, "structured", None)
+        self.context_length = getattr(inner, "context_length", None)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.touch(exist_ok=True)
@@ -133,9 +149,9 @@ class RecordClient:
         self._offset += end
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
-        canon = canonical_request(self.model_id, messages,
-                                  {"max_tokens": max_tokens, "temperature": temperature})
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
+        canon = canonical_request(self.model_id, messages, request_params(
+            max_tokens, temperature, constraint, self.structured))
         key = request_key(canon)
         with self._lock:
             hit = self._answers.get(key)
@@ -144,7 +160,8 @@ class RecordClient:
                 hit = self._answers.get(key)
         if hit is not None:
             return Completion.from_dict(hit, cached=True)
-        answer = self.inner.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        answer = call_client(self.inner, messages, max_tokens=max_tokens,
+                             temperature=temperature, constraint=constraint)
         entry = {"key": key, "model": self.model_id, "request": canon,
                  "completion": _stored(answer)}
         line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
@@ -172,6 +189,8 @@ class CachedClient:
     def __init__(self, inner: ModelClient, directory: str | os.PathLike[str]) -> None:
         self.inner = inner
         self.model_id = inner.model_id
+        self.structured = getattr(inner, "structured", None)
+        self.context_length = getattr(inner, "context_length", None)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
 
@@ -179,9 +198,9 @@ class CachedClient:
         return self.directory / key[:2] / f"{key}.json"
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
-        canon = canonical_request(self.model_id, messages,
-                                  {"max_tokens": max_tokens, "temperature": temperature})
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
+        canon = canonical_request(self.model_id, messages, request_params(
+            max_tokens, temperature, constraint, self.structured))
         key = request_key(canon)
         path = self._path(key)
         if path.is_file():
@@ -190,7 +209,8 @@ class CachedClient:
                 return Completion.from_dict(data["completion"], cached=True)
             except (OSError, ValueError, KeyError, TypeError, ModelError) as err:
                 logger.warning("ignoring unreadable cache entry %s: %s", path, err)
-        answer = self.inner.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        answer = call_client(self.inner, messages, max_tokens=max_tokens,
+                             temperature=temperature, constraint=constraint)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
