@@ -267,7 +267,7 @@ def test_malformed_answers_are_the_modules_nothing(env):
     assert not any(u["sources"].get("model") for u in usage)
     # no judgement the model failed turned into help
     assert all(not r["actions"] for r in records)
-    assert all(r["usage"]["sources"] == u["sources"] for r, u in zip(records, usage))
+    assert all(r["usage"]["sources"] == u["sources"] for r, u in zip(records, usage, strict=True))
     assert all(c["outcome"] == "parse_failure" and c["prompt"].startswith("mindclaw-")
                for r in records for w in r["trace"] for c in w["calls"])
 
