@@ -46,6 +46,11 @@ One intervention per episode: after the agent has acted once it answers ``"none"
 rest of the episode without calling the model (the metrics score the first intervention;
 the env runs the program to completion).
 
+Trace (copied into result records): one entry per model call: ``window``, ``tick``,
+``prompt_tokens``, ``completion_tokens``, ``outcome`` (``ok``, ``parse_failure``,
+``call_failed:<kind>``), ``prompt`` (template version) and the answer's first 160
+characters.
+
 Usage: ``model_calls`` counts every call made (answered or failed), ``prompt_tokens`` /
 ``completion_tokens`` add up the clients' counts, ``seconds`` the time spent in model calls,
 and ``tokens_estimated`` is True if any count in the episode was an estimate.
@@ -259,6 +264,9 @@ class DirectVLMAgent:
         self.history_chars = int(history_chars)
         self.max_images = int(max_images)
         self.usage = Usage()
+        #: one entry per model call of the episode: window, tick, tokens, outcome, prompt
+        self.trace: list[dict[str, Any]] = []
+        self._window = 0
         self.last_prompt: list[dict[str, Any]] | None = None
         self.last_reply: str | None = None
         self._reset_state()
@@ -271,6 +279,8 @@ class DirectVLMAgent:
 
     def reset(self, *, seed: int | None = None) -> None:
         self.usage = Usage()
+        self.trace = []
+        self._window = 0
         self._reset_state()
 
     # -- prompt ------------------------------------------------------------------------
@@ -396,6 +406,8 @@ class DirectVLMAgent:
         self.usage.decisions += 1
         self.usage.prompts.setdefault(self.name, self.template.version)
         self._observe(observation)
+        window = self._window
+        self._window += 1
         if self._acted:
             return "none"
         messages = self.build_messages(observation, info)
@@ -403,16 +415,26 @@ class DirectVLMAgent:
         known = self._known_ids(info)
         constraint = (answer_constraint(self.answer_format, known)
                       if getattr(self.client, "structured", None) else None)
-        answer, _kind = accounted_call(self.client, self.usage, messages,
-                                       max_tokens=self.max_tokens,
-                                       temperature=self.temperature, constraint=constraint,
-                                       who=self.name)
+        answer, kind = accounted_call(self.client, self.usage, messages,
+                                      max_tokens=self.max_tokens,
+                                      temperature=self.temperature, constraint=constraint,
+                                      who=self.name)
+        entry: dict[str, Any] = {
+            "window": window, "tick": int(observation.get("tick", info.get("tick", 0))),
+            "prompt_tokens": 0, "completion_tokens": 0, "outcome": "ok",
+            "prompt": self.template.version}
+        self.trace.append(entry)
         if answer is None:
+            entry["outcome"] = f"call_failed:{kind}"
             self.usage.count_source("failed")
             return "none"
+        entry["prompt_tokens"] = answer.prompt_tokens
+        entry["completion_tokens"] = answer.completion_tokens
+        entry["answer"] = answer.text[:160]
         self.last_reply = answer.text
         action, why = parse_answer(answer.text, known, fmt=self.answer_format)
         if action is None:
+            entry["outcome"] = "parse_failure"
             self.usage.parse_failures += 1
             self.usage.count_source("failed")
             logger.info("direct-vlm: unusable answer (%s); answering none", why)

@@ -83,7 +83,7 @@ class HFClient:
         else:
             self.context_length = int(window) if isinstance(window, int) else None
 
-    def estimate_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
+    def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
         """The prompt's exact token count (the chat template applied)."""
         return int(self._prompt_ids(messages).shape[-1])
 

@@ -153,15 +153,6 @@ class OpenAIClient:
         chars, tokens = self._calib
         return chars / tokens if tokens >= 64 else self.chars_per_token
 
-    def estimate_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
-        """An estimate of a prompt's tokens for fitting prompts to ``context_length``:
-        calibrated once answers with ``usage`` came back, else at most 2.5 characters per
-        token (on the safe side for small-vocabulary tokenizers)."""
-        chars, images = prompt_size(normalize_messages(messages))
-        cpt = self.calibrated_chars_per_token if self._calib[1] >= 64 \
-            else min(self.chars_per_token, 2.5)
-        return estimate_tokens(chars, images, cpt) + 8 * len(messages)
-
     def _retryable(self, err: Exception) -> bool:
         o = self._openai
         if isinstance(err, (o.APITimeoutError, o.APIConnectionError, o.RateLimitError)):

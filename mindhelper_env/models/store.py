@@ -82,7 +82,13 @@ def read_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 class ReplayClient:
     """``replay:FILE``: answers only from a cassette."""
 
-    def __init__(self, path: str | os.PathLike[str], *, model: str | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, model: str | None = None,
+                 context_length: int | None = None, structured: str | None = None,
+                 **_live_options: Any) -> None:
+        # options of the live client that do not change a request (timeout, retries,
+        # concurrency ...) are accepted and ignored, so a recorded command line replays
+        # with --replay; ``context_length`` must be the recorded one (prompts are fitted
+        # to it), ``structured`` is read from the cassette
         self.path = Path(path)
         if not self.path.is_file():
             raise ValueError(f"replay:{path}: no such cassette file")
@@ -107,7 +113,10 @@ class ReplayClient:
         if len(modes) > 1:
             raise ValueError(f"replay:{path}: the cassette mixes structured-output modes "
                              f"{sorted(modes)}")
-        self.context_length = None
+        if structured and self.structured and structured != self.structured:
+            raise ValueError(f"replay:{path}: recorded with structured={self.structured!r}, "
+                             f"not {structured!r}")
+        self.context_length = int(context_length) if context_length else None
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
                  temperature: float = 0.0, constraint: Any = None) -> Completion:
