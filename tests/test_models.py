@@ -440,3 +440,23 @@ def test_token_estimate_is_calibrated_and_marked(tmp_path):
     assert not first.tokens_estimated and first.prompt_tokens == 400
     # 1004 characters for 400 tokens: the estimate follows that ratio, marked as estimated
     assert second.tokens_estimated and 395 <= second.prompt_tokens <= 405
+
+
+def test_recorded_real_answers_parse_as_pinned():
+    """Real answers of SmolLM2-135M (tests/data/smollm2-answers.json): prose before the
+    object, fences, a nested object in place of an id, the prompt echoed; the letters of the
+    compact format all read."""
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "smollm2-answers.json").read_text())
+    answers = data["answers"]
+    assert len(answers) >= 20
+    for a in answers:
+        got = (find_json_object(a["answer"]) if a["format"] == "json"
+               else choice_letter(a["answer"], 9))
+        assert got == a["expected"], a["answer"]
+    letters = [a for a in answers if a["format"] == "letter"]
+    assert letters and all(a["expected"] for a in letters)
+    # a JSON answer whose "object" is itself an object is never read as a usable id
+    nested = [a for a in answers if '"object": {' in a["answer"]]
+    assert nested and all(a["expected"] is None for a in nested)
