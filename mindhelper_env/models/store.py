@@ -105,17 +105,18 @@ class ReplayClient:
         for e in entries:
             self._answers.setdefault(e["key"], e["completion"])
             params = (e.get("request") or {}).get("params") or {}
-            if params.get("structured"):
-                modes.add(str(params["structured"]))
-        #: the structured-output mode the cassette was recorded with (so that requests are
-        #: keyed as they were then), or None
-        self.structured = sorted(modes)[0] if len(modes) == 1 else None
-        if len(modes) > 1:
+            modes.add(str(params["structured"]) if params.get("structured") else None)
+        recorded = {m for m in modes if m}
+        if len(recorded) > 1:
             raise ValueError(f"replay:{path}: the cassette mixes structured-output modes "
-                             f"{sorted(modes)}")
-        if structured and self.structured and structured != self.structured:
-            raise ValueError(f"replay:{path}: recorded with structured={self.structured!r}, "
-                             f"not {structured!r}")
+                             f"{sorted(recorded)}")
+        if structured and recorded and structured not in recorded:
+            raise ValueError(f"replay:{path}: recorded with structured="
+                             f"{sorted(recorded)[0]!r}, not {structured!r}")
+        #: the structured-output mode requests are keyed with: the ``structured`` option as
+        #: recorded, else the cassette's mode when every entry was recorded with it
+        self.structured = structured or (sorted(recorded)[0]
+                                         if recorded and None not in modes else None)
         self.context_length = int(context_length) if context_length else None
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
