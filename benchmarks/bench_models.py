@@ -190,8 +190,9 @@ def server_rate(spec: str, requests: Sequence[dict[str, Any]], concurrency: int)
     """Sustained requests/s of the server alone: ``concurrency`` threads send the requests
     (each once, in order) as fast as answers come back."""
     from mindhelper_env.models import make_client
+    from mindhelper_env.models.answers import Constraint
 
-    client = make_client(spec, timeout=600, max_retries=0)
+    client = make_client(spec, timeout=600, max_retries=0, structured="gbnf")
     todo = list(requests)
     lock = threading.Lock()
     done = [0]
@@ -203,8 +204,10 @@ def server_rate(spec: str, requests: Sequence[dict[str, Any]], concurrency: int)
                     return
                 req = todo.pop(0)
             p = req["params"]
+            grammar = p.get("grammar")
             client.complete(req["messages"], max_tokens=int(p["max_tokens"]),
-                            temperature=float(p["temperature"]))
+                            temperature=float(p["temperature"]),
+                            constraint=Constraint(None, grammar) if grammar else None)
             with lock:
                 done[0] += 1
 
@@ -217,24 +220,24 @@ def server_rate(spec: str, requests: Sequence[dict[str, Any]], concurrency: int)
     return done[0] / (time.perf_counter() - t0)
 
 
-def throughput(suite: str, limit: int, repeats: int, out: Path, n_threads: int | None) -> None:
+def throughput(suite: str, limit: int, repeats: int, out: Path, n_threads: int | None,
+               agent: str = "direct-vlm") -> None:
     from mindhelper_env.models.local import LlamaServer
 
-    agent = "direct-vlm"
     rows = []
     with LlamaServer(n_ctx=N_CTX, n_threads=n_threads,
                      log=str(out / "llama-throughput.log")) as srv:
         cassette = out / "throughput-requests.jsonl"
         cassette.unlink(missing_ok=True)
         # the package's own prompts: one recorded run
-        run_variant("compact", f"record:{cassette}={srv.spec}", suite, [agent], limit,
+        run_variant("gbnf", f"record:{cassette}={srv.spec}", suite, [agent], limit,
                     out / "throughput-record", timing=True)
         requests = _cassette_requests(cassette)
         for workers in (1, 2):
             alone = [server_rate(srv.spec, requests, workers) for _ in range(repeats)]
             achieved = []
             for i in range(repeats):
-                res = run_variant("compact", srv.spec, suite, [agent], limit,
+                res = run_variant("gbnf", srv.spec, suite, [agent], limit,
                                   out / f"throughput-w{workers}-{i}", timing=True,
                                   workers=workers)
                 achieved.append(res["agents"][agent]["calls_per_second"] or 0.0)
@@ -276,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-models-"))
     out.mkdir(parents=True, exist_ok=True)
     if args.throughput:
-        throughput(args.suite, args.limit, args.repeats, out, args.threads)
+        throughput(args.suite, args.limit, args.repeats, out, args.threads,
+                   args.agents.split(",")[0].strip())
         return 0
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]

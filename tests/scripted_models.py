@@ -94,6 +94,9 @@ class ReferenceScript:
         elif system.startswith("You are the observation module"):
             kind, answer = "observation", {
                 "cues": list(range(len(re.findall(r"^\d+\. Tick", user, re.M))))}
+            if "Answer with ONE line" in system:
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                return Reply(text=" ".join(map(str, answer["cues"])) or "none", usage=None)
         else:
             kind, answer = "other", {}
         self.kinds[kind] = self.kinds.get(kind, 0) + 1

@@ -238,7 +238,7 @@ def test_the_grammar_is_sent_with_known_ids(vh_env):
     ids = re.search(r"^id ::= (.*)$", grammar, re.M).group(1)
     assert ids.count("|") >= 10  # the candidates' ids, nothing else
     assert agent.usage.sources == {"model": steps} and agent.usage.parse_failures == 0
-    assert agent.usage.prompts == {"direct-vlm": "direct-vlm.line-2"}
+    assert agent.usage.prompts == {"direct-vlm": "direct-vlm.line-3"}
     c = answer_constraint("json", {1, 2})
     assert c.schema["required"] == ["intervene", "program"] and '"1" | "2"' in c.grammar
 

@@ -155,3 +155,39 @@ def test_a_killed_server_ends_in_counted_failures(tmp_path):
     # most calls failed: said at the end, and --strict exits 3
     assert "most model calls failed" in stderr
     assert proc.returncode == 3
+
+
+@pytest.mark.parametrize("formats", ["json", "compact"])
+def test_every_grammar_parses_in_llama_cpp(formats):
+    """The GBNF grammars of every module and format are valid for llama.cpp (parsed by its
+    own grammar reader; no model needed)."""
+    llama_cpp = _require("llama_cpp")
+    import gymnasium as gym
+    from fake_openai_server import ScriptedServer
+    from scripted_models import ReferenceScript
+
+    from mindhelper_env.agents import make_agent
+    from mindhelper_env.evaluation import run_episode
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    env = gym.make("MindHelper-VirtualHome-v0")
+    script = ReferenceScript()
+    try:
+        with ScriptedServer(script) as server:
+            spec = f"openai:s@{server.url}"
+            claw = make_agent("mindclaw", model=spec, formats=formats, structured="gbnf",
+                              backends={"action": "model", "observation": "model"})
+            direct = make_agent("direct-vlm", model=spec, structured="gbnf",
+                                answer_format="json" if formats == "json" else "line")
+            for i in range(6):
+                script.reference = suite_episode(SUITE, i)["reference"]
+                for agent in (claw, direct):
+                    run_episode(env, agent, options={"suite": SUITE, "index": i})
+    finally:
+        env.close()
+    grammars = {}
+    for body in server.requests:
+        grammars.setdefault(body["messages"][0]["content"][:40], body["grammar"])
+    assert len(grammars) == 4  # direct-vlm and MindClaw's three modules
+    for head, grammar in grammars.items():
+        assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False), head
