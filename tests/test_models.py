@@ -327,8 +327,12 @@ def test_missing_extra_says_what_to_install(monkeypatch, spec, module):
 
 
 @pytest.mark.parametrize("text, expected", [
-    # the failing example: the only object is nested in two lists
-    ('[intervene: false, "program": [{"intervene": true, "program": []}]]', None),
+    # the failing example: the nested object is never the answer; the outer
+    # square-bracketed pseudo-object is
+    ('[intervene: false, "program": [{"intervene": true, "program": []}]]',
+     {"intervene": False, "program": [{"intervene": True, "program": []}]}),
+    ('["[walk] <fridge> (1)"] then {"intervene": true}', {"intervene": True}),
+    ('[1, 2, {"intervene": true}]', None),
     ('{"intervene": false, "program": [{"intervene": true}]}',
      {"intervene": False, "program": [{"intervene": True}]}),
     ('```json\n{"blocked": false}\n```', {"blocked": False}),
@@ -460,3 +464,6 @@ def test_recorded_real_answers_parse_as_pinned():
     # a JSON answer whose "object" is itself an object is never read as a usable id
     nested = [a for a in answers if '"object": {' in a["answer"]]
     assert nested and all(a["expected"] is None for a in nested)
+    # the shape: a bracketed pseudo-object, read as the object it stands for
+    bracketed = [a for a in answers if a["answer"].startswith("[intervene:")]
+    assert bracketed and all(a["expected"]["intervene"] is False for a in bracketed)

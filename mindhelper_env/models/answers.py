@@ -4,8 +4,10 @@ formats, prompt templates and structured-output constraints.
 **JSON answers** (:func:`find_json_object`): the answer object is the first JSON object that
 stands at the top level of the reply: code fences (```` ```json ````), leading prose and
 trailing text around it are fine. An object nested inside another bracket is never taken
-for the answer: in ``[intervene: false, "program": [{"intervene": true}]]`` the only object
-is inside two lists, so there is no answer (the old reader took ``intervene: true``).
+for the answer: in ``[intervene: false, "program": [{"intervene": true}]]`` the object is
+inside two lists, so it is not the answer (the old reader took ``intervene: true``); the
+outer square brackets, which small models write for an object (``[key: value, ...]``), are
+read as that object: ``intervene: false``.
 Lenient repairs, tried only when the strict parse fails: single quotes for strings,
 Python's ``True``/``False``/``None``, bare keys (``{intervene: false}``) and a trailing
 comma.
@@ -50,8 +52,9 @@ def _strip_fences(text: str) -> str:
     return _FENCE.sub("\n", text)
 
 
-def _top_level_braces(text: str) -> list[int]:
-    """Offsets of every ``{`` that is outside any bracket and any double-quoted string."""
+def _top_level_braces(text: str, opener: str = "{") -> list[int]:
+    """Offsets of every ``opener`` that is outside any bracket and any double-quoted
+    string."""
     out = []
     depth = 0
     in_str = False
@@ -68,7 +71,7 @@ def _top_level_braces(text: str) -> list[int]:
         if ch == '"':
             in_str = True
         elif ch in "[{(":
-            if ch == "{" and depth == 0:
+            if ch == opener and depth == 0:
                 out.append(i)
             depth += 1
         elif ch in "]})":
@@ -77,8 +80,8 @@ def _top_level_braces(text: str) -> list[int]:
 
 
 def _matching_end(text: str, start: int) -> int:
-    """Offset after the ``}`` matching ``text[start] == "{"`` (quotes of either kind
-    respected), or -1."""
+    """Offset after the bracket matching ``text[start]`` (``{`` or ``[``; quotes of either
+    kind respected), or -1."""
     depth = 0
     quote = ""
     esc = False
@@ -159,7 +162,23 @@ def find_json_object(text: str | None) -> dict[str, Any] | None:
                 continue
         if isinstance(obj, dict):
             return obj
+    # a pseudo-object in square brackets: [intervene: false, "program": [...]]
+    for start in _top_level_braces(body, "["):
+        if not _PSEUDO_KEY.match(body, start + 1):
+            continue
+        end = _matching_end(body, start)
+        if end < 0:
+            continue
+        try:
+            obj = json.loads(_repair("{" + body[start + 1:end - 1] + "}"))
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return obj
     return None
+
+
+_PSEUDO_KEY = re.compile(r"""\s*["']?[A-Za-z_][A-Za-z0-9_]*["']?\s*:""")
 
 
 def answer_line(text: str | None) -> str:
