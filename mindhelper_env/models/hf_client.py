@@ -30,9 +30,12 @@ class HFClient:
 
     def __init__(self, name: str, *, device: str | None = None, dtype: str | None = None,
                  download: bool = False, seed: int = 0,
-                 context_length: int | None = None) -> None:
+                 context_length: int | None = None, structured: str | None = None) -> None:
         if not name:
             raise ValueError("hf: needs a model name or path, e.g. 'hf:/models/qwen'")
+        if structured not in (None, "", "none", "off"):
+            raise ValueError(f"hf:{name}: structured output ({structured!r}) is not enforced by "
+                             f"hf:; serve the model with llama.cpp or vLLM for it")
         try:
             import torch
             import transformers
