@@ -4,8 +4,12 @@ Every observation window the agent sends one chat prompt to a model and acts on 
 
 * **system message** — the task (intervene only when a false belief or an implicit goal
   blocks a person's task, otherwise answer none), the action grammar (verbs and their
-  arguments, generated from :data:`~mindhelper_env.world.script.VERB_ARITY`) and the answer
-  format: one JSON object ``{"intervene": bool, "program": [script lines]}``;
+  arguments, generated from :data:`~mindhelper_env.world.script.VERB_ARITY`), the answer
+  format and a one-shot example. ``answer_format="json"`` (default): one JSON object
+  ``{"intervene": bool, "program": [script lines]}``; ``"line"``: one line, ``none`` or
+  ``help: LINE; LINE; ...`` (easier for small models). The prompts are the template files
+  ``mindhelper_env/agents/prompts/direct-vlm.<format>.txt``; their version is recorded in
+  ``usage.prompts``;
 * **user message** — the current tick, the robot's own state, the candidates from
   ``info["candidates"]`` (people, objects, places, rooms, with ids), the narration so far and,
   when the observation has ``"rgb"``, the window's frames (the last ``max_images``).
@@ -16,19 +20,36 @@ total stays within ``history_chars``; older windows are dropped and replaced by 
 saying how many were left out. The newest window is always included (its tail, if it alone
 exceeds the budget). Windows with no narration are skipped.
 
-Answer parsing: the first JSON object in the reply (code fences and surrounding prose are
-fine). ``intervene`` must be a boolean; when true, ``program`` must be a non-empty list of
+Prompt size: with a client that knows the model's context length (client option
+``context_length``; ``hf:`` reads it from the model) the prompt is fitted to it: the
+narration budget is halved, then the candidate list cut, until the estimated prompt plus
+``max_tokens`` fits (counted in ``usage.prompts_fitted``).
+
+Structured output (client option ``structured``): the agent sends a constraint with each
+request: a JSON schema of the answer object (``json_schema``, ``guided_json``) or a GBNF
+grammar of either format whose ids are the known ids (``gbnf``, llama.cpp).
+
+Answer parsing (JSON): the first JSON object at the top level of the reply
+(:func:`mindhelper_env.models.answers.find_json_object`: code fences, surrounding prose and
+single quotes are fine; a nested object is never the answer). ``intervene`` must be a boolean; when true, ``program`` must be a non-empty list of
 script lines (or one string of lines) that all parse with
 :func:`~mindhelper_env.world.script.parse_program` and mention only known ids: the current
 candidates, the robot, and ids the robot saw in earlier events (an object put into a closed
 container drops out of the candidates but the robot saw where it went). Anything else is
 answered with ``"none"`` and counted in ``usage.parse_failures``. An exception from the
 model client (timeout, HTTP error, replay miss) gives ``"none"`` and counts in
-``usage.fallbacks``.
+``usage.fallbacks`` and ``usage.errors`` (by kind; see
+:mod:`mindhelper_env.models.accounting`). Every model call is one decision in
+``usage.sources``: ``model`` (a usable answer) or ``failed``.
 
 One intervention per episode: after the agent has acted once it answers ``"none"`` for the
 rest of the episode without calling the model (the metrics score the first intervention;
 the env runs the program to completion).
+
+Trace (copied into result records): one entry per model call: ``window``, ``tick``,
+``prompt_tokens``, ``completion_tokens``, ``outcome`` (``ok``, ``parse_failure``,
+``call_failed:<kind>``), ``prompt`` (template version) and the answer's first 160
+characters.
 
 Usage: ``model_calls`` counts every call made (answered or failed), ``prompt_tokens`` /
 ``completion_tokens`` add up the clients' counts, ``seconds`` the time spent in model calls,
@@ -47,17 +68,29 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
+import re
 from typing import Any
 
 import numpy as np
 
 from mindhelper_env.agents.base import Usage
 from mindhelper_env.models import ModelClient, make_client
-from mindhelper_env.models.base import first_json_object
+from mindhelper_env.models.accounting import accounted_call
+from mindhelper_env.models.answers import (
+    Constraint,
+    answer_line,
+    find_json_object,
+    gbnf_literal,
+    load_template,
+)
+from mindhelper_env.models.base import prompt_tokens_estimate
 from mindhelper_env.world.script import VERB_ARITY, parse_program, split_program
 
-__all__ = ["DirectVLMAgent", "parse_answer", "SYSTEM_PROMPT"]
+__all__ = ["DirectVLMAgent", "parse_answer", "SYSTEM_PROMPT", "ANSWER_FORMATS",
+           "answer_constraint"]
+
+#: Answer formats of ``direct-vlm`` (template ``direct-vlm.<format>.txt``).
+ANSWER_FORMATS = ("json", "line")
 
 logger = logging.getLogger(__name__)
 
@@ -80,49 +113,19 @@ def _grammar() -> str:
     return "\n".join(lines)
 
 
-SYSTEM_PROMPT = f"""You are a household robot helper. You watch the people in a home, one \
-observation window at a time, and decide whether to help.
-
-Intervene ONLY when a person's current task is blocked by
-- a false belief: they will look for an object where they last saw it, but it was moved \
-while they were not watching; or
-- an implicit goal they cannot reach alone: they keep searching the wrong places for \
-something, cannot reach an object (a child, a wheelchair user), or have their hands full \
-and cannot open what they must fill.
-Otherwise (the task goes as planned, the person saw the move, or the moved object is not \
-needed) do nothing. Helping when no help is needed, too early or too late is penalised. You \
-can intervene once per episode.
-
-An intervention is a program of script lines, executed one per tick:
-{_grammar()}
-Use the exact class names and ids from the candidate list; people are <character> (id). \
-Examples: "[walk] <fridge> (132)", "[open] <fridge> (132)", "[grab] <apple> (151)", \
-"[walk] <character> (5)", "[give] <apple> (151) <character> (5)", \
-"[tell] <character> (5) <apple> (151) <fridge> (132)".
-
-Answer with one JSON object and nothing else:
-{{"intervene": false, "program": []}}
-or
-{{"intervene": true, "program": ["[walk] <fridge> (132)", "[open] <fridge> (132)"]}}"""
+def _template(fmt: str) -> Any:
+    return load_template(f"direct-vlm.{fmt}")
 
 
-def parse_answer(text: str, known_ids: set[int] | None = None,
-                 max_lines: int = 32) -> tuple[str | None, str]:
-    """Turn a model reply into an action: ``(action, "")`` or ``(None, reason)``.
+#: The system message of the default (JSON) format.
+SYSTEM_PROMPT = _template("json").system.substitute(grammar=_grammar())
 
-    ``action`` is ``"none"`` or the program's canonical lines joined by newlines.
-    """
-    obj = first_json_object(text or "")
-    if obj is None:
-        return None, "no JSON object in the answer"
-    intervene = obj.get("intervene")
-    if isinstance(intervene, str) and intervene.strip().lower() in ("true", "false"):
-        intervene = intervene.strip().lower() == "true"
-    if not isinstance(intervene, bool):
-        return None, "'intervene' is not a boolean"
-    if not intervene:
-        return "none", ""
-    program = obj.get("program")
+_NONE_WORDS = ("none", "no", "nothing", "no help", "do nothing")
+
+
+def _program_from(obj_program: Any, known_ids: set[int] | None,
+                  max_lines: int) -> tuple[str | None, str]:
+    program = obj_program
     if isinstance(program, str):
         program = split_program(program)
     if not isinstance(program, list) or not program \
@@ -142,6 +145,77 @@ def parse_answer(text: str, known_ids: set[int] | None = None,
             if unknown:
                 return None, f"unknown id {unknown[0]} in {str(line)!r}"
     return "\n".join(str(x) for x in lines), ""
+
+
+def parse_answer(text: str, known_ids: set[int] | None = None,
+                 max_lines: int = 32, fmt: str = "json") -> tuple[str | None, str]:
+    """Turn a model reply into an action: ``(action, "")`` or ``(None, reason)``.
+
+    ``action`` is ``"none"`` or the program's canonical lines joined by newlines. ``fmt``
+    is the answer format (:data:`ANSWER_FORMATS`).
+    """
+    if fmt == "line":
+        line = answer_line(text)
+        low = line.lower().strip(" .!")
+        if not line:
+            return None, "empty answer"
+        if low in _NONE_WORDS:
+            return "none", ""
+        m = re.match(r"^(?:help|intervene)\s*[:\-]?\s*(.*)$", line, flags=re.I)
+        body = m.group(1) if m else line
+        if not body.lstrip().startswith("["):
+            return None, "neither 'none' nor 'help: LINE; ...'"
+        return _program_from([p for p in body.split(";") if p.strip()], known_ids, max_lines)
+    obj = find_json_object(text or "")
+    if obj is None:
+        return None, "no JSON object in the answer"
+    intervene = obj.get("intervene")
+    if isinstance(intervene, str) and intervene.strip().lower() in ("true", "false"):
+        intervene = intervene.strip().lower() == "true"
+    if not isinstance(intervene, bool):
+        return None, "'intervene' is not a boolean"
+    if not intervene:
+        return "none", ""
+    return _program_from(obj.get("program"), known_ids, max_lines)
+
+
+_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "intervene": {"type": "boolean"},
+        "program": {"type": "array", "maxItems": 8,
+                    "items": {"type": "string",
+                              "pattern": r"^\[[a-z]+\]( <[a-z_]+> \([0-9]+\)){0,3}$"}},
+    },
+    "required": ["intervene", "program"],
+    "additionalProperties": False,
+}
+
+
+def answer_constraint(fmt: str, known_ids: set[int] | None = None,
+                      max_lines: int = 8) -> Constraint:
+    """The structured-output constraint of an answer format: the JSON schema (JSON format
+    only) and a GBNF grammar whose script lines use only ``known_ids``."""
+    ids = sorted(known_ids or ())
+    id_rule = " | ".join(gbnf_literal(str(i)) for i in ids) if ids else "[0-9]+"
+    rules = [f"id ::= {id_rule}", 'cls ::= [a-z_] [a-z_]*',
+             'arg ::= "<" cls "> (" id ")"']
+    steps = []
+    for verb, arity in VERB_ARITY.items():
+        name = f"v-{verb}"
+        rules.append(f"{name} ::= {gbnf_literal(f'[{verb}]')}"
+                     + "".join(' " " arg' for _ in range(arity)))
+        steps.append(name)
+    rules.append("step ::= " + " | ".join(steps))
+    more = max(0, max_lines - 1)
+    if fmt == "line":
+        root = f'root ::= "none" | "help: " step ("; " step){{0,{more}}}'
+        return Constraint(None, "\n".join([root, *rules]), None, "direct_vlm_line")
+    rules.append('line ::= "\\"" step "\\""')
+    root = ('root ::= ' + gbnf_literal('{"intervene": false, "program": []}')
+            + ' | ' + gbnf_literal('{"intervene": true, "program": [')
+            + f' line (", " line){{0,{more}}} "]}}"')
+    return Constraint(_ANSWER_SCHEMA, "\n".join([root, *rules]), None, "direct_vlm_answer")
 
 
 def _frames(rgb: Any, limit: int) -> list[np.ndarray]:
@@ -164,7 +238,7 @@ class DirectVLMAgent:
 
     def __init__(self, model: str | ModelClient | None = None, *, max_tokens: int = 256,
                  temperature: float = 0.0, history_chars: int = 6000, max_images: int = 4,
-                 **client_opts: Any) -> None:
+                 answer_format: str = "json", **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL")
             if not model:
@@ -179,11 +253,20 @@ class DirectVLMAgent:
             self.client = model
         if int(history_chars) < 200:
             raise ValueError(f"history_chars must be at least 200, got {history_chars!r}")
+        if answer_format not in ANSWER_FORMATS:
+            raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got "
+                             f"{answer_format!r}")
+        self.answer_format = answer_format
+        self.template = _template(answer_format)
+        self._system = self.template.system.substitute(grammar=_grammar())
         self.max_tokens = int(max_tokens)
         self.temperature = float(temperature)
         self.history_chars = int(history_chars)
         self.max_images = int(max_images)
         self.usage = Usage()
+        #: one entry per model call of the episode: window, tick, tokens, outcome, prompt
+        self.trace: list[dict[str, Any]] = []
+        self._window = 0
         self.last_prompt: list[dict[str, Any]] | None = None
         self.last_reply: str | None = None
         self._reset_state()
@@ -196,6 +279,8 @@ class DirectVLMAgent:
 
     def reset(self, *, seed: int | None = None) -> None:
         self.usage = Usage()
+        self.trace = []
+        self._window = 0
         self._reset_state()
 
     # -- prompt ------------------------------------------------------------------------
@@ -215,9 +300,9 @@ class DirectVLMAgent:
                 if isinstance(arg, dict) and isinstance(arg.get("id"), int):
                     self._seen_ids.add(arg["id"])
 
-    def narration(self) -> str:
+    def narration(self, budget: int | None = None) -> str:
         """The bounded narration history (see the module docstring)."""
-        budget = self.history_chars
+        budget = self.history_chars if budget is None else int(budget)
         scene = (self._scene or "")[: budget // 2]
         left = budget - len(scene)
         kept: list[str] = []
@@ -265,18 +350,45 @@ class DirectVLMAgent:
                    f"holding {held}.")
         return "\n".join(out)
 
+    def _messages(self, observation: dict[str, Any], info: dict[str, Any],
+                  history: int, max_candidates: int | None) -> list[dict[str, Any]]:
+        candidates = self._candidates(info)
+        if max_candidates is not None:
+            rows = candidates.splitlines()
+            if len(rows) > max_candidates:
+                candidates = "\n".join(rows[:max_candidates]
+                                       + [f"[... {len(rows) - max_candidates} more left out]"])
+        frames = _frames(observation.get("rgb"), self.max_images)
+        images = (f"\nThe {len(frames)} image(s) below show the home at the end of the "
+                  f"window.\n" if frames else "")
+        _, text = self.template.render(
+            grammar="", tick=int(observation.get("tick", info.get("tick", 0))),
+            candidates=candidates, narration=self.narration(history), images=images)
+        return [{"role": "system", "content": self._system},
+                {"role": "user", "content": [text, *frames]}]
+
     def build_messages(self, observation: dict[str, Any],
                        info: dict[str, Any]) -> list[dict[str, Any]]:
-        """The prompt for the current window (call after the window was observed)."""
-        text = (f"Tick {int(observation.get('tick', info.get('tick', 0)))}.\n\n"
-                f"Candidates:\n{self._candidates(info)}\n\n"
-                f"What you observed so far:\n{self.narration()}\n")
-        frames = _frames(observation.get("rgb"), self.max_images)
-        if frames:
-            text += f"\nThe {len(frames)} image(s) below show the home at the end of the window.\n"
-        text += "\nShould you intervene now? Answer with the JSON object only."
-        return [{"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": [text, *frames]}]
+        """The prompt for the current window (call after the window was observed), fitted
+        to the client's ``context_length`` when it has one (see the module docstring)."""
+        messages = self._messages(observation, info, self.history_chars, None)
+        window = getattr(self.client, "context_length", None)
+        if not window:
+            return messages
+        budget = int(window) - self.max_tokens - 16
+        history, rows = self.history_chars, None
+        n_rows = len(self._candidates(info).splitlines())
+        while prompt_tokens_estimate(self.client, messages) > budget:
+            if history > 200:
+                history = max(200, history // 2)
+            elif rows is None or rows > 4:
+                rows = max(4, (n_rows if rows is None else rows) // 2)
+            else:
+                break
+            messages = self._messages(observation, info, history, rows)
+        if history != self.history_chars or rows is not None:
+            self.usage.prompts_fitted += 1
+        return messages
 
     def _known_ids(self, info: dict[str, Any]) -> set[int]:
         ids = set(self._seen_ids)
@@ -292,32 +404,42 @@ class DirectVLMAgent:
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
         self.usage.decisions += 1
+        self.usage.prompts.setdefault(self.name, self.template.version)
         self._observe(observation)
+        window = self._window
+        self._window += 1
         if self._acted:
             return "none"
         messages = self.build_messages(observation, info)
         self.last_prompt = messages
-        self.usage.model_calls += 1
-        t0 = time.perf_counter()
-        try:
-            answer = self.client.complete(messages, max_tokens=self.max_tokens,
-                                          temperature=self.temperature)
-        except Exception as err:  # a model failure must not end the episode
-            self.usage.seconds += time.perf_counter() - t0
-            self.usage.fallbacks += 1
-            logger.warning("direct-vlm: model call failed (%s: %s); answering none",
-                           type(err).__name__, err)
+        known = self._known_ids(info)
+        constraint = (answer_constraint(self.answer_format, known)
+                      if getattr(self.client, "structured", None) else None)
+        answer, kind = accounted_call(self.client, self.usage, messages,
+                                      max_tokens=self.max_tokens,
+                                      temperature=self.temperature, constraint=constraint,
+                                      who=self.name)
+        entry: dict[str, Any] = {
+            "window": window, "tick": int(observation.get("tick", info.get("tick", 0))),
+            "prompt_tokens": 0, "completion_tokens": 0, "outcome": "ok",
+            "prompt": self.template.version}
+        self.trace.append(entry)
+        if answer is None:
+            entry["outcome"] = f"call_failed:{kind}"
+            self.usage.count_source("failed")
             return "none"
-        self.usage.seconds += answer.seconds
-        self.usage.prompt_tokens += answer.prompt_tokens
-        self.usage.completion_tokens += answer.completion_tokens
-        self.usage.tokens_estimated = self.usage.tokens_estimated or answer.tokens_estimated
+        entry["prompt_tokens"] = answer.prompt_tokens
+        entry["completion_tokens"] = answer.completion_tokens
+        entry["answer"] = answer.text[:160]
         self.last_reply = answer.text
-        action, why = parse_answer(answer.text, self._known_ids(info))
+        action, why = parse_answer(answer.text, known, fmt=self.answer_format)
         if action is None:
+            entry["outcome"] = "parse_failure"
             self.usage.parse_failures += 1
+            self.usage.count_source("failed")
             logger.info("direct-vlm: unusable answer (%s); answering none", why)
             return "none"
+        self.usage.count_source("model")
         if action != "none":
             self._acted = True
         return action

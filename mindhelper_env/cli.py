@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 
 PROG = "mindhelper"
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
+#: ``evaluate --strict``: most of an agent's model calls failed.
+EXIT_MODEL_FAILED = 3
 _LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # Bounds of numeric flags (the evaluation module checks the same limits).
@@ -221,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--videos", type=_int_between(0, MAX_VIDEOS), default=0, metavar="K",
                     help="also save a GIF and a timeline PNG of the first K episodes per agent "
                          "in OUT/videos (needs the video extra)")
+    ev.add_argument("--strict", action="store_true",
+                    help="exit with code 3 when most of an agent's model calls failed")
     ev.add_argument("--json", action="store_true",
                     help="print {agent: {metric: percentage}} instead of the table")
     ev.add_argument("--model", default=None, metavar="SPEC",
@@ -407,23 +411,33 @@ def _print_breakdown(metrics: Mapping[str, Mapping[str, Any]]) -> None:
     _console().print(t)
 
 
-def _print_efficiency(metrics: Mapping[str, Mapping[str, Any]]) -> None:
-    """The efficiency table (model calls, tokens, time), when any agent called a model."""
+def _print_efficiency(metrics: Mapping[str, Mapping[str, Any]],
+                      models: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+    """The efficiency table (model calls, tokens, time, reduction against direct-vlm,
+    decisions by source), when any agent called a model."""
+    from mindhelper_env.models.report import efficiency_rows
+
     eff = {a: (m.get("efficiency") or {}) for a, m in metrics.items()}
     if not any((e.get("model_calls_per_episode") or 0) > 0 for e in eff.values()):
         return
     from rich.table import Table
 
+    models = models or {}
+    reduction = {r["agent"]: r["reduction_vs_baseline"] for r in efficiency_rows(metrics)}
     t = Table(title="efficiency", caption="per episode unless noted; (est.) = token counts "
-              "estimated because the server sent no usage")
+              "estimated because the server sent no usage; vs direct-vlm = reduction of "
+              "tokens per episode")
     t.add_column("Agent", style="bold")
-    cols = (("calls", "model_calls_per_episode", 2), ("prompt tok", "prompt_tokens_per_episode", 0),
+    cols = (("calls", "model_calls_per_episode", 2), ("tok / ep", "tokens_per_episode", 0),
+            ("tok / call", "tokens_per_call", 0),
+            ("prompt tok", "prompt_tokens_per_episode", 0),
             ("compl. tok", "completion_tokens_per_episode", 0),
-            ("tok / decision", "tokens_per_decision", 1),
             ("s / decision", "seconds_per_decision", 3),
             ("parse failures", "parse_failures", 0))
     for title, _, _ in cols:
         t.add_column(title, justify="right")
+    t.add_column("vs direct-vlm", justify="right")
+    t.add_column("decisions by source")
     for agent, e in eff.items():
         cells = []
         for _, key, digits in cols:
@@ -431,8 +445,22 @@ def _print_efficiency(metrics: Mapping[str, Mapping[str, Any]]) -> None:
             cells.append("n/a" if v is None else f"{float(v):,.{digits}f}")
         if e.get("tokens_estimated_episodes"):
             cells[1] += " (est.)"
+        red = reduction.get(agent)
+        cells.append("" if red is None else f"{red:.1f} %")
+        share = (models.get(agent) or {}).get("share_by_source") or {}
+        cells.append(", ".join(f"{k} {v:.0f} %" for k, v in share.items()))
         t.add_row(agent, *cells)
     _console().print(t)
+
+
+def _model_warnings(models: Mapping[str, Mapping[str, Any]] | None) -> bool:
+    """Print one warning line per agent and model error kind; True when most of some agent's
+    calls failed."""
+    from mindhelper_env.models.report import mostly_failed, warning_lines
+
+    for line in warning_lines(models or {}):
+        sys.stderr.write(f"warning: {line}\n")
+    return any(mostly_failed(r) for r in (models or {}).values())
 
 
 def _print_json(obj: Any) -> None:
@@ -546,18 +574,20 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         backend=args.backend,
         address=args.address,
     )
+    failed = _model_warnings(summary.get("models"))
+    code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
     if args.json:
         _print_json(summary["table"])
-        return EXIT_OK
+        return code
     _print_table(f"{args.suite}: {args.out}", summary["table"], summary["metrics"])
     _print_breakdown(summary["metrics"])
-    _print_efficiency(summary["metrics"])
+    _print_efficiency(summary["metrics"], summary.get("models"))
     extras = ", ".join(summary.get("plots") or [])
     _console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
                      + (f", {extras}" if extras else "")
                      + f"  ({summary['played']} episodes played in "
                        f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
-    return EXIT_OK
+    return code
 
 
 def _flag(flag: str, check: Any, value: Any) -> None:
@@ -727,7 +757,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
         _print_table(f"{args.suite}: scored from {len(args.files)} file(s)", result["table"],
                      result["metrics"])
         _print_breakdown(result["metrics"])
-        _print_efficiency(result["metrics"])
+        _model_warnings(result.get("models"))
+        _print_efficiency(result["metrics"], result.get("models"))
     return EXIT_OK
 
 

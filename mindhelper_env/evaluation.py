@@ -132,6 +132,10 @@ def _base_usage(agent: Any) -> dict[str, Any]:
         out[key] = value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
     # token counts that are estimates (the server sent no usage) are marked as such
     out["tokens_estimated"] = bool(raw.get("tokens_estimated", False))
+    # model-backed agents: decisions by source, call errors by kind, prompt versions
+    from mindhelper_env.models.report import usage_extras
+
+    out.update(usage_extras(raw))
     return out
 
 
@@ -631,12 +635,19 @@ def summarize(
     records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]],
     references: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """``{"table": {agent: headline %}, "metrics": {agent: full metrics in %}}``."""
+    """``{"table": {agent: headline %}, "metrics": {agent: full metrics in %}}``, plus
+    ``"models"`` (:func:`mindhelper_env.models.report.model_report`) when an agent called a
+    model."""
     from mindhelper_env.metrics import as_percentages, compute_table
+    from mindhelper_env.models.report import model_report
 
     table = compute_table(records_by_agent, references)
     pct = {agent: as_percentages(m) for agent, m in table.items()}
-    return {"table": {agent: headline(m) for agent, m in pct.items()}, "metrics": pct}
+    out = {"table": {agent: headline(m) for agent, m in pct.items()}, "metrics": pct}
+    models = model_report(records_by_agent)
+    if models:
+        out["models"] = models
+    return out
 
 
 # --------------------------------------------------------------------------------------

@@ -11,6 +11,10 @@ as a model with perfect judgement would, using the current episode's reference (
 * MindClaw action generation — the reference program;
 * MindClaw observation — keeps every cue.
 
+Compact formats are answered in kind: a reasoning prompt with ``Options:`` gets the letter of
+the reference's need (or ``A``, not blocked); a one-line direct-vlm prompt gets ``none`` or
+``help: ...``; a one-line action prompt the program joined by ``;``.
+
 Replies carry no ``usage``, so the client estimates tokens from the prompt size
 (``ceil(chars / 4)``), the same way for both agents. ``malformed=True`` answers prose.
 """
@@ -57,6 +61,11 @@ class ReferenceScript:
             win = self._window()
             if m and win and win[0] < int(m.group(1)) <= win[1]:
                 answer = {"intervene": True, "program": ref["reference_actions"]}
+            if "Answer with ONE line" in system:
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                text = ("help: " + "; ".join(answer["program"]) if answer["intervene"]
+                        else "none")
+                return Reply(text=text, usage=None)
         elif system.startswith("You are the mental-reasoning module"):
             kind, answer = "reasoning", {"blocked": False}
             m = re.search(r"Tick (\d+): .*?\((\d+)\)", user)
@@ -65,11 +74,29 @@ class ReferenceScript:
                     and int(m.group(2)) == int(ref["focus_actor"]):
                 answer = {"blocked": True, "kind": ref["mental_state"]["type"],
                           "object": ref["target_object"]}
+            if "\nOptions:\n" in user:
+                letter = "A"
+                if answer["blocked"]:
+                    want = (f"{answer['kind'].replace('_', ' ')}: needs "
+                            f".*\\({answer['object']}\\)$")
+                    for line in user.split("\nOptions:\n", 1)[1].splitlines():
+                        lm = re.match(r"^([A-Z])\. (.*)$", line)
+                        if lm and re.match(want, lm.group(2)):
+                            letter = lm.group(1)
+                            break
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                return Reply(text=f"{letter}", usage=None)
         elif system.startswith("You are the action module"):
             kind, answer = "action", {"program": ref.get("reference_actions", [])}
+            if "Answer with ONE line" in system:
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                return Reply(text="; ".join(answer["program"]), usage=None)
         elif system.startswith("You are the observation module"):
             kind, answer = "observation", {
                 "cues": list(range(len(re.findall(r"^\d+\. Tick", user, re.M))))}
+            if "Answer with ONE line" in system:
+                self.kinds[kind] = self.kinds.get(kind, 0) + 1
+                return Reply(text=" ".join(map(str, answer["cues"])) or "none", usage=None)
         else:
             kind, answer = "other", {}
         self.kinds[kind] = self.kinds.get(kind, 0) + 1

@@ -200,3 +200,142 @@ def test_images_in_prompt_are_limited():
     msgs = agent.build_messages({"tick": 0, "rgb": frames}, {"candidates": {}})
     images = [p for p in msgs[1]["content"] if isinstance(p, np.ndarray)]
     assert len(images) == 1 and images[0][0, 0, 0] == 9
+
+
+# ------------------------------------------------------------- formats, fitting, errors
+
+
+def test_line_format_and_its_parser():
+    assert parse_answer("none", {1}, fmt="line") == ("none", "")
+    assert parse_answer("Answer: None.", {1}, fmt="line") == ("none", "")
+    ok, why = parse_answer("help: [walk] <fridge> (1); [open] <fridge> (1)\nbecause", {1},
+                           fmt="line")
+    assert ok == "[walk] <fridge> (1)\n[open] <fridge> (1)" and why == ""
+    assert parse_answer("[grab] <apple> (2)", {2}, fmt="line")[0] == "[grab] <apple> (2)"
+    assert parse_answer("help: [grab] <apple> (9)", {2}, fmt="line")[0] is None
+    assert parse_answer("I would help Ann", {2}, fmt="line")[0] is None
+    with pytest.raises(ValueError, match="answer_format"):
+        DirectVLMAgent(model=_Stub(), answer_format="xml")
+
+
+class _Stub:
+    model_id = "stub"
+
+    def complete(self, messages, *, max_tokens=256, temperature=0.0):
+        raise AssertionError("not called")
+
+
+def test_the_grammar_is_sent_with_known_ids(vh_env):
+    from mindhelper_env.agents.direct_vlm import answer_constraint
+
+    with ScriptedServer([Reply(text="none")]) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:m@{srv.url}", answer_format="line",
+                           structured="gbnf")
+        record, steps = play(vh_env, agent, 3)
+    body = srv.requests[0]
+    grammar = body["grammar"]
+    assert grammar.startswith('root ::= "none" | "help: " step')
+    ids = re.search(r"^id ::= (.*)$", grammar, re.M).group(1)
+    assert ids.count("|") >= 10  # the candidates' ids, nothing else
+    assert agent.usage.sources == {"model": steps} and agent.usage.parse_failures == 0
+    assert agent.usage.prompts == {"direct-vlm": "direct-vlm.line-3"}
+    c = answer_constraint("json", {1, 2})
+    assert c.schema["required"] == ["intervene", "program"] and '"1" | "2"' in c.grammar
+
+
+def test_prompts_are_fitted_to_the_context_length(vh_env):
+    with ScriptedServer([Reply(text=SILENT)]) as srv:
+        wide = make_agent("direct-vlm", model=f"openai:m@{srv.url}")
+        play(vh_env, wide, 4)
+        narrow = make_agent("direct-vlm", model=f"openai:m@{srv.url}", context_length=1200,
+                            max_tokens=64)
+        play(vh_env, narrow, 4)
+    n = len(wide.trace)
+    sizes = [len(user_text(b)) + len(b["messages"][0]["content"]) for b in srv.requests]
+    wide_max, narrow_sizes = max(sizes[:n]), sizes[n:]
+    assert narrow.usage.prompts_fitted > 0
+    assert max(narrow_sizes) < wide_max
+    # 1200 tokens at 2.5 characters each, minus the answer's 64 tokens
+    assert all(s <= (1200 - 64) * 2.5 for s in narrow_sizes)
+
+
+def test_trace_and_sources_per_call(vh_env):
+    with ScriptedServer(helpful_script) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:m@{srv.url}")
+        record, steps = play(vh_env, agent, 0)
+    assert len(agent.trace) == agent.usage.model_calls
+    outcomes = [t["outcome"] for t in agent.trace]
+    assert outcomes.count("parse_failure") == agent.usage.parse_failures > 0
+    assert agent.usage.sources["failed"] == agent.usage.parse_failures
+    assert agent.usage.sources["model"] == outcomes.count("ok")
+    assert [t["window"] for t in agent.trace] == sorted(t["window"] for t in agent.trace)
+
+
+def test_server_errors_are_never_silent(tmp_path, capsys):
+    """HTTP 404 on every call: one warning line with count and message, counted in
+    summary.json, a closing note, and --strict exits 3."""
+    from mindhelper_env.cli import main
+
+    body = json.dumps({"error": {"message": "The model `nope` does not exist"}}).encode()
+    with ScriptedServer([Reply(status=404, raw=body)]) as srv:
+        args = ["evaluate", "--suite", "vh-dev-v2", "--agents", "direct-vlm", "--limit", "2",
+                "--model", f"openai:nope@{srv.url}", "--no-plots", "--no-progress",
+                "--out", str(tmp_path / "run")]
+        assert main(args) == 0
+        err = capsys.readouterr().err
+        assert main([*args, "--strict", "--out", str(tmp_path / "strict")]) == 3
+    lines = [x for x in err.splitlines() if "failed with http_404" in x]
+    assert len(lines) == 1 and "does not exist" in lines[0]
+    assert "most model calls failed" in err
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    m = summary["models"]["direct-vlm"]
+    assert m["failed_calls"] == m["calls"] > 0
+    assert m["errors"]["http_404"]["count"] == m["calls"]
+    assert m["decisions_by_source"] == {"failed": m["calls"]}
+
+
+def test_efficiency_table_has_the_reduction(tmp_path, capsys):
+    from mindhelper_env.cli import main
+    from mindhelper_env.models.report import efficiency_rows
+
+    metrics = {"direct-vlm": {"efficiency": {"model_calls_per_episode": 8,
+                                             "tokens_per_episode": 1000.0}},
+               "mindclaw": {"efficiency": {"model_calls_per_episode": 1,
+                                           "tokens_per_episode": 150.0}},
+               "oracle": {"efficiency": {"model_calls_per_episode": 0}}}
+    rows = {r["agent"]: r for r in efficiency_rows(metrics)}
+    assert set(rows) == {"direct-vlm", "mindclaw"}
+    assert rows["mindclaw"]["reduction_vs_baseline"] == pytest.approx(85.0)
+    assert rows["direct-vlm"]["reduction_vs_baseline"] is None
+    with ScriptedServer(helpful_script) as srv:
+        assert main(["evaluate", "--suite", "vh-dev-v2", "--agents", "direct-vlm,mindclaw",
+                     "--limit", "3", "--model", f"openai:m@{srv.url}", "--no-plots",
+                     "--no-progress", "--out", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "vs direct-vlm" in out and "%" in out.split("efficiency", 1)[1]
+
+
+def test_shipped_real_model_cassette_regenerates_the_table(tmp_path, capsys):
+    """tests/data holds a recorded run of the real small model (regenerated by the command
+    in its .meta.json); replaying it needs no server and answers every request."""
+    from pathlib import Path
+
+    from mindhelper_env.cli import main
+
+    data = Path(__file__).parent / "data"
+    cassette = data / "smollm2-vh-dev.jsonl"
+    meta = json.loads((data / "smollm2-vh-dev.meta.json").read_text())
+    options = next(iter(meta["agent_options"].values()))
+    args = ["evaluate", "--suite", meta["suite"], "--agents", ",".join(meta["agents"]),
+            "--limit", str(meta["limit"]), "--replay", str(cassette), "--no-timing",
+            "--no-plots", "--no-progress", "--strict", "--out", str(tmp_path / "run")]
+    for agent, opts in options.items():
+        args += ["--agent", f"{agent}:" + ",".join(f"{k}={v}" for k, v in opts.items())]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "efficiency" in out and "vs direct-vlm" in out
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    for agent in meta["agents"]:
+        m = summary["models"][agent]
+        assert m["calls"] > 0 and m["failed_calls"] == 0  # no replay miss
+        assert m["parse_failures"] <= 0.1 * m["calls"]

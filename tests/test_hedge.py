@@ -5,7 +5,7 @@ when the focus person succeeds or gives up) ``+prefix8`` raised the PSR of every
 acts in silent episodes — the act was still eight walks away when a silent twin ended — while
 its help in help episodes was still scored precise. Checked against that rule (this test
 fails there): on vh-dev-v2 reactive PHA 22 -> 43 (PSR 10 -> 62), random 22 -> 31 (PSR 44
--> 62), prior 18 -> 23 (PSR 36 -> 46); on vh-dev-v1 reactive 31 -> 60. Now the
+-> 62), prior 18 -> 23 (PSR 36 -> 46); on vh-dev-v2 reactive 31 -> 60. Now the
 intervention is the issue of the program and every episode runs to its horizon, so the
 prefix changes no agent's PIR or PSR, and PHA can only lose: the help comes eight ticks
 later, and a person who gave up in the meantime is not helped (on vh-dev-v2 that costs the

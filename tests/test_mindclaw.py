@@ -251,31 +251,114 @@ def test_model_action_backend(env):
     assert all(w["action_source"] == "model" for w in acted)
 
 
-def test_malformed_answers_fall_back_and_are_counted(env):
+def test_malformed_answers_are_the_modules_nothing(env):
+    """By default an unusable answer is the module's "nothing": the model is measured."""
     need("openai")
     script = ReferenceScript(malformed=True)
     n = 8
     with ScriptedServer(script) as server:
         agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}",
-                           backends={"observation": "model", "action": "model"})
+                           backends={"action": "model"})
+        usage, records = _play_suite(env, agent, script, n)
+    calls = sum(u["model_calls"] for u in usage)
+    assert calls > 0 and sum(u["parse_failures"] for u in usage) == calls
+    failed = sum(u["sources"].get("failed", 0) for u in usage)
+    assert failed == calls and not any(u["sources"].get("fallback") for u in usage)
+    assert not any(u["sources"].get("model") for u in usage)
+    # no judgement the model failed turned into help
+    assert all(not r["actions"] for r in records)
+    assert all(r["usage"]["sources"] == u["sources"] for r, u in zip(records, usage, strict=True))
+    assert all(c["outcome"] == "parse_failure" and c["prompt"].startswith("mindclaw-")
+               for r in records for w in r["trace"] for c in w["calls"])
+
+
+def test_symbolic_fallback_is_explicit(env):
+    need("openai")
+    script = ReferenceScript(malformed=True)
+    n = 8
+    with ScriptedServer(script) as server:
+        agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}",
+                           backends={"observation": "model", "action": "model"},
+                           fallback="symbolic")
         usage, records = _play_suite(env, agent, script, n)
     symbolic = make_agent("mindclaw")
     _, sym_records = _play_suite(env, symbolic, ReferenceScript(), n)
     calls = sum(u["model_calls"] for u in usage)
     assert calls > 0 and sum(u["parse_failures"] for u in usage) == calls
+    assert sum(u["sources"].get("fallback", 0) for u in usage) == calls
     # every answer fell back to the symbolic result: same behaviour as no model
     assert [r["actions"] for r in records] == [r["actions"] for r in sym_records]
+    with pytest.raises(ValueError, match="fallback"):
+        MindClawAgent(model=ScriptedClientStub(), fallback="oracle")
 
 
-def test_failed_calls_fall_back(env):
+class ScriptedClientStub:
+    model_id = "stub"
+
+    def complete(self, messages, *, max_tokens=256, temperature=0.0):
+        raise AssertionError("not called")
+
+
+def test_failed_calls_are_counted_by_kind(env):
     need("openai")
     with ScriptedServer([Reply(status=500)]) as server:
-        agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}", max_retries=0)
-        rec = run_episode(env, agent, options={"suite": SUITE, "index": 0})
-    assert rec["usage"]["model_calls"] > 0
-    assert rec["usage"]["fallbacks"] == rec["usage"]["model_calls"]
+        spec = f"openai:scripted@{server.url}"
+        rec = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0),
+                          options={"suite": SUITE, "index": 0})
+        fb = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0,
+                                         fallback="symbolic"),
+                         options={"suite": SUITE, "index": 0})
+    u = rec["usage"]
+    assert u["model_calls"] > 0 and u["fallbacks"] == u["model_calls"]
+    assert u["errors"] == {"http_500": u["model_calls"]}
+    assert "500" in u["error_messages"]["http_500"]
     sym = run_episode(env, make_agent("mindclaw"), options={"suite": SUITE, "index": 0})
-    assert rec["actions"] == sym["actions"]
+    judged = [r for w in rec["trace"] for r in w["reasoning"]]
+    assert judged and all(r["source"] == "failed" and r["blocked"] is None for r in judged)
+    # what still acts is a deterministic skill, and it is counted as such
+    assert all(any(s["op"] == "action_run" for s in w["skills"])
+               for w in rec["trace"] if w["action"])
+    assert u["sources"].get("skill", 0) > 0
+    assert fb["actions"] == sym["actions"]
+    assert all(r["source"] == "fallback" for w in fb["trace"] for r in w["reasoning"])
+
+
+def test_compact_formats_read_the_same_judgements(env):
+    """The letter / one-line formats carry the same decisions as JSON for a model that
+    answers right (the scripted reference model)."""
+    need("openai")
+    n = 10
+    runs = {}
+    for formats in ("json", "compact"):
+        script = ReferenceScript()
+        with ScriptedServer(script) as server:
+            agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}",
+                               backends={"action": "model"}, formats=formats)
+            usage, records = _play_suite(env, agent, script, n)
+        assert sum(u["parse_failures"] for u in usage) == 0
+        assert sum(u["sources"].get("model", 0) for u in usage) > 0
+        runs[formats] = ([r["actions"] for r in records],
+                         {v for u in usage for v in u["prompts"].values()})
+    assert runs["json"][0] == runs["compact"][0] and any(runs["json"][0])
+    assert runs["compact"][1] == {"mindclaw-reasoning.letter-2", "mindclaw-action.line-2"}
+
+
+def test_decisions_by_source_in_the_summary(env):
+    from mindhelper_env.evaluation import summarize
+    from mindhelper_env.models.report import model_report
+
+    need("openai")
+    script = ReferenceScript()
+    with ScriptedServer(script) as server:
+        agent = make_agent("mindclaw", model=f"openai:scripted@{server.url}")
+        usage, records = _play_suite(env, agent, script, 8)
+    rep = model_report({"mindclaw": records})["mindclaw"]
+    by = rep["decisions_by_source"]
+    assert by.get("model", 0) > 0 and by.get("skill", 0) > 0
+    assert by["model"] == rep["calls"]  # the reasoning module on the model: one per call
+    assert abs(sum(rep["share_by_source"].values()) - 100) < 0.1
+    refs = {r["episode_id"]: suite_episode(SUITE, r["index"])["reference"] for r in records}
+    assert summarize({"mindclaw": records}, refs)["models"]["mindclaw"] == rep
 
 
 def test_backends_option_and_errors():

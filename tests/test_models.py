@@ -24,6 +24,13 @@ from mindhelper_env.models import (
     make_client,
     parse_spec,
 )
+from mindhelper_env.models.answers import (
+    Constraint,
+    answer_line,
+    choice_letter,
+    find_json_object,
+    load_template,
+)
 from mindhelper_env.models.limits import FileSemaphore, backoff_delay
 
 need("openai")
@@ -313,3 +320,150 @@ def test_missing_extra_says_what_to_install(monkeypatch, spec, module):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
     with pytest.raises(ImportError, match=r"mindhelper-env\[llm\]"):
         make_client(spec)
+
+
+# ------------------------------------------------------- answers, structured output, errors
+
+
+
+@pytest.mark.parametrize("text, expected", [
+    # the issue's failing example: the nested object is never the answer; the outer
+    # square-bracketed pseudo-object is
+    ('[intervene: false, "program": [{"intervene": true, "program": []}]]',
+     {"intervene": False, "program": [{"intervene": True, "program": []}]}),
+    ('["[walk] <fridge> (1)"] then {"intervene": true}', {"intervene": True}),
+    ('[1, 2, {"intervene": true}]', None),
+    ('{"intervene": false, "program": [{"intervene": true}]}',
+     {"intervene": False, "program": [{"intervene": True}]}),
+    ('```json\n{"blocked": false}\n```', {"blocked": False}),
+    ('Sure! Here is my answer: {"blocked": true, "kind": "false_belief", "object": 7} '
+     'I hope this helps. {"x": 1}', {"blocked": True, "kind": "false_belief", "object": 7}),
+    ("{'intervene': True, 'program': ['[walk] <fridge> (1)']}",
+     {"intervene": True, "program": ["[walk] <fridge> (1)"]}),
+    ("{intervene: false, program: [],}", {"intervene": False, "program": []}),
+    ("no object here", None),
+    ('{"unterminated": ', None),
+])
+def test_find_json_object(text, expected):
+    assert find_json_object(text) == expected
+
+
+def test_choice_letters_and_lines():
+    assert choice_letter("B", 3) == "B" and choice_letter("B. false belief", 3) == "B"
+    assert choice_letter("(C)", 3) == "C" and choice_letter("The answer is C.", 3) == "C"
+    assert choice_letter("D", 3) is None and choice_letter("I think so", 3) is None
+    assert choice_letter("```\nA\n```", 2) == "A"
+    assert answer_line("\n\nAnswer: none\nbecause") == "none"
+    assert answer_line('"help: [walk] <a> (1)"') == "help: [walk] <a> (1)"
+
+
+def test_prompt_templates_have_versions():
+    for name in ("direct-vlm.json", "direct-vlm.line", "mindclaw-reasoning.json",
+                 "mindclaw-reasoning.letter", "mindclaw-action.json", "mindclaw-action.line",
+                 "mindclaw-observation.json", "mindclaw-observation.line"):
+        t = load_template(name)
+        assert t.version.startswith(name.split(".")[0]) and t.system.template
+    with pytest.raises(ValueError, match="no prompt template"):
+        load_template("nope")
+
+
+@pytest.mark.parametrize("mode, field", [("json_schema", "response_format"),
+                                         ("gbnf", "grammar"), ("guided_json", "guided_json")])
+def test_structured_output_is_sent_only_when_asked(tmp_path, mode, field):
+    need("openai")
+    from mindhelper_env.models.base import call_client
+
+    c = Constraint({"type": "object"}, 'root ::= "x"', None, "t")
+    with ScriptedServer([Reply()]) as server:
+        plain = make_client(f"openai:m@{server.url}")
+        call_client(plain, [{"role": "user", "content": "hi"}], max_tokens=4, temperature=0,
+                    constraint=c)
+        client = make_client(f"openai:m@{server.url}", structured=mode)
+        call_client(client, [{"role": "user", "content": "hi"}], max_tokens=4, temperature=0,
+                    constraint=c)
+    assert not {"response_format", "grammar", "guided_json"} & set(server.requests[0])
+    assert field in server.requests[1]
+    if mode == "json_schema":
+        assert server.requests[1]["response_format"]["json_schema"]["schema"] == {
+            "type": "object"}
+    with pytest.raises(ValueError, match="structured"):
+        make_client("openai:m@http://127.0.0.1:9/v1", structured="regex")
+
+
+def test_constraint_is_part_of_the_cassette_key(tmp_path):
+    need("openai")
+    from mindhelper_env.models.base import call_client
+
+    cas = tmp_path / "c.jsonl"
+    c = Constraint(None, 'root ::= "A" | "B"', ("A", "B"), "choice")
+    msgs = [{"role": "user", "content": "pick"}]
+    with ScriptedServer([Reply(text="A")]) as server:
+        rec = make_client(f"record:{cas}=openai:m@{server.url}", structured="gbnf")
+        call_client(rec, msgs, max_tokens=2, temperature=0, constraint=c)
+    entry = json.loads(cas.read_text().splitlines()[0])
+    assert entry["request"]["params"]["structured"] == "gbnf"
+    replay = make_client(f"replay:{cas}")
+    assert replay.structured == "gbnf"
+    assert call_client(replay, msgs, max_tokens=2, temperature=0, constraint=c).text == "A"
+    with pytest.raises(ReplayMissError):
+        replay.complete(msgs, max_tokens=2, temperature=0)  # unconstrained: another request
+
+
+@pytest.mark.parametrize("status, message, kind", [
+    (400, "the request exceeds the available context size", "context_overflow"),
+    (404, "model not found", "http_404"), (401, "bad key", "http_401")])
+def test_errors_have_kinds(tmp_path, status, message, kind):
+    need("openai")
+    body = json.dumps({"error": {"message": message}}).encode()
+    with ScriptedServer([Reply(status=status, raw=body)]) as server:
+        client = make_client(f"openai:m@{server.url}", max_retries=0)
+        with pytest.raises(ModelError) as info:
+            client.complete([{"role": "user", "content": "hi"}], max_tokens=4)
+    assert info.value.kind == kind
+
+
+def test_connection_refused_is_a_connection_error():
+    need("openai")
+    from mindhelper_env.models.local import free_port
+
+    client = make_client(f"openai:m@http://127.0.0.1:{free_port()}/v1", max_retries=0,
+                         timeout=5)
+    with pytest.raises(ModelError) as info:
+        client.complete([{"role": "user", "content": "hi"}], max_tokens=4)
+    assert info.value.kind == "connection"
+
+
+def test_token_estimate_is_calibrated_and_marked(tmp_path):
+    need("openai")
+    text = "word " * 200  # 1000 characters
+    usage = {"prompt_tokens": 400, "completion_tokens": 3, "total_tokens": 403}
+    with ScriptedServer([Reply(usage=usage), Reply(usage=None)]) as server:
+        client = make_client(f"openai:m@{server.url}")
+        first = client.complete([{"role": "user", "content": text}], max_tokens=4)
+        second = client.complete([{"role": "user", "content": text}], max_tokens=5)
+    assert not first.tokens_estimated and first.prompt_tokens == 400
+    # 1004 characters for 400 tokens: the estimate follows that ratio, marked as estimated
+    assert second.tokens_estimated and 395 <= second.prompt_tokens <= 405
+
+
+def test_recorded_real_answers_parse_as_pinned():
+    """Real answers of SmolLM2-135M (tests/data/smollm2-answers.json): prose before the
+    object, fences, a nested object in place of an id, the prompt echoed; the letters of the
+    compact format all read."""
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / "smollm2-answers.json").read_text())
+    answers = data["answers"]
+    assert len(answers) >= 20
+    for a in answers:
+        got = (find_json_object(a["answer"]) if a["format"] == "json"
+               else choice_letter(a["answer"], 9))
+        assert got == a["expected"], a["answer"]
+    letters = [a for a in answers if a["format"] == "letter"]
+    assert letters and all(a["expected"] for a in letters)
+    # a JSON answer whose "object" is itself an object is never read as a usable id
+    nested = [a for a in answers if '"object": {' in a["answer"]]
+    assert nested and all(a["expected"] is None for a in nested)
+    # the issue's shape: a bracketed pseudo-object, read as the object it stands for
+    bracketed = [a for a in answers if a["answer"].startswith("[intervene:")]
+    assert bracketed and all(a["expected"]["intervene"] is False for a in bracketed)

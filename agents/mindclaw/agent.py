@@ -13,6 +13,14 @@ program too (one more call per intervention). The model is called only when the 
 runs ``reasoning_run`` (or ``action_run`` with a model action backend), i.e. on struggle
 cues that no skill settles.
 
+The model's decisions are its own: an unusable answer or a failed call gives the module's
+"nothing" (not blocked / no program / no cue), counted in ``usage.parse_failures`` or
+``usage.fallbacks``; ``fallback="symbolic"`` (an explicit option, off by default) uses the
+symbolic result instead. ``usage.sources`` counts decisions by source (model, skill,
+symbolic, fallback, failed). ``formats`` picks the answer formats: ``"json"`` (default),
+``"compact"`` (letter for reasoning, one line for action and observation; for small
+models) or a dict ``{module: format}`` (see :data:`.reasoning.FORMATS`).
+
 Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
 ``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
 (``[{"predicted", "window", "tick"}]`` per window up to the intervention; the agent never
@@ -30,6 +38,8 @@ from mindhelper_env.agents.base import Usage
 from mindhelper_env.agents.mindclaw.engine import Engine
 from mindhelper_env.agents.mindclaw.memory import MindMemory
 from mindhelper_env.agents.mindclaw.reasoning import (
+    COMPACT_FORMATS,
+    FORMATS,
     ActionGeneration,
     MentalReasoning,
     Observation,
@@ -50,7 +60,8 @@ class MindClawAgent:
 
     def __init__(self, model: Any = None, *, skills: SkillBook | str | None = None,
                  policy: Policy | None = None, features: Any = None, backends: dict[str, str] | None = None,
-                 max_tokens: int = 96, **client_opts: Any) -> None:
+                 max_tokens: int = 96, fallback: str = "none",
+                 formats: str | dict[str, str] | None = None, **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL") or None
         if model == "symbolic":
@@ -79,15 +90,33 @@ class MindClawAgent:
         self.client = client
         self.usage = Usage()
 
+        if formats in (None, "json"):
+            fmts = {m: FORMATS[m][0] for m in _MODULES}
+        elif formats == "compact":
+            fmts = dict(COMPACT_FORMATS)
+        elif isinstance(formats, dict):
+            unknown = set(formats) - set(_MODULES)
+            if unknown:
+                raise ValueError(f"formats: unknown module(s) {sorted(unknown)}")
+            fmts = {m: formats.get(m, FORMATS[m][0]) for m in _MODULES}
+        else:
+            raise ValueError(f"formats must be 'json', 'compact' or {{module: format}}, got "
+                             f"{formats!r}")
+        self.formats = fmts
+        self.fallback = fallback
+
         def module_client(m: str) -> Any:
             return client if chosen[m] == "model" else None
 
         self.engine = Engine(
             MindMemory(),
             Trigger(self.skills, policy, features),
-            Observation(module_client("observation"), self.usage, max_tokens),
-            MentalReasoning(module_client("reasoning"), self.usage, max_tokens),
-            ActionGeneration(module_client("action"), self.usage, max_tokens * 2),
+            Observation(module_client("observation"), self.usage, max_tokens,
+                        fmts["observation"], fallback),
+            MentalReasoning(module_client("reasoning"), self.usage, max_tokens,
+                            fmts["reasoning"], fallback),
+            ActionGeneration(module_client("action"), self.usage, max_tokens * 2,
+                             fmts["action"], fallback),
         )
 
     @property

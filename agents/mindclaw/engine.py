@@ -13,8 +13,13 @@ For each observation window :meth:`Engine.step`
    ``belief_changes`` (count per belief operation) and ``changes`` (the first
    :data:`TRACE_CHANGES` committed rows), ``cues``, ``skills`` (skill matches),
    ``reasoning`` (per judged cue: signature, verdict, source), ``calls`` (model calls:
-   module, prompt size, tokens, answer prefix, outcome), ``action`` and ``predicted`` (the
-   window's summary operation, :func:`~.trigger.window_op`).
+   module, prompt size, tokens, answer prefix, outcome, prompt version), ``action``,
+   ``action_source`` and ``predicted`` (the window's summary operation,
+   :func:`~.trigger.window_op`).
+
+Decisions by source (``usage.sources``): each cue a skill settles counts as ``skill``; each
+judgement, program and (with a model observation backend) cue selection counts as the
+module reports it (``model``, ``symbolic``, ``fallback``, ``failed``).
 
 One intervention per episode: once a program was issued, the Trigger can no longer choose
 ``reasoning_run`` or ``action_run`` (the mask forbids them) and the engine stops recording
@@ -125,6 +130,8 @@ class Engine:
         """Close the current window (trace, ``trigger_ops``); returns ``"none"`` or the
         program."""
         state, ops, program = self.state, self._ops, self._program
+        if state.skill_hits:  # cues the deterministic skill matchers settled
+            self.reasoning.usage.count_source("skill", len(state.skill_hits))
         issued = bool(program)
         if issued:
             predicted = "action_run"

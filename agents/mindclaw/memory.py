@@ -266,6 +266,24 @@ class MindMemory:
             return f"the robot ({node})"
         return f"{t.classes.get(node, 'thing')} ({node})"
 
+    def relevant_objects(self, ctx: CueContext) -> set[int]:
+        """The objects :meth:`relevant_rows` is about: those the person believed at the
+        place or of a class kept there, the stretched-for object, and every object of a
+        class kept at the place that no person holds."""
+        t = self.tracker
+        cue = ctx.cue
+        kept = set(classes_kept_at(t.classes.get(cue.place, "")))
+        objs: set[int] = set()
+        for obj, loc in ctx.prior_beliefs.items():
+            if loc == cue.place or t.classes.get(obj) in kept:
+                objs.add(obj)
+        if cue.kind == "stretch":
+            objs.add(cue.place)
+        for obj in t.where:
+            if t.classes.get(obj) in kept and t.where[obj] not in t.people:
+                objs.add(obj)
+        return objs
+
     def relevant_rows(self, ctx: CueContext) -> dict[str, list[str]]:
         """The belief-table rows a model needs to judge one cue, as short text lines.
 
@@ -276,21 +294,14 @@ class MindMemory:
         """
         t = self.tracker
         cue = ctx.cue
-        place_class = t.classes.get(cue.place, "")
-        kept = set(classes_kept_at(place_class))
-        objs: set[int] = set()
+        objs = self.relevant_objects(ctx)
         beliefs = []
         for obj, loc in sorted(ctx.prior_beliefs.items()):
-            if loc == cue.place or t.classes.get(obj) in kept:
-                objs.add(obj)
+            if obj in objs and (loc == cue.place or t.classes.get(obj) in
+                                set(classes_kept_at(t.classes.get(cue.place, "")))):
                 row = self.actor_beliefs.get(cue.person, {}).get(obj)
                 since = f" (since tick {row.tick}: {row.evidence})" if row is not None else ""
                 beliefs.append(f"{self.name(obj)} at {self.name(loc)}{since}")
-        if cue.kind == "stretch":
-            objs.add(cue.place)
-        for obj in t.where:
-            if t.classes.get(obj) in kept and t.where[obj] not in t.people:
-                objs.add(obj)
         facts = []
         for obj in sorted(objs):
             loc = t.where.get(obj)

@@ -15,14 +15,24 @@ Spec strings
     retry *k* waits ``min(max_backoff, backoff * 2**k)`` times a deterministic jitter in
     [1, 1.5)), ``max_backoff`` (30 s), ``concurrency`` (max requests in flight to this
     endpoint across all processes sharing ``lock_dir``; default ``$MINDHELPER_MODEL_CONCURRENCY``
-    or unlimited), ``lock_dir`` (default ``$MINDHELPER_LOCK_DIR`` or a folder in the temp dir).
-``hf:NAME_OR_PATH``
+    or unlimited), ``lock_dir`` (default ``$MINDHELPER_LOCK_DIR`` or a folder in the temp dir),
+    ``structured`` (structured output, never assumed: ``json_schema`` sends
+    ``response_format`` with the answer's JSON schema, ``gbnf`` llama.cpp's ``grammar``,
+    ``guided_json`` vLLM's ``guided_json`` / ``guided_choice``; see
+    :mod:`.answers`), ``context_length`` (the model's context window: agents fit their
+    prompts to it), ``chars_per_token`` (4; the token estimate when the server sends no
+    ``usage``, replaced by the ratio measured on answers that had one).
+``hf:NAME_OR_PATH`` / ``hf:FILE.gguf``
     Local ``transformers`` generation with the tokenizer's chat template (``llm`` extra plus
-    torch). Options: ``device`` (cuda if available, else cpu), ``dtype`` (e.g.
-    ``"bfloat16"``), ``download`` (False: local files / the local HF cache only), ``seed``.
+    torch). A path ending in ``.gguf`` is loaded from that file (``gguf`` extra:
+    ``gguf`` and ``accelerate``; no compiler needed). Options: ``device`` (cuda if
+    available, else cpu), ``dtype`` (e.g. ``"bfloat16"``), ``download`` (False: local files
+    / the local HF cache only), ``seed``, ``context_length`` (default: the model's
+    ``max_position_embeddings``).
 ``replay:FILE``
     Answers only from a cassette; an unknown request raises
-    :class:`ReplayMissError`. Option ``model`` if the cassette holds several models.
+    :class:`ReplayMissError`. Option ``model`` if the cassette holds several models;
+    ``context_length`` as recorded; live-client options (timeout, retries, ...) are ignored.
 ``record:FILE=SPEC``
     Records ``SPEC``'s answers into the cassette ``FILE`` (same as ``SPEC`` with
     ``record=FILE``).
@@ -31,8 +41,11 @@ Any spec (except ``replay:``) also takes ``cache_dir=`` (default ``$MINDHELPER_M
 an on-disk response cache. Keys, cassette format and cache layout: :mod:`.store`.
 
 Token accounting: ``usage`` from the server when present; otherwise
-:func:`estimate_tokens` (``ceil(chars / 4)`` + 85 per image) with
-``Completion.tokens_estimated=True``. ``hf:`` counts are exact.
+:func:`estimate_tokens` (``ceil(chars / chars_per_token)`` + 85 per image, calibrated as
+above) with ``Completion.tokens_estimated=True``. ``hf:`` counts are exact.
+
+Failed calls raise :class:`ModelError` with a ``kind`` (``context_overflow``, ``http_404``,
+``connection``, ``timeout``, ...); agents count them by kind (:mod:`.accounting`, :mod:`.report`).
 
 Importing this package imports neither ``openai`` nor ``transformers`` nor ``torch``.
 """

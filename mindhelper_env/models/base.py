@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -41,11 +40,29 @@ IMAGE_TOKEN_ESTIMATE = 85
 
 
 class ModelError(RuntimeError):
-    """A model call failed for good (after retries): timeout, HTTP error, bad response."""
+    """A model call failed for good (after retries): timeout, HTTP error, bad response.
+
+    ``kind`` names the failure for the run's error counts: ``timeout``, ``connection``,
+    ``http_<status>`` (``http_400`` ...), ``context_overflow`` (a 400 whose message says the
+    prompt is too long for the model's context), ``bad_response``, ``replay_miss`` or
+    ``error``.
+    """
+
+    def __init__(self, message: str = "", kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class ReplayMissError(ModelError):
     """A replayed cassette has no answer for this request."""
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message, "replay_miss")
+
+
+def error_kind(err: BaseException) -> str:
+    """The ``kind`` of a :class:`ModelError`, else ``"error"``."""
+    return str(getattr(err, "kind", "error") or "error")
 
 
 @dataclass(frozen=True)
@@ -100,6 +117,27 @@ class ModelClient(Protocol):
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
                  temperature: float = 0.0) -> Completion: ...
+
+
+def call_client(client: Any, messages: list[dict[str, Any]], *, max_tokens: int,
+                temperature: float, constraint: Any = None) -> Completion:
+    """``client.complete(...)``, passing ``constraint`` only to a client that enforces
+    structured output (its ``structured`` attribute is set), so plain clients keep the
+    two-keyword protocol."""
+    if constraint is not None and getattr(client, "structured", None):
+        return client.complete(messages, max_tokens=max_tokens, temperature=temperature,
+                               constraint=constraint)
+    return client.complete(messages, max_tokens=max_tokens, temperature=temperature)
+
+
+def request_params(max_tokens: int, temperature: float, constraint: Any = None,
+                   mode: str | None = None) -> dict[str, Any]:
+    """The ``params`` of a request key: ``max_tokens``, ``temperature`` and, when a
+    constraint is enforced, what it adds (so keys without one are unchanged)."""
+    params: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
+    if constraint is not None and mode:
+        params.update(constraint.key(mode))
+    return params
 
 
 def _check_frame(frame: Any) -> np.ndarray:
@@ -165,10 +203,13 @@ def request_key(canonical: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def estimate_tokens(text_chars: int, images: int = 0) -> int:
-    """The token estimate used when no exact count is known: ``ceil(chars / 4)`` plus
+def estimate_tokens(text_chars: int, images: int = 0, chars_per_token: float = 4.0) -> int:
+    """The token estimate used when no exact count is known: ``ceil(chars /
+    chars_per_token)`` (4 by default; clients calibrate it, see
+    :class:`~mindhelper_env.models.openai_client.OpenAIClient`) plus
     :data:`IMAGE_TOKEN_ESTIMATE` per image."""
-    return math.ceil(max(0, text_chars) / 4) + IMAGE_TOKEN_ESTIMATE * max(0, images)
+    cpt = float(chars_per_token) if chars_per_token and chars_per_token > 0 else 4.0
+    return math.ceil(max(0, text_chars) / cpt) + IMAGE_TOKEN_ESTIMATE * max(0, images)
 
 
 def prompt_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
@@ -185,14 +226,24 @@ def prompt_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 def first_json_object(text: str | None) -> dict[str, Any] | None:
-    """The first JSON object in a model's answer (prose and code fences around it are fine),
-    or None."""
-    decoder = json.JSONDecoder()
-    for m in re.finditer(r"\{", text or ""):
-        try:
-            obj, _ = decoder.raw_decode(text or "", m.start())
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            return obj
-    return None
+    """The answer object of a model's reply, or None: the first JSON object at the top level
+    (prose and code fences around it are fine; never an object nested in another bracket).
+    See :func:`mindhelper_env.models.answers.find_json_object`."""
+    from mindhelper_env.models.answers import find_json_object
+
+    return find_json_object(text)
+
+
+#: Characters per token assumed when fitting prompts to a context length: on the safe side
+#: for small-vocabulary tokenizers (SmolLM2's averages 2.7 on these prompts).
+FIT_CHARS_PER_TOKEN = 2.5
+
+
+def prompt_tokens_estimate(client: Any, messages: list[dict[str, Any]]) -> int:
+    """The token count assumed for ``messages`` when fitting them to a context length:
+    ``ceil(chars / FIT_CHARS_PER_TOKEN)`` + 85 per image + 8 per message. It depends on the
+    text only (never on the client's state), so a replayed run fits its prompts exactly as
+    the recorded run did."""
+    msgs = normalize_messages(messages)
+    chars, images = prompt_size(msgs)
+    return estimate_tokens(chars, images, FIT_CHARS_PER_TOKEN) + 8 * len(msgs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from mindhelper_env.models.base import Completion, ModelError, normalize_messages
@@ -19,6 +20,7 @@ __all__ = ["HFClient"]
 
 logger = logging.getLogger(__name__)
 
+_GGUF_HINT = "pip install 'mindhelper-env[llm,gguf]'"
 _INSTALL_HINT = ("pip install torch==2.13.0 (CPU build) and then "
                  "pip install 'mindhelper-env[llm]'")
 
@@ -27,9 +29,13 @@ class HFClient:
     """``hf:NAME_OR_PATH`` — see :func:`mindhelper_env.models.make_client` for the options."""
 
     def __init__(self, name: str, *, device: str | None = None, dtype: str | None = None,
-                 download: bool = False, seed: int = 0) -> None:
+                 download: bool = False, seed: int = 0,
+                 context_length: int | None = None, structured: str | None = None) -> None:
         if not name:
             raise ValueError("hf: needs a model name or path, e.g. 'hf:/models/qwen'")
+        if structured not in (None, "", "none", "off"):
+            raise ValueError(f"hf:{name}: structured output ({structured!r}) is not enforced by "
+                             f"hf:; serve the model with llama.cpp or vLLM for it")
         try:
             import torch
             import transformers
@@ -41,15 +47,29 @@ class HFClient:
         self.name = name
         self.seed = int(seed)
         kwargs: dict[str, Any] = {"local_files_only": not download}
+        source = name
+        if name.lower().endswith(".gguf"):
+            # a GGUF file: transformers dequantizes it to torch weights (needs the ``gguf``
+            # package, plus ``accelerate``); tokenizer and chat template come from the file
+            path = Path(name).expanduser()
+            if not path.is_file():
+                raise ValueError(f"hf:{name}: no such GGUF file")
+            try:
+                import gguf  # noqa: F401
+            except ImportError as err:
+                raise ImportError(f"hf:{name}: loading a GGUF file needs the gguf package: "
+                                  f"{_GGUF_HINT}") from err
+            source = str(path.parent)
+            kwargs["gguf_file"] = path.name
         try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(name, **kwargs)
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
             if dtype is not None:
                 if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
                     raise ValueError(f"hf:{name}: unknown dtype {dtype!r}")
                 major = int(transformers.__version__.split(".")[0])
                 # transformers 5 calls it dtype; 4.x torch_dtype
                 kwargs["dtype" if major >= 5 else "torch_dtype"] = getattr(torch, dtype)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(name, **kwargs)
+            self.model = transformers.AutoModelForCausalLM.from_pretrained(source, **kwargs)
         except OSError as err:
             raise ValueError(f"hf:{name}: cannot load a local model there ({err})") from err
         if getattr(self.tokenizer, "chat_template", None) is None:
@@ -58,6 +78,17 @@ class HFClient:
         self.model.to(self.device)
         self.model.eval()
         self._warned_images = False
+        #: hf: enforces no structured output (answers are parsed as they come)
+        self.structured = None
+        window = getattr(self.model.config, "max_position_embeddings", None)
+        if context_length is not None:
+            self.context_length: int | None = int(context_length)
+        else:
+            self.context_length = int(window) if isinstance(window, int) else None
+
+    def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
+        """The prompt's exact token count (the chat template applied)."""
+        return int(self._prompt_ids(messages).shape[-1])
 
     def _prompt_ids(self, messages: list[dict[str, Any]]) -> Any:
         chat = []

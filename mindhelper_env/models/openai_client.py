@@ -77,13 +77,34 @@ def _retry_after(err: Exception, cap: float) -> float:
     return min(max(value, 0.0), cap)
 
 
+#: Values of the ``structured`` option (see :mod:`mindhelper_env.models.answers`).
+STRUCTURED_MODES = ("json_schema", "gbnf", "guided_json")
+
+_OVERFLOW_WORDS = ("context", "too long", "maximum", "exceed", "n_ctx")
+
+
+def _error_kind(openai: Any, err: Exception) -> str:
+    if isinstance(err, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(err, openai.APIConnectionError):
+        return "connection"
+    if isinstance(err, openai.APIStatusError):
+        msg = str(err).lower()
+        if err.status_code == 400 and any(w in msg for w in _OVERFLOW_WORDS):
+            return "context_overflow"
+        return f"http_{err.status_code}"
+    return "error"
+
+
 class OpenAIClient:
     """``openai:MODEL`` — see :func:`mindhelper_env.models.make_client` for the options."""
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, max_retries: int = 4, backoff: float = 0.5,
                  max_backoff: float = 30.0, concurrency: int | None = None,
-                 lock_dir: str | os.PathLike[str] | None = None) -> None:
+                 lock_dir: str | os.PathLike[str] | None = None,
+                 structured: str | None = None, context_length: int | None = None,
+                 chars_per_token: float = 4.0) -> None:
         try:
             import openai
         except ImportError as err:
@@ -93,9 +114,22 @@ class OpenAIClient:
             raise ValueError("openai: needs a model name, e.g. 'openai:gpt-4o-mini'")
         if float(timeout) <= 0 or int(max_retries) < 0 or float(backoff) < 0:
             raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+        if structured in ("", "none", "off"):
+            structured = None
+        if structured is not None and structured not in STRUCTURED_MODES:
+            raise ValueError(f"structured must be one of {STRUCTURED_MODES}, got {structured!r}")
+        if context_length is not None and int(context_length) < 256:
+            raise ValueError(f"context_length must be at least 256, got {context_length!r}")
+        if float(chars_per_token) <= 0:
+            raise ValueError("chars_per_token must be > 0")
         self._openai = openai
         self.model = model
         self.model_id = f"openai:{model}"
+        self.structured = structured
+        self.context_length = int(context_length) if context_length is not None else None
+        self.chars_per_token = float(chars_per_token)
+        # calibration of the estimate from answers that carried usage (chars, tokens)
+        self._calib = [0, 0]
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
@@ -112,35 +146,49 @@ class OpenAIClient:
         self.semaphore = (FileSemaphore(int(concurrency), endpoint, lock_dir)
                           if concurrency else None)
 
+    @property
+    def calibrated_chars_per_token(self) -> float:
+        """Characters per prompt token: measured from answers with ``usage`` once there are
+        some, else the ``chars_per_token`` option."""
+        chars, tokens = self._calib
+        return chars / tokens if tokens >= 64 else self.chars_per_token
+
     def _retryable(self, err: Exception) -> bool:
         o = self._openai
         if isinstance(err, (o.APITimeoutError, o.APIConnectionError, o.RateLimitError)):
             return True
         return isinstance(err, o.APIStatusError) and err.status_code >= 500
 
-    def _create(self, wire: list[dict[str, Any]], max_tokens: int, temperature: float) -> Any:
+    def _create(self, wire: list[dict[str, Any]], max_tokens: int, temperature: float,
+                extra: dict[str, Any]) -> Any:
         if self.semaphore is None:
             return self._client.chat.completions.create(
-                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature)
+                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature,
+                **extra)
         with self.semaphore.hold():
             return self._client.chat.completions.create(
-                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature)
+                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature,
+                **extra)
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
         msgs = normalize_messages(messages)
         wire = _wire_messages(msgs)
+        extra: dict[str, Any] = {}
+        if constraint is not None and self.structured and constraint.usable(self.structured):
+            extra = constraint.request_fields(self.structured)
         seed = request_key(canonical_request(
             self.model_id, msgs, {"max_tokens": max_tokens, "temperature": temperature}))
         t0 = time.perf_counter()
         attempt = 0
         while True:
             try:
-                resp = self._create(wire, max_tokens, temperature)
+                resp = self._create(wire, max_tokens, temperature, extra)
                 break
             except self._openai.OpenAIError as err:
                 if not self._retryable(err) or attempt >= self.max_retries:
-                    raise ModelError(f"{self.model_id}: {type(err).__name__}: {err}") from err
+                    raise ModelError(f"{self.model_id}: {type(err).__name__}: {err}",
+                                     _error_kind(self._openai, err)) from err
                 delay = max(backoff_delay(attempt, base=self.backoff, cap=self.max_backoff,
                                           seed=seed), _retry_after(err, self.max_backoff))
                 logger.info("%s: %s, retry %d/%d in %.2f s", self.model_id,
@@ -149,19 +197,24 @@ class OpenAIClient:
                 attempt += 1
             except Exception as err:  # e.g. a body that is not JSON
                 raise ModelError(f"{self.model_id}: bad response: {type(err).__name__}: "
-                                 f"{err}") from err
+                                 f"{err}", "bad_response") from err
         seconds = time.perf_counter() - t0
         try:
             text = resp.choices[0].message.content or ""
         except (AttributeError, IndexError, TypeError) as err:
-            raise ModelError(f"{self.model_id}: response has no message: {err!r}") from None
+            raise ModelError(f"{self.model_id}: response has no message: {err!r}",
+                             "bad_response") from None
         if not isinstance(text, str):
-            raise ModelError(f"{self.model_id}: response message is not text")
+            raise ModelError(f"{self.model_id}: response message is not text", "bad_response")
         usage = getattr(resp, "usage", None)
         pt = getattr(usage, "prompt_tokens", None)
         ct = getattr(usage, "completion_tokens", None)
-        if isinstance(pt, int) and isinstance(ct, int):
-            return Completion(text, pt, ct, seconds, tokens_estimated=False)
         chars, images = prompt_size(msgs)
-        return Completion(text, estimate_tokens(chars, images), estimate_tokens(len(text)),
-                          seconds, tokens_estimated=True)
+        if isinstance(pt, int) and isinstance(ct, int):
+            if not images and pt > 0:
+                self._calib[0] += chars
+                self._calib[1] += pt
+            return Completion(text, pt, ct, seconds, tokens_estimated=False)
+        cpt = self.calibrated_chars_per_token
+        return Completion(text, estimate_tokens(chars, images, cpt),
+                          estimate_tokens(len(text), 0, cpt), seconds, tokens_estimated=True)

