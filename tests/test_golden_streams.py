@@ -73,16 +73,14 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
     return h.hexdigest()
 
 
-# Re-pinned (deliberately) for v0 (0.4.0): interventions are timed by the issue of the first
-# acting program (records' actions carry "acts"; rewards and t_I move with it), and every
-# episode runs to its horizon (longer streams; terminated only there).
-# Re-pinned again for mh-gen-2.0 (the v2 families and suites: vh-dev-v2 episodes, new pool
-# and sampled episodes).
+# Re-pinned (deliberately) for 0.4.0: interventions are timed by the issue of the first
+# acting program (records' actions carry "acts"; rewards and t_I move with it), every episode
+# runs to its horizon, and the generator is mh-gen-2.0 (the v2 families and suites).
 GOLDEN = {
-    "dev-home": "b79595cadd12bfa8211e713be3a0b5dd13ac2a6f214dc358696788f7e21c66a3",
-    "dev-room": "e8cac410745831f0dc1a2a4a2f5fa3fc0c78fee7ac16455ca65bfe3ff45b0e69",
-    "fresh-home": "ac22e673e7bc1797d2340ca79fa9573fd31a87ba7533b2a80c5213d04b4535e9",
-    "pool-home": "838c48b823ebe7041e782bc7fb73734ad4e8a8af726004727ef968bf4733212f",
+    "dev-home": "bf3452bc25e362cec7b60387271b2c9a526d2e73b2b53415404e456e2f98deef",
+    "dev-room": "2a3d5750c03d2ed5125fcb4b3a1ae215b6eb83fb0856ecb4f6cafae3945c761b",
+    "fresh-home": "20d83e93edae485a77f6de07c3723717a17904878f3696c2d9d6f7286b6a28a2",
+    "pool-home": "3b8a9f0f037952d242fe60aa0481fee377a71e828e266161785bae4ac43be402",
 }
 
 
