@@ -4,10 +4,9 @@ Bounds are checked on the dev suite (``validity.DEV_SUITE``) with looser margins
 1,000-episode figures promised in mindhelper_env.validity.BOUNDS (reported by
 benchmarks/bench_validity.py), so that a change that reopens a leak fails here.
 
-The v1 content breaks the v2 bounds (that is what the v2 content fixes), so the v2 guards
-(:class:`TestV2Bounds`) run only once ``DEV_SUITE`` is a v2 suite (``V2``); the v1 guards
-keep running meanwhile. The instruments themselves (ablations, classifiers, feature scan,
-bounds check) are unit-tested on hand-built and synthetic data so that they can fail.
+The guards of :class:`TestV2Bounds` hold the scenarios v2 bounds; the instruments
+themselves (ablations, classifiers, feature scan, bounds check) are unit-tested on
+hand-built and synthetic data so that they can fail.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ from mindhelper_env.world.world import World
 
 DEV = validity.DEV_SUITE
 #: the v2 guards run once the dev suite is a v2 suite (the lead removes this gate with v2)
-V2 = validity.DEV_SUITE.endswith("-v2")
 
 #: Phrases that state a conclusion only a mind-reader could draw (or an outcome/reason).
 CONCLUSIONS = re.compile(
@@ -423,17 +421,22 @@ def test_check_bounds_catches_every_kind_of_break():
             "ablation-shared-view": _metrics(50.0, 50.0),
             "ablation-own-actions": _metrics(55.0, 55.0, groups={
                 "false_belief_relocation": {"PHA": 50.0}}),
-            "reactive": _metrics(30.0, 40.0), "reactive+prefix8": _metrics(28.0, 40.0)}
+            "reactive": _metrics(30.0, 40.0), "reactive+prefix8": _metrics(29.5, 40.0),
+            "ablation-goal-blind": _metrics(80.0, 90.0, groups={
+                "implicit_goal_reach": {"PHA": 60.0, "PHR": 30.0}})}
     assert validity.check_bounds(good, classifiers={"cue": {"all": 0.9, "x": 0.55}}) == []
     bad = {**good, "oracle": _metrics(99.0, 100.0), "belief-tracker": _metrics(90.0, 98.0),
            "ablation-own-actions": _metrics(55.0, 55.0, groups={
                "false_belief_relocation": {"PHA": 75.0}}),
-           "reactive+prefix8": _metrics(33.0, 70.0)}
+           "reactive+prefix8": _metrics(33.0, 70.0),
+           "ablation-goal-blind": _metrics(80.0, 90.0, groups={
+               "implicit_goal_reach": {"PHA": 70.0, "PHR": 55.0}})}
     broken = validity.check_bounds(bad, classifiers={"cue": {"x": 0.7}, "reset": {"all": 0.7}})
     text = "\n".join(broken)
     for needle in ("oracle PHA", "belief-tracker PHA", "ablation-own-actions PHA 75.0 in "
-                   "false_belief_relocation", "reactive+prefix8 PIA", "the hedge raises "
-                   "reactive's PHA", "cue classifier", "reset classifier"):
+                   "false_belief_relocation", "reactive+prefix8 PIA", "the hedge changes "
+                   "reactive's PHA by +3.0", "ablation-goal-blind PHR 55.0 in "
+                   "implicit_goal_reach", "cue classifier", "reset classifier"):
         assert needle in text, needle
 
 
@@ -462,17 +465,16 @@ def test_new_agents_play_without_fallbacks(name):
 
 
 # ---------------------------------------------------------------- v2 guards (dev suite)
-@pytest.mark.skipif(not V2, reason="v1 content")
 class TestV2Bounds:
-    """validity.BOUNDS on the 100-episode dev suite with looser margins (about 25 episodes
-    per twin group). Enabled when DEV_SUITE is a v2 suite."""
+    """validity.BOUNDS on the 100-episode dev suite with looser margins (13-14 episodes per
+    twin group)."""
 
     TRAIN = 800
 
     @pytest.fixture(scope="class")
     def played(self):
         agents = ["oracle", "belief-tracker", *validity.ABLATION_AGENTS,
-                  *validity.SHORTCUT_BASELINES]
+                  validity.GOAL_ABLATION, *validity.SHORTCUT_BASELINES]
         agents += [validity.hedged(a) for a in agents if a != "oracle"]
         return agent_scores(DEV, agents, workers=1)
 
@@ -491,6 +493,13 @@ class TestV2Bounds:
         for g in validity.belief_groups():
             assert played[agent]["groups"][g]["PHA"] <= 70.0, g
 
+    def test_goal_blind_ablation_hands_the_wrong_thing(self, played):
+        groups = validity.goal_groups()
+        assert groups
+        for g in groups:
+            assert played[validity.GOAL_ABLATION]["groups"][g]["PHR"] <= 55.0, g
+            assert played["belief-tracker"]["groups"][g]["PHR"] >= 90.0, g
+
     @pytest.mark.parametrize("agent", validity.SHORTCUT_BASELINES)
     def test_shortcuts_fail_hedged_or_not(self, played, agent):
         for name in (agent, validity.hedged(agent)):
@@ -501,7 +510,7 @@ class TestV2Bounds:
         for name, m in played.items():
             h = played.get(validity.hedged(name))
             if h is not None:
-                assert h["PHA"] - m["PHA"] <= 3.0, name
+                assert abs(h["PHA"] - m["PHA"]) <= 1.0, name
                 assert h["PIA"] == m["PIA"], name
 
     @pytest.mark.parametrize("context", validity.WINDOW_CONTEXTS)
@@ -511,15 +520,17 @@ class TestV2Bounds:
         m = validity.scores(validity.play_records(DEV, validity.WindowClassifierAgent(clf),
                                                   "window-classifier"), DEV)
         assert m["PIA"] <= 72.0 and m["PHA"] <= 62.0
+        # 13-14 dev episodes per group (one episode is 7 points): a loose guard that still
+        # catches a group given away (v1's reach and blocked groups were at 82-95 %)
         for g, gm in m["groups"].items():
-            assert gm["accuracy"] <= 75.0, g
+            assert gm["accuracy"] <= 85.0, g
 
     def test_cue_time_classifier_is_near_chance(self, data):
         acc = validity.cue_classifier_accuracy(*data)
         for g in validity.twin_groups():
-            assert acc[g] <= 0.75, (g, acc[g])
+            assert acc[g] <= 0.85, (g, acc[g])
 
     def test_no_feature_gives_the_answer_away(self, data):
         for g, r in validity.feature_scan(*data).items():
-            assert r["single"]["test"] <= 0.75, (g, r["single"])
-            assert r["tree"]["test"] <= 0.78, g
+            assert r["single"]["test"] <= 0.80, (g, r["single"])
+            assert r["tree"]["test"] <= 0.85, g
