@@ -8,6 +8,10 @@
 MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or with one
 given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run
 with numpy (the shipped ``learned_trigger.npz``, or ``trigger=PATH``).
+
+Any name (registered or an import path) takes the suffix ``+prefixN``: the agent wrapped in
+:class:`~mindhelper_env.agents.hedge.MovementPrefix` (``N`` free ``[walk]`` lines before
+each of its programs), e.g. ``make_agent("reactive+prefix10")``.
 """
 
 from __future__ import annotations
@@ -21,16 +25,18 @@ from typing import Any
 from mindhelper_env.agents.base import Agent, Usage
 from mindhelper_env.agents.belief import (
     BeliefTrackerAgent,
+    GoalBlindAgent,
     MovedAbsentAgent,
     PriorAgent,
     ReactiveAgent,
 )
+from mindhelper_env.agents.hedge import MovementPrefix, split_prefix_suffix
 from mindhelper_env.agents.simple import OracleAgent, RandomAgent, SilentAgent
 
 __all__ = ["Agent", "Usage", "make_agent", "AGENTS", "register_agent", "resolve_agent",
            "is_import_path",
            "SilentAgent", "RandomAgent", "OracleAgent", "BeliefTrackerAgent", "ReactiveAgent",
-           "MovedAbsentAgent", "PriorAgent", "SHORTCUT_AGENTS"]
+           "MovedAbsentAgent", "PriorAgent", "SHORTCUT_AGENTS", "MovementPrefix"]
 
 #: registry name -> factory(**kwargs)
 AGENTS: dict[str, Callable[..., Any]] = {
@@ -38,10 +44,32 @@ AGENTS: dict[str, Callable[..., Any]] = {
     "random": lambda p=0.1, seed=None, **kw: RandomAgent(p=p, seed=seed),
     "oracle": lambda env=None, **kw: OracleAgent(env),
     "belief-tracker": lambda **kw: BeliefTrackerAgent(),
+    "ablation-goal-blind": lambda **kw: GoalBlindAgent(),
     "reactive": lambda min_struggles=1, **kw: ReactiveAgent(min_struggles=min_struggles),
     "moved-absent": lambda **kw: MovedAbsentAgent(),
     "prior": lambda act_window=4, **kw: PriorAgent(act_window=act_window),
 }
+
+
+def _ablation(name: str) -> Callable[..., Any]:
+    def build(**kw: Any) -> Any:
+        from mindhelper_env.agents.ablations import ABLATIONS
+
+        return ABLATIONS[name]()
+
+    return build
+
+
+def _perspective_free(**kw: Any) -> Any:
+    from mindhelper_env.agents.perspective_free import PerspectiveFreeAgent
+
+    return PerspectiveFreeAgent()
+
+
+# validity baselines (docs/validity.md): the tracker without perspectives, and a shortcut
+AGENTS["ablation-shared-view"] = _ablation("ablation-shared-view")
+AGENTS["ablation-own-actions"] = _ablation("ablation-own-actions")
+AGENTS["perspective-free"] = _perspective_free
 
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")
@@ -106,9 +134,18 @@ def resolve_agent(name: str) -> Callable[..., Any]:
     factory = AGENTS.get(name)
     if factory is not None:
         return factory
+    base, lines = split_prefix_suffix(name)
+    if lines is not None:
+        inner = resolve_agent(base)
+
+        def hedged(**kwargs: Any) -> Any:
+            return MovementPrefix(inner(**kwargs), lines=lines)
+
+        return hedged
     if not is_import_path(name):
         raise ValueError(f"unknown agent {name!r}; known agents: {sorted(AGENTS)} "
-                         "(or give an import path like 'mypkg.agents:MyAgent')")
+                         "(or give an import path like 'mypkg.agents:MyAgent'; any name "
+                         "takes the suffix '+prefixN')")
     module_name, _, attr = name.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)

@@ -28,7 +28,7 @@ from mindhelper_env.agents.base import Usage
 from mindhelper_env.agents.tracker import BeliefTracker, parse_events
 from mindhelper_env.scenarios.observer import Need, is_usual_place
 
-__all__ = ["BeliefTrackerAgent", "ReactiveAgent", "MovedAbsentAgent", "PriorAgent"]
+__all__ = ["BeliefTrackerAgent", "GoalBlindAgent", "ReactiveAgent", "MovedAbsentAgent", "PriorAgent"]
 
 
 class _OnceAgent:
@@ -101,6 +101,20 @@ class BeliefTrackerAgent(_OnceAgent):
                 if program:
                     return program
         return []
+
+
+class GoalBlindAgent(BeliefTrackerAgent):
+    """The belief tracker without the task's earlier steps (the goal-inference ablation):
+    it tracks every person's beliefs and attention as the tracker does, but does not read
+    what a person wants from what they took before. A stretch toward a place is then for the
+    first object the robot knows lies there (the likeliest guess without a goal), and a look
+    that took nothing is judged against every class kept at that place."""
+
+    name = "ablation-goal-blind"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tracker.goal_inference = False
 
 
 class ReactiveAgent(_OnceAgent):

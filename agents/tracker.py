@@ -13,6 +13,9 @@ end of a window) — and keeps
   same perception rules the people follow (they see their room when they enter it; in a room
   they see what others take, put and reveal; a place in view that lacks what they expected
   erases that belief); each entry keeps the tick and the evidence that set it;
+* **attention and earlier steps**: who is on the phone (and so notices nothing), and what each
+  person took so far (what they will want next follows from it:
+  :func:`~mindhelper_env.scenarios.observer.infer_goal`);
 * **struggle cues**: a look that took nothing (a surface looked over, a container opened and
   closed again), a stretch toward something out of reach, standing at a closed container with
   full hands — each judged with :mod:`mindhelper_env.scenarios.observer`'s rules on the
@@ -30,7 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mindhelper_env.actors.actor import ACTOR_KINDS
-from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
+from mindhelper_env.scenarios.observer import (
+    Need,
+    PersonView,
+    SceneView,
+    judge_tick,
+    someone_notices,
+)
 
 __all__ = ["BeliefTracker", "Belief", "Person", "Cue", "parse_events"]
 
@@ -55,6 +64,10 @@ class Person:
     beliefs: dict[int, Belief] = field(default_factory=dict)
     last_room: int | None = None
     looked: bool = False
+    #: on the phone (notices nothing)
+    busy: bool = False
+    #: classes of what the person took, oldest first (their earlier steps)
+    took: list[str] = field(default_factory=list)
 
     @property
     def reach(self) -> float:
@@ -85,8 +98,11 @@ def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
 class BeliefTracker:
     """Per-episode memory built from observations (see the module docstring)."""
 
-    def __init__(self, robot_id: int = 1) -> None:
+    def __init__(self, robot_id: int = 1, *, goal_inference: bool = True) -> None:
         self.robot_id = robot_id
+        #: read what a person wants next from their earlier steps (off: the goal-blind
+        #: ablation, which falls back on the first object at the place of a stretch)
+        self.goal_inference = goal_inference
         self.reset()
 
     def reset(self) -> None:
@@ -184,12 +200,19 @@ class BeliefTracker:
                     self.classes.setdefault(int(a["id"]), str(a["class"]))
             norm.append((int(ev.get("actor", -1)), str(ev.get("verb")), tuple(args)))
         cues = [Cue(t, who, kind, place, need) for t, who, kind, place, need in
-                judge_tick(tick, norm, before, scene, self._opened, self._anchor)]
+                judge_tick(tick, norm, before, scene, self._opened, self._anchor,
+                           self.notices)]
         for ev in events:
             self._apply(ev)
         for p in self.people.values():
             self._perceive(p, tick, events)
         return cues
+
+    def notices(self, person: PersonView, scene: SceneView) -> bool:
+        """Does someone notice ``person``'s struggle (and help)? The observer's rule: an adult
+        in the same room, not on the phone, with a free hand. Attention is perception too:
+        perspective ablations override this."""
+        return someone_notices(person, scene)
 
     def _anchor(self, place: int) -> int:
         loc = self.where.get(place)
@@ -199,7 +222,8 @@ class BeliefTracker:
         out = {}
         for p in self.people.values():
             out[p.id] = PersonView(p.id, p.reach, p.room, p.near, tuple(p.holding),
-                                   {o: b.place for o, b in p.beliefs.items()})
+                                   {o: b.place for o, b in p.beliefs.items()}, p.busy,
+                                   tuple(p.took) if self.goal_inference else ())
         return out
 
     def _apply(self, ev: dict[str, Any]) -> None:
@@ -218,6 +242,11 @@ class BeliefTracker:
             self.where[args[0]] = who
             if p is not None and args[0] not in p.holding:
                 p.holding.append(args[0])
+            if p is not None:
+                p.took.append(self.classes.get(args[0], "?"))
+        elif verb in ("phone", "hangup"):
+            if p is not None:
+                p.busy = verb == "phone"
         elif verb in ("putin", "putback") and len(args) >= 2:
             self.where[args[0]] = args[1]
             if p is not None and args[0] in p.holding:
@@ -312,8 +341,10 @@ class BeliefTracker:
                 for obj, b in list(p.beliefs.items()):
                     if b.place == box and self.where.get(obj) != box:
                         self._set_belief(p, obj, None, tick, "saw it was not inside")
-            elif verb == "tell" and len(args) >= 3 and args[0] == p.id:
-                self._set_belief(p, args[1], args[2], tick, "was told")
+            elif verb == "tell" and len(args) >= 3:
+                # everyone in earshot (the room) hears it
+                self._set_belief(p, args[1], args[2], tick,
+                                 "was told" if args[0] == p.id else "overheard it")
 
     # ------------------------------------------------------------------ queries
     def anchor_of(self, obj: int) -> int | None:

@@ -39,15 +39,15 @@ def _time(fn: Callable[[], object], repeat: int, *, cold: bool = True) -> list[f
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and log a table."""
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--repeat", type=int, default=3, help="runs for vh-dev-v1 (median)")
-    p.add_argument("--test-repeat", type=int, default=1, help="runs for vh-test-v1")
+    p.add_argument("--repeat", type=int, default=3, help="runs for vh-dev-v2 (median)")
+    p.add_argument("--test-repeat", type=int, default=1, help="runs for vh-test-v2")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger(S.__name__).setLevel(logging.WARNING)
 
     rows: list[tuple[str, str, int, list[float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, repeat in (("vh-dev-v1", args.repeat), ("vh-test-v1", args.test_repeat)):
+        for name, repeat in (("vh-dev-v2", args.repeat), ("vh-test-v2", args.test_repeat)):
             n = S.SUITES[name]["n"]
             out = Path(tmp) / name
             rows.append((name, "generate (cold)", n, _time(lambda n=name: S.suite_specs(n), repeat)))

@@ -2,10 +2,10 @@
 
 ::
 
-    mindhelper evaluate --suite vh-dev-v1 --agents silent,random,oracle --out runs/dev
-    mindhelper score runs/dev/*.jsonl --suite vh-dev-v1 [--json]
-    mindhelper suite export vh-dev-v1 data/vh-dev-v1
-    mindhelper suite validate data/vh-dev-v1
+    mindhelper evaluate --suite vh-dev-v2 --agents silent,random,oracle --out runs/dev
+    mindhelper score runs/dev/*.jsonl --suite vh-dev-v2 [--json]
+    mindhelper suite export vh-dev-v2 data/vh-dev-v2
+    mindhelper suite validate data/vh-dev-v2
     mindhelper list
     mindhelper train-trigger --algo maskable-ppo --timesteps 200000 --envs 2 --out runs/trigger
 
@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("evaluate", parents=[common],
                         help="run agents on a suite and write result records")
-    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v2")
     ev.add_argument("--agents", required=True, type=_agent_list,
                     help="comma-separated agent names, e.g. silent,random,oracle")
     ev.add_argument("--out", required=True, type=_path,
@@ -252,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
                                parser_class=_Parser)
     ex = su_sub.add_parser("export", parents=[common],
                            help="write public.jsonl, reference.jsonl and a manifest")
-    ex.add_argument("name", help="suite name, e.g. vh-dev-v1")
+    ex.add_argument("name", help="suite name, e.g. vh-dev-v2")
     ex.add_argument("dir", type=_path, help="output directory")
     ex.set_defaults(func=_cmd_suite_export)
     va = su_sub.add_parser("validate", parents=[common], help="check an exported suite directory")
@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rd = sub.add_parser("render", parents=[common],
                         help="play one suite episode with an agent; write a video and a timeline")
-    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v1")
+    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v2")
     rd.add_argument("--index", required=True, type=_integer,
                     help="episode index in the suite")
     rd.add_argument("--agent", required=True, help="agent name, e.g. oracle")
@@ -280,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("play", parents=[common],
                         help="be the robot yourself at the terminal; recorded and scored")
-    pl.add_argument("--suite", default="vh-dev-v1", help="suite (default vh-dev-v1)")
+    pl.add_argument("--suite", default="vh-dev-v2", help="suite (default vh-dev-v2)")
     pl.add_argument("--index", type=_integer, default=0, help="episode index (default 0)")
     pl.add_argument("--out", type=_path, default=Path("runs/play"),
                     help="folder for human.jsonl (default runs/play)")
@@ -368,6 +368,49 @@ def _print_table(title: str, table: Mapping[str, Mapping[str, Any]],
     _console().print(t)
 
 
+_BREAKDOWN_SECTIONS = (("task_type", "type"), ("ability", "ability"), ("twin_group", "group"))
+
+
+def _fmt1(value: Any) -> str:
+    return "n/a" if value is None else f"{float(value):.1f}"
+
+
+def _breakdown_cell(block: Mapping[str, Any], counts: tuple[int, int] | None) -> str:
+    cell = f"{_fmt1(block.get('PHA'))} ({_fmt1(block.get('PHR'))}/{_fmt1(block.get('PSR'))})"
+    own = (block.get("n_help", 0), block.get("n_silent", 0))
+    return cell if own == counts else f"{cell} \\[{own[0]}/{own[1]}]"
+
+
+def _print_breakdown(metrics: Mapping[str, Mapping[str, Any]]) -> None:
+    """The ability breakdown: PHA (PHR / PSR) per task type, ability and twin group."""
+    blocks = {a: m.get("breakdown") for a, m in metrics.items() if m.get("breakdown")}
+    if not blocks:
+        return
+    from rich.table import Table
+
+    t = Table(title="ability breakdown", caption="PHA (PHR / PSR), percentages; PHA = (PHR over "
+              "the group's help episodes + PSR over its silent ones) / 2, n/a when a side is "
+              "empty; a silent twin counts toward its help family's groups; \\[help/silent] "
+              "where an agent's episodes differ from the row's")
+    t.add_column("Group", style="bold", no_wrap=True)
+    t.add_column("Episodes (help/silent)", justify="right")
+    for agent in blocks:
+        t.add_column(agent, justify="right")
+    first = next(iter(blocks.values()))
+    for section, label in _BREAKDOWN_SECTIONS:
+        names = list(first.get(section, {}))
+        for other in blocks.values():
+            names += [n for n in other.get(section, {}) if n not in names]
+        for k, name in enumerate(names):
+            ref = first.get(section, {}).get(name) or {"episodes": 0, "n_help": 0, "n_silent": 0}
+            counts = (ref.get("n_help", 0), ref.get("n_silent", 0))
+            cells = [_breakdown_cell(b.get(section, {}).get(name) or {}, counts)
+                     for b in blocks.values()]
+            t.add_row(f"{label} {name}", f"{ref.get('episodes', 0)} ({counts[0]}/{counts[1]})",
+                      *cells, end_section=k == len(names) - 1)
+    _console().print(t)
+
+
 def _print_efficiency(metrics: Mapping[str, Mapping[str, Any]],
                       models: Mapping[str, Mapping[str, Any]] | None = None) -> None:
     """The efficiency table (model calls, tokens, time, reduction against direct-vlm,
@@ -440,7 +483,9 @@ def _agent_kwargs(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             raise CLIError(f"argument --agent: {name!r} is not in --agents "
                            f"({', '.join(args.agents)})")
         out.setdefault(name, {}).update(opts)
-    wants_model = [a for a in args.agents if a in MODEL_AGENTS]
+    from mindhelper_env.agents.hedge import split_prefix_suffix
+
+    wants_model = [a for a in args.agents if split_prefix_suffix(a)[0] in MODEL_AGENTS]
     if args.model is not None:
         if not args.model.strip():
             raise CLIError("argument --model: expected a model spec, got an empty string")
@@ -535,6 +580,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         _print_json(summary["table"])
         return code
     _print_table(f"{args.suite}: {args.out}", summary["table"], summary["metrics"])
+    _print_breakdown(summary["metrics"])
     _print_efficiency(summary["metrics"], summary.get("models"))
     extras = ", ".join(summary.get("plots") or [])
     _console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
@@ -710,6 +756,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         _print_table(f"{args.suite}: scored from {len(args.files)} file(s)", result["table"],
                      result["metrics"])
+        _print_breakdown(result["metrics"])
         _model_warnings(result.get("models"))
         _print_efficiency(result["metrics"], result.get("models"))
     return EXIT_OK

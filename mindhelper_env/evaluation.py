@@ -9,7 +9,7 @@ A result record is the env's final ``info["episode_record"]`` without ``"referen
 ground truth never goes into result files) plus ``agent``, ``suite``, ``index`` and
 ``usage``::
 
-    {"agent": "oracle", "suite": "vh-dev-v1", "index": 7, "episode_id": "...",
+    {"agent": "oracle", "suite": "vh-dev-v2", "index": 7, "episode_id": "...",
      "family": "...", "actions": [{"tick", "program"}], "executed": [{"tick", "line", "ok",
      "reason"}], "focus_success": true, "harm": false, "ticks": 31, "steps": 11,
      "terminated": true, "truncated": false,
@@ -95,7 +95,7 @@ _USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "
                "fallbacks", "parse_failures")
 _RUN_FILE = "run.json"
 _SUMMARY_FILE = "summary.json"
-_PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png")
+_PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png")
 _VIDEO_DIR = "videos"
 #: Version of ``run.json``'s content (the settings a resumed run must share).
 _RUN_FORMAT = 1
@@ -173,7 +173,7 @@ def run_episode(
     (or a non-string action) never stops the episode: it is logged, replaced by ``"none"``
     and counted in ``usage.fallbacks``. Errors of the env itself propagate.
 
-    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v1", "index": 3}``);
+    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v2", "index": 3}``);
     the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
     defaults to ``agent.name``. With ``timing=False`` ``usage.seconds`` is 0.0, which makes
     records fully reproducible.
@@ -356,10 +356,11 @@ def _agent_modules(names: Sequence[str]) -> tuple[str, ...]:
     """Modules whose import registers the agents ``names`` (for workers that did not
     import them, e.g. Ray workers); ``__main__`` and the package itself are left out."""
     from mindhelper_env.agents import AGENTS
+    from mindhelper_env.agents.hedge import split_prefix_suffix
 
     mods = []
     for n in names:
-        mod = getattr(AGENTS.get(n), "__module__", None)
+        mod = getattr(AGENTS.get(split_prefix_suffix(n)[0]), "__module__", None)
         if isinstance(mod, str) and mod != "__main__" and not mod.startswith("mindhelper_env.") \
                 and mod not in mods:
             mods.append(mod)

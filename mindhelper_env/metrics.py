@@ -5,8 +5,9 @@ Inputs are plain JSON-style dicts.
 *Result record* (one per agent × episode)::
 
     {"episode_id": str, "agent": str, "suite": str | None,
-     "actions": [{"tick": int, "program": str}, ...],
-     "executed": [{"tick": int, "line": str, "ok": bool, "reason": str | None}, ...],
+     "actions": [{"tick": int, "program": str, "acts": bool}, ...],   # "acts" optional
+     "executed": [{"tick": int, "line": str, "ok": bool, "reason": str | None,
+                   "issued": int}, ...],
      "focus_success": bool, "harm": bool, "ticks": int, "steps": int,
      "usage": {"model_calls": int, "prompt_tokens": int, "completion_tokens": int,
                "seconds": float, "decisions": int},            # optional, missing -> zeros
@@ -25,10 +26,13 @@ Only the keys scoring needs are required: ``episode_id``, ``actions``, ``execute
 ``needs_intervention`` is true.
 
 Notation: R is the set of episodes that need help, S the set that do not, and ``t_I`` the
-time of the robot's *intervention*: its first executed line that acts on an object or a
-person (any verb but the movement verbs walk, find and standup), timed by the tick at which
-the program holding that line was issued (``executed[i]["issued"]``; records without it use
-the line's own tick). Movement is free: a robot that only walks never intervenes.
+time of the robot's *intervention*: the tick at which it **issued** its first program that
+contains an *acting line* — a line that parses as a script line whose verb is not one of the
+movement verbs walk, find and standup — whether or not that line was ever executed
+(:func:`intervention_tick`). A robot that commits to act has intervened; replacing the
+program later does not undo it. Movement is free: a robot whose programs only move never
+intervenes. The env marks each program with ``"acts"``; records without the mark (written
+before the rule, or by other tools) are judged by parsing ``program``.
 
 All rates are fractions in ``[0, 1]``; a rate whose denominator set is empty is ``None``
 (never ``0``), so that "not measured" cannot be mistaken for "always wrong".
@@ -47,10 +51,8 @@ import numpy as np
 
 from mindhelper_env.world.script import (
     MOVEMENT_VERBS,
-    ScriptParseError,
     is_silence,
     normalize_class,
-    parse_line,
     parse_program,
 )
 
@@ -69,9 +71,12 @@ __all__ = [
     "action_correctness",
     "episode_outcome",
     "intervention_tick",
+    "program_acts",
     "trigger_accuracy",
     "compute_metrics",
     "compute_table",
+    "breakdown",
+    "BREAKDOWN_RATE_KEYS",
     "as_percentages",
 ]
 
@@ -124,6 +129,9 @@ RATE_KEYS: tuple[str, ...] = (
 )
 
 _TRIGGER_RATE_KEYS: tuple[str, ...] = ("op_accuracy", "op_accuracy_no_noop")
+
+#: Rates of a :func:`breakdown` group (converted by :func:`as_percentages`).
+BREAKDOWN_RATE_KEYS: tuple[str, ...] = ("PHA", "PHR", "PSR")
 
 # Weights of SR = (2*R1 + 3*R2 + 5*RL) / 10.
 _W_R1, _W_R2, _W_RL = 0.2, 0.3, 0.5
@@ -337,6 +345,8 @@ def _check_record(record: Any) -> str:
             raise ValueError(f"episode {label!r}: actions[{k}].tick must be an int")
         if not isinstance(action["program"], str):
             raise ValueError(f"episode {label!r}: actions[{k}].program must be a string")
+        if "acts" in action and not _is_bool(action["acts"]):
+            raise ValueError(f"episode {label!r}: actions[{k}].acts must be a bool")
     executed = record["executed"]
     if not isinstance(executed, list):
         raise ValueError(f"episode {label!r}: 'executed' must be a list")
@@ -448,9 +458,10 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
     Returns a dict with:
 
     - ``episode_id``, ``family``, ``needs_help``;
-    - ``intervened``: the robot executed at least one line that acts on an object or a
-      person; ``silent`` is its negation; ``n_actions`` counts the non-``none`` programs;
-    - ``t_I``: the issue tick of the program holding the first such line, or ``None``;
+    - ``intervened``: the robot issued a program containing an acting line (executed or
+      not); ``silent`` is its negation; ``n_actions`` counts the non-``none`` programs;
+    - ``t_I``: the issue tick of the first such program (:func:`intervention_tick`), or
+      ``None``;
     - ``helpful_precise``: ``precise`` and the task succeeded and no harm (PHR's event);
     - ``precise`` (needs help and ``onset <= t_I <= deadline``), ``premature``
       (needs help and ``t_I < onset``), ``late`` (needs help and ``t_I > deadline``),
@@ -472,7 +483,7 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
     needs_help = bool(reference["needs_intervention"])
 
     ticks = [int(a["tick"]) for a in record["actions"] if not is_silence(a["program"])]
-    t_i = intervention_tick(record["executed"])
+    t_i = intervention_tick(record["actions"])
     intervened = t_i is not None
 
     precise = premature = late = missed = False
@@ -525,20 +536,25 @@ def episode_outcome(record: Mapping[str, Any], reference: Mapping[str, Any]) -> 
 # --------------------------------------------------------------------------------------
 
 
-def intervention_tick(executed: Iterable[Mapping[str, Any]]) -> int | None:
-    """``t_I`` of a record's ``executed`` lines: the issue tick of the program holding the
-    first line that acts on an object or a person (not walk/find/standup), or None."""
-    for e in executed:
-        try:
-            verb = parse_line(str(e["line"])).verb
-        except ScriptParseError:
-            continue
-        if verb in MOVEMENT_VERBS:
-            continue
-        issued = e.get("issued")
-        if isinstance(issued, int) and not isinstance(issued, bool) and issued >= 0:
-            return issued
-        return int(e["tick"])
+def program_acts(program: Any) -> bool:
+    """Does ``program`` contain an acting line: a line that parses as a script line whose
+    verb is not a movement verb (walk, find, standup)? ``none`` and non-strings do not."""
+    if not isinstance(program, str) or is_silence(program):
+        return False
+    lines, _errors = parse_program(program)
+    return any(line.verb not in MOVEMENT_VERBS for line in lines)
+
+
+def intervention_tick(actions: Iterable[Mapping[str, Any]]) -> int | None:
+    """``t_I`` of a record's ``actions``: the issue tick of the first program that contains
+    an acting line (its ``"acts"`` mark when present, else :func:`program_acts` of its
+    text), executed or not; None if there is none."""
+    for action in actions:
+        acts = action.get("acts")
+        if acts is None:
+            acts = program_acts(action.get("program"))
+        if acts:
+            return int(action["tick"])
     return None
 
 
@@ -582,6 +598,69 @@ def _aggregate(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "missed_rate": _rate([o["missed"] for o in help_eps]),
         "false_alarm_rate": _rate([o["false_alarm"] for o in silent_eps]),
         "harm_rate": _rate([o["harm"] for o in outcomes]),
+    }
+
+
+def _group_block(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """PHA, PHR, PSR and counts of one breakdown group; PHA is ``None`` when either side
+    (help or silent episodes) is empty — a group is scored on both sides or not at all."""
+    help_eps = [o for o in outcomes if o["needs_help"]]
+    silent_eps = [o for o in outcomes if not o["needs_help"]]
+    phr = _rate([o["helpful_precise"] for o in help_eps])
+    psr = _rate([o["silent"] for o in silent_eps])
+    return {
+        "episodes": len(outcomes),
+        "n_help": len(help_eps),
+        "n_silent": len(silent_eps),
+        "PHA": None if phr is None or psr is None else (phr + psr) / 2,
+        "PHR": phr,
+        "PSR": psr,
+    }
+
+
+def breakdown(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """PHA, PHR and PSR per task type, per ability and per twin group.
+
+    ``outcomes`` are :func:`episode_outcome` results. The groups come from the episode's
+    family (:mod:`mindhelper_env.scenarios.spec`): ``task_type`` (``false_belief``,
+    ``implicit_goal``: :func:`~mindhelper_env.scenarios.spec.task_type`), ``ability``
+    (:data:`~mindhelper_env.scenarios.spec.ABILITIES`; an episode counts toward every
+    ability of :func:`~mindhelper_env.scenarios.spec.family_abilities`) and ``twin_group``
+    (:func:`~mindhelper_env.scenarios.spec.twin_group`: a help family and its silent twins,
+    keyed by the help family). A silent twin counts toward its help family's type,
+    abilities and group; ``routine`` (and an unknown family) toward none.
+
+    Every block is ``{"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}`` with
+    ``PHA = (PHR over its help episodes + PSR over its silent episodes) / 2``, ``None`` when
+    either side is empty. Task types and abilities are listed in their canonical order,
+    every one of them (an empty group has ``episodes = 0``); twin groups only when they
+    have episodes, sorted.
+    """
+    from mindhelper_env.scenarios.spec import (
+        ABILITIES,
+        TASK_TYPES,
+        family_abilities,
+        task_type,
+        twin_group,
+    )
+
+    by_type: dict[str, list[Mapping[str, Any]]] = {t: [] for t in TASK_TYPES}
+    by_ability: dict[str, list[Mapping[str, Any]]] = {a: [] for a in ABILITIES}
+    by_group: dict[str, list[Mapping[str, Any]]] = {}
+    for o in outcomes:
+        family = o["family"]
+        kind = task_type(family)
+        if kind is not None:
+            by_type.setdefault(kind, []).append(o)
+        for ability in family_abilities(family):
+            by_ability.setdefault(ability, []).append(o)
+        group = twin_group(family)
+        if group is not None:
+            by_group.setdefault(group, []).append(o)
+    return {
+        "task_type": {k: _group_block(v) for k, v in by_type.items()},
+        "ability": {k: _group_block(v) for k, v in by_ability.items()},
+        "twin_group": {k: _group_block(by_group[k]) for k in sorted(by_group)},
     }
 
 
@@ -693,8 +772,10 @@ def compute_metrics(
       ``parse_failures_per_episode``, ``tokens_estimated_episodes`` (episodes whose token
       counts are estimates because the server sent no usage);
     - ``trigger``: see :func:`trigger_accuracy` (``None`` for non-Trigger agents);
+    - ``breakdown``: :func:`breakdown` — ``{"task_type" | "ability" | "twin_group":
+      {group: {"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}}}``;
     - ``per_family``: ``{family: headline block}`` sorted by family (the same keys as
-      the top level minus ``efficiency``, ``trigger`` and ``per_family``), or ``None``
+      the top level minus ``efficiency``, ``trigger``, ``breakdown`` and ``per_family``), or ``None``
       when ``by_family`` is false.
     """
     refs = _normalize_references(references)
@@ -722,6 +803,7 @@ def compute_metrics(
     result = _aggregate(outcomes)
     result["efficiency"] = _efficiency(outcomes)
     result["trigger"] = trigger_accuracy(records)
+    result["breakdown"] = breakdown(outcomes)
     if by_family:
         families: dict[str, list[dict[str, Any]]] = {}
         for o in outcomes:
@@ -766,8 +848,9 @@ def _percent(value: Any) -> Any:
 def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a :func:`compute_metrics` result with rates as percentages.
 
-    The keys of :data:`RATE_KEYS` (at the top level and in every ``per_family`` block)
-    and the trigger accuracies become ``round(100 * x, 2)``; ``None`` stays ``None``.
+    The keys of :data:`RATE_KEYS` (at the top level and in every ``per_family`` block),
+    the trigger accuracies and the rates of every ``breakdown`` group
+    (:data:`BREAKDOWN_RATE_KEYS`) become ``round(100 * x, 2)``; ``None`` stays ``None``.
     Counts and efficiency figures are unchanged. The input is not modified.
     """
     out = copy.deepcopy(dict(metrics))
@@ -779,6 +862,13 @@ def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
         for key in _TRIGGER_RATE_KEYS:
             if key in trigger:
                 trigger[key] = _percent(trigger[key])
+    groups = out.get("breakdown")
+    if isinstance(groups, dict):
+        for blocks in groups.values():
+            for block in blocks.values():
+                for key in BREAKDOWN_RATE_KEYS:
+                    if key in block:
+                        block[key] = _percent(block[key])
     per_family = out.get("per_family")
     if isinstance(per_family, dict):
         out["per_family"] = {f: as_percentages(block) for f, block in per_family.items()}

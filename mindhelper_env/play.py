@@ -35,7 +35,7 @@ def describe_outcome(outcome: dict[str, Any], reference: dict[str, Any]) -> str:
 
 def play(
     *,
-    suite: str | None = "vh-dev-v1",
+    suite: str | None = "vh-dev-v2",
     index: int | None = 0,
     seed: int = 0,
     out_dir: str | os.PathLike[str] | None = None,

@@ -20,6 +20,7 @@ __all__ = [
     "plot_metrics",
     "plot_silent_all",
     "plot_family",
+    "plot_breakdown",
     "write_plots",
 ]
 
@@ -140,6 +141,37 @@ def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[
     return _save(plt, fig, path)
 
 
+def plot_breakdown(table: Mapping[str, Mapping[str, Any]],
+                   path: str | os.PathLike[str]) -> Path:
+    """PHA per task type, ability and twin group (the ``breakdown`` block), per agent.
+
+    Groups with no episode for any agent are left out; each label gives the group's
+    episodes (help/silent) of the first agent that has it. A group with an empty side has
+    no PHA (``n/a``)."""
+    plt = _pyplot()
+    sections = (("task_type", "type"), ("ability", ""), ("twin_group", "twins of"))
+    keys: list[tuple[str, str]] = []
+    labels: list[str] = []
+    for section, prefix in sections:
+        for m in table.values():
+            for name, block in ((m.get("breakdown") or {}).get(section) or {}).items():
+                if (section, name) in keys or not block.get("episodes"):
+                    continue
+                keys.append((section, name))
+                text = textwrap.fill(f"{prefix} {name}".strip().replace("_", " "), 14)
+                labels.append(f"{text}\n({block.get('n_help', 0)}/{block.get('n_silent', 0)})")
+
+    def value(m: Mapping[str, Any], key: tuple[str, str]) -> Any:
+        block = ((m.get("breakdown") or {}).get(key[0]) or {}).get(key[1]) or {}
+        return block.get("PHA")
+
+    series = {agent: [value(m, k) for k in keys] for agent, m in table.items()}
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.2 * max(1, len(keys))), 4.8))
+    _grouped_bars(ax, labels, series, ylabel="PHA (%)")
+    ax.set_title("PHA per task type, ability and twin group (episodes help/silent)")
+    return _save(plt, fig, path)
+
+
 def plot_tokens(metrics: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
     """Prompt and completion tokens per episode of each agent (the efficiency figure)."""
     plt = _pyplot()
@@ -163,8 +195,9 @@ def plot_tokens(metrics: Mapping[str, Mapping[str, Any]], path: str | os.PathLik
 
 
 def write_plots(table: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``metrics.png``, ``silent_all.png``, ``per_family.png`` and, when any agent
-    called a model, ``tokens.png`` into ``out_dir``.
+    """Write ``metrics.png``, ``silent_all.png``, ``per_family.png``, ``breakdown.png``
+    (when the metrics have a ``breakdown``) and, when any agent called a model,
+    ``tokens.png`` into ``out_dir``.
 
     Raises ``ImportError`` with an install hint when matplotlib is missing.
     """
@@ -175,6 +208,8 @@ def write_plots(table: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLi
         plot_silent_all(table, out / "silent_all.png"),
         plot_family(table, out / "per_family.png"),
     ]
+    if any(m.get("breakdown") for m in table.values()):
+        paths.append(plot_breakdown(table, out / "breakdown.png"))
     if any(((m.get("efficiency") or {}).get("model_calls_per_episode") or 0) > 0
            for m in table.values()):
         paths.append(plot_tokens(table, out / "tokens.png"))

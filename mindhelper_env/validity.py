@@ -1,55 +1,199 @@
 """Validity checks of the benchmark: can it be passed without tracking minds?
 
 A benchmark for theory of mind is only meaningful if surface cues do not pass it
-(docs/validity.md). This module measures that, on any suite:
+(docs/validity.md). This module is the measuring instrument, on any suite:
 
-* :func:`agent_scores` plays agents that read only ``obs`` and ``info`` — the shortcut
-  baselines ``reactive``, ``moved-absent`` and ``prior``, the ``belief-tracker`` reference and
-  any other registered agent — and returns their metrics;
-* :func:`bag_of_words_accuracy` trains a bag-of-words logistic-regression classifier on
-  episodes drawn from training seeds and reports how well it predicts *needs help* on the
-  suite from the reset observation alone, or from the reset plus the first windows;
-* :data:`BOUNDS` are the bounds the package promises (checked on ``vh-dev-v1`` by the test
-  suite, with looser margins for its 100 episodes, and reported on ``vh-test-v1`` by
-  ``benchmarks/bench_validity.py``).
+* :func:`agent_records` / :func:`play_records` play agents that read only ``obs`` and
+  ``info`` (registered names, or agent objects such as :class:`WindowClassifierAgent`) and
+  return their result records; :func:`scores` turns records into metrics overall and per
+  twin group (:func:`twin_groups`); :func:`agent_scores` is the short form;
+* the **ablations** ``ablation-shared-view`` and ``ablation-own-actions`` (the belief tracker
+  with per-person perspectives removed, :mod:`mindhelper_env.agents.ablations`) and the
+  **shortcut baselines** (:data:`SHORTCUT_BASELINES`: ``reactive``, ``moved-absent``,
+  ``prior``, ``perspective-free``, and the trained window classifier), each also played with
+  the movement-prefix hedge (:func:`hedged`);
+* :func:`bag_of_words_accuracy` trains a bag-of-words logistic regression on training-seed
+  episodes (:func:`training_episodes`) and predicts *needs help* from the reset observation,
+  or from the reset plus the first windows;
+* :func:`episode_data` rolls an episode out with the robot silent (what any agent sees until
+  it first acts) and extracts every window's tokens and label, the cue-time narration and
+  :data:`FEATURES` (over a hundred observable episode features); :func:`train_window_classifier`,
+  :func:`cue_classifier_accuracy` and :func:`feature_scan` are the classifiers and the scan
+  measured per twin group;
+* :data:`BOUNDS` are the bounds the package promises on a 1,000-episode suite
+  (:data:`TEST_SUITE`; reported by ``benchmarks/bench_validity.py``) and, with looser margins,
+  on :data:`DEV_SUITE` (``tests/test_validity.py``); :func:`check_bounds` lists the broken
+  ones.
+
+Labels and ground truth are read only to train and to score, never by an agent.
 """
 
 from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BOUNDS", "SHORTCUTS", "agent_scores", "narrations", "training_episodes",
-           "bag_of_words_accuracy"]
+from mindhelper_env.agents.belief import ReactiveAgent
+from mindhelper_env.agents.tracker import BeliefTracker
 
-#: The shortcut baselines (they read obs and info but do not track minds).
+__all__ = ["BOUNDS", "SHORTCUTS", "SHORTCUT_BASELINES", "ABLATION_AGENTS", "DEV_SUITE",
+           "TEST_SUITE", "HEDGE_LINES", "GOAL_ABLATION", "goal_groups", "WINDOW_CONTEXTS", "WINDOW_AGENTS", "BELIEF_ABILITIES", "hedged", "twin_groups",
+           "belief_groups", "agent_scores", "agent_records", "play_records", "scores",
+           "narrations", "training_episodes", "bag_of_words_accuracy", "EpisodeData",
+           "episode_data", "window_tokens", "WindowClassifier", "train_window_classifier",
+           "SCAN_BOUNDED_KINDS", "WindowClassifierAgent", "text_classifier_accuracy", "cue_classifier_accuracy",
+           "window_classifier_accuracy", "window_docs", "suite_data", "training_data", "FEATURES", "feature_scan",
+           "best_single_feature", "check_bounds"]
+
+#: The development and reporting suites (the lead switches both to v2 at once).
+DEV_SUITE = "vh-dev-v2"
+TEST_SUITE = "vh-test-v2"
+
+#: The original shortcut baselines (checked with v1 margins by the v1 tests).
 SHORTCUTS = ("reactive", "moved-absent", "prior")
+#: Every registered shortcut baseline (read obs and info, track no minds); the trained
+#: window classifier (:class:`WindowClassifierAgent`) is one more.
+SHORTCUT_BASELINES = (*SHORTCUTS, "perspective-free")
+#: The belief tracker with per-person perspectives removed.
+ABLATION_AGENTS = ("ablation-shared-view", "ablation-own-actions")
+#: The belief tracker without the task's earlier steps (goal inference removed).
+GOAL_ABLATION = "ablation-goal-blind"
+#: Abilities whose decision turns on what someone believes: in twin groups testing one of
+#: them, an agent without perspectives must fail.
+BELIEF_ABILITIES = ("location_belief", "communication", "state_belief")
+#: The movement-prefix hedge played with every shortcut (``agent+prefix8``).
+HEDGE_LINES = 8
+#: The window classifiers played: tokens of the window alone, and with the two before it.
+WINDOW_CONTEXTS = (0, 2)
+#: Their agent names (:class:`WindowClassifierAgent`).
+WINDOW_AGENTS = tuple("window-classifier" + (f"-ctx{c}" if c else "") for c in WINDOW_CONTEXTS)
 
 #: Promised bounds on a 1,000-episode suite (percentages; accuracies as fractions).
 BOUNDS: dict[str, float] = {
-    "tracker_PHA_min": 90.0,
+    "oracle_min": 100.0,             # every metric
+    "tracker_PHA_min": 95.0,
     "tracker_PIA_min": 90.0,
-    "shortcut_PIA_max": 65.0,
+    "ablation_PHA_max": 60.0,        # overall and in every belief twin group
+    "shortcut_PIA_max": 65.0,        # every shortcut baseline, hedged or not
     "shortcut_PHA_max": 55.0,
+    # PHA(agent+prefix8) - PHA(agent), every agent: the hedge must not pay (it may cost a
+    # little: 8 ticks of walking make some help arrive too late to work)
+    "hedge_PHA_change_max": 1.0,     # |PHA with the hedge - PHA without|, every agent
+    "goal_blind_PHR_max": 40.0,      # in every twin group that tests goal inference
     "reset_classifier_max": 0.60,
+    "cue_classifier_max": 0.60,      # every twin group
+    "window_classifier_max": 0.60,   # episode accuracy, every twin group
+    "feature_single_max": 0.60,      # every twin group
+    "feature_tree_max": 0.65,        # depth-3 tree, every twin group
 }
 
-_TOKEN = re.compile(r"[a-z]+")
+
+def hedged(name: str, lines: int = HEDGE_LINES) -> str:
+    """The registry name of ``name`` played with the movement-prefix hedge."""
+    return f"{name}+prefix{lines}"
+
+
+def twin_groups() -> tuple[str, ...]:
+    """The twin groups: one per help family (the help family and its silent twins)."""
+    from mindhelper_env.scenarios.spec import TWINS
+
+    return tuple(TWINS)
+
+
+def goal_groups() -> tuple[str, ...]:
+    """The twin groups whose help family tests goal inference."""
+    from mindhelper_env.scenarios.spec import family_abilities
+
+    return tuple(g for g in twin_groups() if "goal_inference" in family_abilities(g))
+
+
+def belief_groups() -> tuple[str, ...]:
+    """The twin groups whose decision turns on a belief (:data:`BELIEF_ABILITIES`)."""
+    from mindhelper_env.scenarios.spec import family_abilities
+
+    return tuple(g for g in twin_groups() if set(family_abilities(g)) & set(BELIEF_ABILITIES))
+
+
+def _group(family: str) -> str | None:
+    from mindhelper_env.scenarios.spec import twin_group
+
+    return twin_group(family)
+
+
+# ---------------------------------------------------------------------------- playing
+def agent_records(suite: str, agents: Sequence[str], *, workers: int = 1,
+                  limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Play registered ``agents`` on ``suite`` (:func:`~mindhelper_env.evaluation.evaluate`
+    into a temporary folder) and return ``{agent: result records}``."""
+    from mindhelper_env.evaluation import evaluate, read_result_file, result_file_name
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        evaluate(suite, list(agents), tmp, workers=workers, limit=limit, progress=False,
+                 plots=False, timing=False)
+        for a in agents:
+            out[a] = [r for _, r in read_result_file(f"{tmp}/{result_file_name(a)}")]
+    return out
+
+
+def play_records(suite: str, agent: Any, name: str, *,
+                 limit: int | None = None) -> list[dict[str, Any]]:
+    """Play one agent object on ``suite`` in this process and return its records."""
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401 - registers the env
+    from mindhelper_env.evaluation import run_episode
+    from mindhelper_env.scenarios.suites import SUITES
+
+    n = int(SUITES[suite]["n"]) if limit is None else min(limit, int(SUITES[suite]["n"]))
+    env = gym.make("MindHelper-VirtualHome-v0")
+    try:
+        return [run_episode(env, agent, seed=i, options={"suite": suite, "index": i},
+                            agent_name=name, timing=False) for i in range(n)]
+    finally:
+        env.close()
+
+
+def scores(records: Sequence[Mapping[str, Any]], suite: str) -> dict[str, Any]:
+    """Metrics (percentages) of one agent's records: overall, plus ``"groups"``:
+    ``{twin group: metrics}`` (each with ``"accuracy"``, the share of its episodes decided
+    right: precise when help is needed, never intervening when not)."""
+    from mindhelper_env.metrics import as_percentages, compute_metrics
+    from mindhelper_env.scenarios.suites import suite_references
+
+    refs = suite_references(suite)
+    out = as_percentages(compute_metrics(records, refs, by_family=False))
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        g = _group(refs[r["episode_id"]]["family"])
+        if g is not None:
+            groups.setdefault(g, []).append(r)
+    out["groups"] = {}
+    for g in twin_groups():
+        if g not in groups:
+            continue
+        m = as_percentages(compute_metrics(groups[g], refs, by_family=False))
+        n_h, n_s = m["n_help"] or 0, m["n_silent"] or 0
+        hit = (m["PIR"] or 0.0) * n_h + (m["PSR"] or 0.0) * n_s
+        m["accuracy"] = hit / max(1, n_h + n_s)
+        out["groups"][g] = m
+    return out
 
 
 def agent_scores(suite: str, agents: Sequence[str], *, workers: int = 1,
                  limit: int | None = None) -> dict[str, dict[str, Any]]:
-    """Play ``agents`` on ``suite`` and return ``{agent: metrics (percentages)}``."""
-    from mindhelper_env.evaluation import evaluate
+    """Play ``agents`` on ``suite`` and return ``{agent: metrics (percentages)}`` (with
+    ``"groups"``, see :func:`scores`)."""
+    recs = agent_records(suite, agents, workers=workers, limit=limit)
+    return {a: scores(r, suite) for a, r in recs.items()}
 
-    with tempfile.TemporaryDirectory() as tmp:
-        summary = evaluate(suite, list(agents), tmp, workers=workers, limit=limit,
-                           progress=False, plots=False, timing=False)
-    return {a: dict(m) for a, m in summary["metrics"].items()}
+
+_TOKEN = re.compile(r"[a-z]+")
 
 
 def narrations(spec: dict[str, Any], windows: int = 0) -> str:
@@ -156,3 +300,695 @@ def bag_of_words_accuracy(suite: str, *, windows: int = 0, n_train: int = 1000,
     majority = float(max(y_te.mean(), 1 - y_te.mean()))
     return {"accuracy": acc, "train_accuracy": train_acc, "majority": majority,
             "n_train": float(len(train)), "n_test": float(len(test))}
+
+
+# ------------------------------------------------------------------ silent rollouts
+#: Words whose counts in the narration up to the cue are scanned as features.
+WORDS = ("phone", "call", "called", "looked", "opened", "shut", "closed", "stretched",
+         "reached", "stood", "holding", "carrying", "back", "again", "empty", "inside",
+         "high", "shelf", "took", "picked", "put", "left", "came", "entered", "walked",
+         "went", "waited", "paused", "watched", "saw", "told", "gave", "handed", "child",
+         "wheelchair", "nothing")
+
+
+def window_tokens(obs: Mapping[str, Any]) -> list[str]:
+    """The tokens of one observation window: narration words (digits dropped), word
+    bigrams, and event tokens (``ev:VERB`` and ``ev:VERB:CLASS`` of the first argument)."""
+    from mindhelper_env.agents.tracker import parse_events
+
+    words = _tokens(str(obs.get("narration", "")))
+    out = list(words) + [f"{a}_{b}" for a, b in zip(words, words[1:], strict=False)]
+    for ev in parse_events(obs):
+        verb = str(ev.get("verb"))
+        out.append(f"ev:{verb}")
+        args = ev.get("args") or []
+        if args and isinstance(args[0], dict):
+            out.append(f"ev:{verb}:{args[0].get('class')}")
+    return out
+
+
+@dataclass
+class EpisodeData:
+    """What a silent robot observes in one episode, with the labels used for training.
+
+    ``windows``: tokens of every window (window 0 is the reset observation); ``ticks``: the
+    decision tick after each window; ``positive``: intervening at that tick would be precise
+    (``onset <= tick <= deadline``); ``cue_window``: the window of the first visible struggle
+    (None if nobody struggled); ``features``: :data:`FEATURES` values."""
+
+    family: str
+    group: str | None
+    needs_help: bool
+    windows: list[list[str]]
+    ticks: list[int]
+    positive: list[bool]
+    cue_window: int | None
+    features: dict[str, float] = field(default_factory=dict)
+
+    def cue_tokens(self) -> list[str]:
+        """Tokens of the reset observation and every window up to and including the cue's."""
+        end = len(self.windows) if self.cue_window is None else self.cue_window + 1
+        return [t for w in self.windows[:end] for t in w]
+
+
+def episode_data(spec: Mapping[str, Any]) -> EpisodeData:
+    """Roll ``spec`` out with the robot silent and extract :class:`EpisodeData`."""
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401 - registers the env
+
+    ref = spec["reference"]
+    window = ref.get("window") if ref.get("needs_intervention") else None
+    tracker = _CueTracker()
+    env = gym.make("MindHelper-VirtualHome-v0")
+    windows, ticks, texts = [], [], []
+    snap_reset: dict[str, float] = {}
+    snap_cue: dict[str, float] | None = None
+    cue_window = None
+    try:
+        obs, info = env.reset(options={"episode": dict(spec)})
+        k = 0
+        while True:
+            tracker.update(obs, info)
+            windows.append(window_tokens(obs))
+            texts.append(str(obs.get("narration", "")))
+            ticks.append(int(info.get("tick", 0)))
+            if k == 0:
+                snap_reset = _reset_features(tracker)
+            if cue_window is None and tracker.first is not None:
+                cue_window = k
+                snap_cue = _cue_features(tracker, " ".join(texts))
+            obs, _, term, trunc, info = env.step("none")
+            k += 1
+            if term or trunc:
+                tracker.update(obs, info)  # the last window (no decision follows it)
+                break
+    finally:
+        env.close()
+    if snap_cue is None:
+        snap_cue = _cue_features(tracker, " ".join(texts))
+    positive = [window is not None and int(window["onset_tick"]) <= t
+                <= int(window["deadline_tick"]) for t in ticks]
+    feats = {**snap_reset, **snap_cue, **_post_features(tracker, ticks)}
+    fam = str(spec["family"])
+    return EpisodeData(fam, _group(fam), bool(ref.get("needs_intervention")), windows, ticks,
+                       positive, cue_window, feats)
+
+
+class _CueTracker(BeliefTracker):
+    """The tracker's visual facts, remembering the state just before the first struggle and
+    the event history (the observer's judgement of a cue, ``need``, is never read)."""
+
+    def reset(self) -> None:
+        super().reset()
+        self.first: Any = None          # the first cue
+        self.before: dict[str, Any] = {}  # bodies and places just before its tick
+        self.history: list[dict[str, Any]] = []
+        self.room_at: dict[int, list[tuple[int, Any]]] = {}
+
+    def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Any]:
+        before = None
+        if self.first is None:
+            before = {"where": dict(self.where),
+                      "people": {p.id: (p.room, p.near, tuple(p.holding), p.kind)
+                                 for p in self.people.values()},
+                      "open": dict(self.open)}
+        cues = super()._tick(tick, events)
+        for ev in events:
+            self.history.append(ev)
+        for p in self.people.values():
+            self.room_at.setdefault(p.id, []).append((tick, p.room))
+        if self.first is None and cues:
+            self.first = cues[0]
+            self.before = before or {}
+        return cues
+
+
+def _is_unusual(t: Any, obj: int, loc: int) -> bool:
+    from mindhelper_env.scenarios.observer import is_usual_place
+
+    if loc in t.people or loc == t.robot_id or loc in t.rooms:
+        return False
+    return not is_usual_place(t.classes.get(obj, ""), t.classes.get(loc, ""))
+
+
+def _object_classes() -> tuple[str, ...]:
+    from mindhelper_env.world.house import OBJECT_CATALOG
+
+    return tuple(sorted(OBJECT_CATALOG))
+
+
+_PLACE_CLASSES = ("fridge", "kitchencabinet", "kitchencounter", "kitchentable", "coffeetable",
+                  "wallshelf", "bookshelf", "closet", "dishwasher", "microwave", "desk",
+                  "sofa", "bathroomcabinet", "nightstand")
+
+
+def _reset_features(t: Any) -> dict[str, float]:
+    people = list(t.people.values())
+    f: dict[str, float] = {}
+    kinds = [p.kind for p in people]
+    f["reset:people"] = len(people)
+    for k in ("adult", "child", "wheelchair"):
+        f[f"reset:people_{k}"] = kinds.count(k)
+    f["reset:holding_any"] = sum(bool(p.holding) for p in people)
+    f["reset:holding_two"] = sum(len(p.holding) >= 2 for p in people)
+    f["reset:held_objects"] = sum(len(p.holding) for p in people)
+    loose = {o: loc for o, loc in t.where.items()
+             if loc not in t.people and loc != t.robot_id}
+    f["reset:objects_seen"] = len(loose)
+    f["reset:objects_unusual"] = sum(_is_unusual(t, o, loc) for o, loc in loose.items())
+    f["reset:objects_on_wallshelf"] = sum(t.classes.get(loc) == "wallshelf"
+                                          for loc in loose.values())
+    f["reset:objects_on_floor"] = sum(loc in t.rooms for loc in loose.values())
+    f["reset:containers"] = len(t.is_container)
+    f["reset:containers_open"] = sum(bool(t.open.get(c)) for c in t.is_container)
+    places = [pl for pl in t.room_of if pl not in t.rooms and t.classes.get(pl) != "character"]
+    f["reset:places"] = len(places)
+    f["reset:rooms"] = len(t.rooms)
+    rooms = [p.room for p in people]
+    f["reset:people_in_robot_room"] = sum(r == t.robot_room for r in rooms)
+    f["reset:max_people_per_room"] = max((rooms.count(r) for r in rooms), default=0)
+    f["reset:rooms_with_people"] = len(set(rooms))
+    small = any(k != "adult" for k in kinds)
+    f["reset:small_and_high_object"] = float(small and f["reset:objects_on_wallshelf"] > 0)
+    f["reset:small_same_room_as_wallshelf"] = float(any(
+        p.kind != "adult" and any(t.room_of.get(pl) == p.room and t.classes.get(pl) ==
+                                  "wallshelf" for pl in places) for p in people))
+    f["reset:two_hands_full_and_closed_box_in_room"] = float(any(
+        len(p.holding) >= 2 and any(t.room_of.get(b) == p.room and not t.open.get(b)
+                                    for b in t.is_container) for p in people))
+    for c in _object_classes():
+        f[f"reset:objects_{c}"] = sum(t.classes.get(o) == c for o in t.where)
+    for c in _PLACE_CLASSES:
+        f[f"reset:places_{c}"] = sum(t.classes.get(pl) == c for pl in places)
+    return f
+
+
+def _cue_features(t: Any, text: str) -> dict[str, float]:
+    from mindhelper_env.render.text import EVENT_VERBS
+    from mindhelper_env.scenarios.observer import classes_kept_at, is_usual_place
+
+    f: dict[str, float] = {}
+    cue = t.first
+    f["cue:has_cue"] = float(cue is not None)
+    for k in ("look", "stretch", "stand"):
+        f[f"cue:kind_{k}"] = float(cue is not None and cue.kind == k)
+    f["cue:tick"] = float(cue.tick) if cue is not None else -1.0
+    who = cue.person if cue is not None else None
+    bodies = t.before.get("people", {}) if cue is not None else {}
+    where = t.before.get("where", dict(t.where))
+    me = bodies.get(who, (None, None, (), "adult"))
+    place = cue.place if cue is not None else None
+    anchor = place
+    if cue is not None and cue.kind == "stretch":
+        loc = where.get(place)
+        anchor = loc if loc is not None and loc not in t.rooms else place
+    pc = t.classes.get(place, "") if place is not None else ""
+    f["cue:place_container"] = float(place in t.is_container)
+    f["cue:place_wallshelf"] = float(t.classes.get(anchor, "") == "wallshelf")
+    for k in ("adult", "child", "wheelchair"):
+        f[f"cue:struggler_{k}"] = float(cue is not None and me[3] == k)
+    f["cue:struggler_holding"] = float(len(me[2]))
+    others = [b for pid, b in bodies.items() if pid != who and b[0] == me[0]]
+    f["cue:others_in_room"] = len(others)
+    f["cue:adults_in_room"] = sum(b[3] == "adult" for b in others)
+    f["cue:free_adults_in_room"] = sum(b[3] == "adult" and len(b[2]) < 2 for b in others)
+    at = [b for b in others if b[1] == anchor]
+    f["cue:people_at_furniture"] = len(at)
+    f["cue:adults_at_furniture"] = sum(b[3] == "adult" for b in at)
+    f["cue:free_adults_at_furniture"] = sum(b[3] == "adult" and len(b[2]) < 2 for b in at)
+    f["cue:people_elsewhere"] = sum(1 for pid, b in bodies.items()
+                                    if pid != who and b[0] != me[0])
+    kept = classes_kept_at(pc)
+    known = [o for o, loc in where.items() if t.classes.get(o) in kept
+             and loc not in t.people and loc != t.robot_id]
+    f["cue:kept_classes"] = len(kept)
+    f["cue:kept_known"] = len(known)
+    f["cue:kept_known_usual"] = sum(is_usual_place(t.classes.get(o, ""),
+                                                   t.classes.get(where[o], "")) for o in known)
+    f["cue:kept_known_unusual"] = f["cue:kept_known"] - f["cue:kept_known_usual"]
+    f["cue:kept_all_unusual"] = float(bool(known) and f["cue:kept_known_usual"] == 0)
+    # authorship: did the struggler put something at the place that has since moved?
+    hist = [ev for ev in t.history if cue is None or ev["tick"] < cue.tick]
+    puts = {}
+    movers: dict[int, list[tuple[int, int, Any]]] = {}
+    for ev in hist:
+        args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
+        if ev.get("verb") in ("putin", "putback") and len(args) >= 2:
+            if ev.get("actor") == who:
+                puts[args[0]] = (args[1], ev["tick"])
+            movers.setdefault(args[0], []).append((ev["tick"], int(ev.get("actor", -1)),
+                                                   ev.get("room")))
+    mine = [o for o, (pl, _) in puts.items() if pl == place]
+    moved = [o for o in mine if where.get(o) != place]
+    f["cue:struggler_put_here"] = float(bool(mine))
+    f["cue:struggler_put_here_moved"] = float(bool(moved))
+    by_other = [o for o in moved if any(a != who and tk > puts[o][1]
+                                        for tk, a, _ in movers.get(o, []))]
+    f["cue:moved_by_other"] = float(bool(by_other))
+
+    def room_then(pid: Any, tick: int) -> Any:
+        r = None
+        for tk, room in t.room_at.get(pid, []):
+            if tk > tick:
+                break
+            r = room
+        return r
+
+    f["cue:moved_while_away"] = float(any(
+        a != who and tk > puts[o][1] and room_then(who, tk) != room
+        for o in by_other for tk, a, room in movers.get(o, [])))
+    f["cue:moved_objects_total"] = float(sum(len(v) for v in movers.values()))
+    for v in EVENT_VERBS:
+        f[f"cue:events_{v}"] = sum(ev.get("verb") == v for ev in hist)
+        f[f"cue:struggler_{v}"] = sum(ev.get("verb") == v and ev.get("actor") == who
+                                      for ev in hist)
+    f["cue:actors_acting"] = len({ev.get("actor") for ev in hist})
+    f["cue:struggler_rooms_visited"] = len({r for _, r in t.room_at.get(who, [])})
+    words = _tokens(text)
+    for w in WORDS:
+        f[f"cue:word_{w}"] = words.count(w)
+    f["cue:words"] = len(words)
+    return f
+
+
+def _post_features(t: Any, ticks: Sequence[int]) -> dict[str, float]:
+    cues = t.cues
+    first = t.first
+    who = first.person if first is not None else None
+    f: dict[str, float] = {}
+    f["post:ticks"] = float(ticks[-1]) if ticks else 0.0
+    f["post:windows"] = len(ticks)
+    f["post:struggles"] = len(cues)
+    f["post:strugglers"] = len({c.person for c in cues})
+    f["post:struggler_struggles"] = sum(c.person == who for c in cues)
+    f["post:anyone_else_struggled"] = float(any(c.person != who for c in cues))
+    for k in ("look", "stretch", "stand"):
+        f[f"post:struggles_{k}"] = sum(c.kind == k for c in cues)
+    f["post:events"] = len(t.history)
+    f["post:events_after_cue"] = sum(first is not None and ev["tick"] > first.tick
+                                     for ev in t.history)
+    f["post:ticks_after_cue"] = (f["post:ticks"] - first.tick) if first is not None else -1.0
+    return f
+
+
+def _feature_names() -> tuple[str, ...]:
+    from mindhelper_env.render.text import EVENT_VERBS
+
+    reset = ["people", "people_adult", "people_child", "people_wheelchair", "holding_any",
+             "holding_two", "held_objects", "objects_seen", "objects_unusual",
+             "objects_on_wallshelf", "objects_on_floor", "containers", "containers_open",
+             "places", "rooms", "people_in_robot_room", "max_people_per_room",
+             "rooms_with_people", "small_and_high_object", "small_same_room_as_wallshelf",
+             "two_hands_full_and_closed_box_in_room",
+             *(f"objects_{c}" for c in _object_classes()),
+             *(f"places_{c}" for c in _PLACE_CLASSES)]
+    cue = ["has_cue", "kind_look", "kind_stretch", "kind_stand", "tick", "place_container",
+           "place_wallshelf", "struggler_adult", "struggler_child", "struggler_wheelchair",
+           "struggler_holding", "others_in_room", "adults_in_room", "free_adults_in_room",
+           "people_at_furniture", "adults_at_furniture", "free_adults_at_furniture",
+           "people_elsewhere", "kept_classes", "kept_known", "kept_known_usual",
+           "kept_known_unusual", "kept_all_unusual", "struggler_put_here",
+           "struggler_put_here_moved", "moved_by_other", "moved_while_away",
+           "moved_objects_total",
+           *(f"{p}_{v}" for v in EVENT_VERBS for p in ("events", "struggler")),
+           "actors_acting", "struggler_rooms_visited", *(f"word_{w}" for w in WORDS), "words"]
+    post = ["ticks", "windows", "struggles", "strugglers", "struggler_struggles",
+            "anyone_else_struggled", "struggles_look", "struggles_stretch", "struggles_stand",
+            "events", "events_after_cue", "ticks_after_cue"]
+    return (*(f"reset:{n}" for n in reset), *(f"cue:{n}" for n in cue),
+            *(f"post:{n}" for n in post))
+
+
+#: The feature kinds the scan bounds apply to: what an agent could use in time. ``post:``
+#: features of the silent rollout are reported, not bounded: without help a help episode
+#: fails by construction (its person keeps struggling, then gives up), so they reveal the
+#: label in every version of the content.
+SCAN_BOUNDED_KINDS = ("reset", "cue")
+
+#: Names of the scanned episode features (``reset:`` at the reset observation, ``cue:`` at
+#: the first visible struggle, ``post:`` over the whole silent rollout).
+FEATURES: tuple[str, ...] = _feature_names()
+
+
+def _data(specs: Iterable[Mapping[str, Any]]) -> list[EpisodeData]:
+    return [episode_data(s) for s in specs]
+
+
+def suite_data(suite: str, limit: int | None = None) -> list[EpisodeData]:
+    """:class:`EpisodeData` of the first ``limit`` episodes of ``suite``."""
+    from mindhelper_env.scenarios.suites import SUITES, suite_episode
+
+    n = int(SUITES[suite]["n"]) if limit is None else min(limit, int(SUITES[suite]["n"]))
+    return [episode_data(suite_episode(suite, i)) for i in range(n)]
+
+
+def training_data(n: int, seed: int = 0, house: Any = None) -> list[EpisodeData]:
+    """:class:`EpisodeData` of ``n`` training episodes (:func:`training_episodes`)."""
+    return _data(training_episodes(n, seed, house=house))
+
+
+# ------------------------------------------------------------------ text classifiers
+def _fit_text(docs: Sequence[Sequence[str]], y: Sequence[bool]) -> Any:
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    y = np.asarray(y, dtype=int)
+    vec = CountVectorizer(analyzer=_identity, min_df=3)
+    model = make_pipeline(vec, FunctionTransformer(_log1p_sparse, accept_sparse=True),
+                          LogisticRegression(C=1.0, max_iter=2000, solver="liblinear"))
+    if len(set(y.tolist())) < 2:
+        return _Constant(float(y[0]) if len(y) else 0.0)
+    return model.fit(list(docs), y)
+
+
+def _identity(doc: Any) -> Any:
+    return doc
+
+
+def _log1p_sparse(x: Any) -> Any:
+    x = x.astype(float)
+    x.data = np.log1p(x.data)
+    return x
+
+
+class _Constant:
+    def __init__(self, p: float) -> None:
+        self.p = p
+
+    def predict_proba(self, docs: Sequence[Any]) -> np.ndarray:
+        return np.array([[1 - self.p, self.p]] * len(docs))
+
+
+@dataclass
+class WindowClassifier:
+    """A window-level logistic regression: P(intervening at the end of this window is
+    precise), and the threshold at which :class:`WindowClassifierAgent` acts. With
+    ``context=k`` each window's tokens also carry the words and event tokens of the ``k``
+    windows before it (:func:`window_docs`)."""
+
+    model: Any
+    threshold: float
+    context: int = 0
+
+    def prob(self, tokens: Sequence[str]) -> float:
+        """P(precise) of one window's tokens (the fitted weights read directly: the same
+        number as the model's ``predict_proba``, without its per-call overhead)."""
+        w = self._weights()
+        if w is None:
+            return float(self.model.predict_proba([list(tokens)])[0, 1])
+        vocab, coef, bias = w
+        counts: dict[int, int] = {}
+        for t in tokens:
+            j = vocab.get(t)
+            if j is not None:
+                counts[j] = counts.get(j, 0) + 1
+        z = bias + sum(float(np.log1p(c)) * coef[j] for j, c in counts.items())
+        return float(1.0 / (1.0 + np.exp(-z)))
+
+    def _weights(self) -> tuple[dict[str, int], np.ndarray, float] | None:
+        cached = self.__dict__.get("_cached_weights", False)
+        if cached is not False:
+            return cached
+        steps = getattr(self.model, "named_steps", None)
+        out = None
+        if steps is not None:
+            vec, lr = steps.get("countvectorizer"), steps.get("logisticregression")
+            if vec is not None and lr is not None:
+                out = (dict(vec.vocabulary_), np.asarray(lr.coef_[0], dtype=float),
+                       float(lr.intercept_[0]))
+        self.__dict__["_cached_weights"] = out
+        return out
+
+
+def window_docs(windows: Sequence[Sequence[str]], context: int = 0) -> list[list[str]]:
+    """Each window's tokens, plus ``prevJ:TOKEN`` for the words and event tokens (not the
+    bigrams) of the window ``J`` before it, ``J = 1 .. context``."""
+    out = []
+    for i, w in enumerate(windows):
+        doc = list(w)
+        for j in range(1, context + 1):
+            if i - j >= 0:
+                doc += [f"prev{j}:{t}" for t in windows[i - j]
+                        if t.startswith("ev:") or "_" not in t]
+        out.append(doc)
+    return out
+
+
+def _episode_decisions(data: Sequence[EpisodeData], probs: Sequence[np.ndarray],
+                       thr: float) -> np.ndarray:
+    ok = []
+    for d, p in zip(data, probs, strict=True):
+        fired = np.nonzero(p >= thr)[0]
+        if d.needs_help:
+            ok.append(bool(len(fired)) and d.positive[int(fired[0])])
+        else:
+            ok.append(not len(fired))
+    return np.array(ok)
+
+
+def train_window_classifier(train: Sequence[EpisodeData], context: int = 0) -> WindowClassifier:
+    """Fit the window classifier on training episodes; the threshold maximises the training
+    episodes' balanced decision accuracy (first firing precise / never firing)."""
+    docs = [w for d in train for w in window_docs(d.windows, context)]
+    y = [p for d in train for p in d.positive]
+    model = _fit_text(docs, y)
+    probs, k = [], 0
+    flat = model.predict_proba(docs)[:, 1]
+    for d in train:
+        probs.append(flat[k:k + len(d.windows)])
+        k += len(d.windows)
+    cands = np.unique(np.quantile(flat[np.asarray(y, dtype=bool)], np.linspace(0, 1, 41))) \
+        if any(y) else np.array([0.5])
+    helps = np.array([d.needs_help for d in train])
+
+    def balanced(thr: float) -> float:
+        ok = _episode_decisions(train, probs, thr)
+        parts = [ok[helps].mean() if helps.any() else None,
+                 ok[~helps].mean() if (~helps).any() else None]
+        parts = [p for p in parts if p is not None]
+        return float(np.mean(parts)) if parts else 0.0
+
+    best = max(cands, key=balanced)
+    return WindowClassifier(model, float(best), int(context))
+
+
+def window_classifier_accuracy(clf: WindowClassifier,
+                               data: Sequence[EpisodeData]) -> dict[str, float]:
+    """Episode decision accuracy of the window classifier's timing alone (first firing in
+    the precise window, or never firing), overall and per twin group."""
+    probs = [clf.model.predict_proba(window_docs(d.windows, clf.context))[:, 1] for d in data]
+    ok = _episode_decisions(data, probs, clf.threshold)
+    out = {"all": float(ok.mean()) if len(ok) else 0.0}
+    for g in twin_groups():
+        idx = [i for i, d in enumerate(data) if d.group == g]
+        if idx:
+            out[g] = float(ok[idx].mean())
+    return out
+
+
+class WindowClassifierAgent(ReactiveAgent):
+    """Acts the first time the window classifier fires, with the ``reactive`` agent's
+    best-guess program for the latest visible struggle (waits for one if none was seen)."""
+
+    name = "window-classifier"
+
+    def __init__(self, classifier: WindowClassifier) -> None:
+        super().__init__()
+        self.classifier = classifier
+        if classifier.context:
+            self.name = f"window-classifier-ctx{classifier.context}"
+
+    def reset(self, *, seed: int | None = None) -> None:
+        super().reset(seed=seed)
+        self._fired = False
+        self._windows: list[list[str]] = []
+
+    def decide(self, observation: Mapping[str, Any], info: Mapping[str, Any],
+               cues: list[Any]) -> list[str]:
+        c = self.classifier.context
+        self._windows = self._windows[-c:] if c else []
+        self._windows.append(window_tokens(observation))
+        if not self._fired:
+            doc = window_docs(self._windows, c)[-1]
+            self._fired = self.classifier.prob(doc) >= self.classifier.threshold
+        if not self._fired or not self.tracker.cues:
+            return []
+        return super().decide(observation, info, [self.tracker.cues[-1]])
+
+
+def text_classifier_accuracy(train: Sequence[EpisodeData], test: Sequence[EpisodeData],
+                             docs: Any) -> dict[str, float]:
+    """Accuracy of bag-of-words logistic regressions predicting needs-help from
+    ``docs(episode_data)`` (a token list): one over all groups (``"all"``) and one trained
+    on each twin group's training episodes (keys: the groups)."""
+    out: dict[str, float] = {}
+    model = _fit_text([docs(d) for d in train], [d.needs_help for d in train])
+    pred = model.predict_proba([docs(d) for d in test])[:, 1] >= 0.5 if test else []
+    truth = np.array([d.needs_help for d in test])
+    out["all"] = float(np.mean(pred == truth)) if len(test) else 0.0
+    for g in twin_groups():
+        tr = [d for d in train if d.group == g]
+        te = [d for d in test if d.group == g]
+        if not tr or not te:
+            continue
+        m = _fit_text([docs(d) for d in tr], [d.needs_help for d in tr])
+        p = m.predict_proba([docs(d) for d in te])[:, 1] >= 0.5
+        out[g] = float(np.mean(p == np.array([d.needs_help for d in te])))
+    return out
+
+
+def cue_classifier_accuracy(train: Sequence[EpisodeData],
+                            test: Sequence[EpisodeData]) -> dict[str, float]:
+    """Accuracy of predicting needs-help from the narration up to and including the window of
+    the first visible struggle: one classifier over all groups (``"all"``), and one trained
+    on each twin group's training episodes (keys: the groups)."""
+    return text_classifier_accuracy(train, test, EpisodeData.cue_tokens)
+
+
+# ------------------------------------------------------------------ feature scan
+def _matrix(data: Sequence[EpisodeData], names: Sequence[str]) -> np.ndarray:
+    return np.array([[float(d.features.get(n, 0.0)) for n in names] for d in data])
+
+
+def best_single_feature(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray,
+                        y_te: np.ndarray, names: Sequence[str]) -> dict[str, Any]:
+    """The single-feature threshold rule (``x > t`` or ``x <= t``) with the best training
+    accuracy, and its test accuracy: ``{"feature", "threshold", "direction", "train",
+    "test"}``."""
+    best: dict[str, Any] = {"feature": None, "threshold": 0.0, "direction": 1,
+                            "train": -1.0, "test": 0.0}
+    y_tr = y_tr.astype(bool)
+    for j, name in enumerate(names):
+        col = x_tr[:, j]
+        vals = np.unique(col)
+        cuts = (vals[:-1] + vals[1:]) / 2 if len(vals) > 1 else vals
+        for t in cuts:
+            above = col > t
+            for direction in (1, -1):
+                pred = above if direction == 1 else ~above
+                acc = float(np.mean(pred == y_tr))
+                if acc > best["train"] + 1e-12:
+                    best = {"feature": name, "threshold": float(t), "direction": direction,
+                            "train": acc, "test": 0.0}
+    if best["feature"] is not None:
+        j = list(names).index(best["feature"])
+        above = x_te[:, j] > best["threshold"]
+        pred = above if best["direction"] == 1 else ~above
+        best["test"] = float(np.mean(pred == y_te.astype(bool))) if len(y_te) else 0.0
+    return best
+
+
+def _tree(x_tr: np.ndarray, y_tr: np.ndarray, x_te: np.ndarray, y_te: np.ndarray,
+          names: Sequence[str]) -> dict[str, Any]:
+    from sklearn.tree import DecisionTreeClassifier, export_text
+
+    if len(set(y_tr.tolist())) < 2:
+        return {"train": 1.0, "test": float(np.mean(y_te == y_tr[0])), "rules": ""}
+    tree = DecisionTreeClassifier(max_depth=3, random_state=0).fit(x_tr, y_tr)
+    return {"train": float(tree.score(x_tr, y_tr)), "test": float(tree.score(x_te, y_te)),
+            "rules": export_text(tree, feature_names=list(names))}
+
+
+def feature_scan(train: Sequence[EpisodeData], test: Sequence[EpisodeData],
+                 names: Sequence[str] = FEATURES,
+                 kinds: Sequence[str] = SCAN_BOUNDED_KINDS) -> dict[str, dict[str, Any]]:
+    """Per twin group: the best single-feature threshold rule and a depth-3 decision tree,
+    trained on the group's training episodes and tested on its suite episodes, over the
+    features of ``kinds`` (prefixes of :data:`FEATURES`). Returns ``{group: {"single":
+    best_single_feature(...), "tree": {"train", "test", "rules"}, "n_train", "n_test"}}``."""
+    names = [n for n in names if n.split(":", 1)[0] in kinds]
+    out: dict[str, dict[str, Any]] = {}
+    for g in twin_groups():
+        tr = [d for d in train if d.group == g]
+        te = [d for d in test if d.group == g]
+        if not tr or not te:
+            continue
+        y_tr = np.array([d.needs_help for d in tr], dtype=int)
+        y_te = np.array([d.needs_help for d in te], dtype=int)
+        x_tr, x_te = _matrix(tr, names), _matrix(te, names)
+        out[g] = {"n_train": len(tr), "n_test": len(te),
+                  "single": best_single_feature(x_tr, y_tr, x_te, y_te, names),
+                  "tree": _tree(x_tr, y_tr, x_te, y_te, names)}
+    return out
+
+
+# ------------------------------------------------------------------ bounds
+def check_bounds(agents: Mapping[str, Mapping[str, Any]], *,
+                 classifiers: Mapping[str, Mapping[str, float]] | None = None,
+                 scan: Mapping[str, Mapping[str, Any]] | None = None,
+                 bounds: Mapping[str, float] = BOUNDS,
+                 shortcuts: Sequence[str] | None = None) -> list[str]:
+    """The broken bounds, one line each (empty: all hold).
+
+    ``agents``: ``{name: scores(...)}`` (hedged agents named by :func:`hedged`);
+    ``classifiers``: ``{"reset": {"all": acc, group: acc}, "cue": {group: acc}, "window":
+    {group: acc}}`` (any other key, such as ``"window-ctx2"``, is held to the window bound);
+    ``scan``: :func:`feature_scan`'s result (over :data:`SCAN_BOUNDED_KINDS`). Missing entries
+    are not checked.
+    """
+    broken: list[str] = []
+    b = bounds
+    o = agents.get("oracle")
+    if o is not None:
+        for k in ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "SR", "AC"):
+            if o.get(k) is not None and o[k] < b["oracle_min"]:
+                broken.append(f"oracle {k} {o[k]:.1f} < {b['oracle_min']}")
+    tr = agents.get("belief-tracker")
+    if tr is not None:
+        if tr["PHA"] < b["tracker_PHA_min"]:
+            broken.append(f"belief-tracker PHA {tr['PHA']:.1f} < {b['tracker_PHA_min']}")
+        if tr["PIA"] < b["tracker_PIA_min"]:
+            broken.append(f"belief-tracker PIA {tr['PIA']:.1f} < {b['tracker_PIA_min']}")
+    for a in ABLATION_AGENTS:
+        m = agents.get(a)
+        if m is None:
+            continue
+        if m["PHA"] > b["ablation_PHA_max"]:
+            broken.append(f"{a} PHA {m['PHA']:.1f} > {b['ablation_PHA_max']}")
+        for g in belief_groups():
+            gm = m.get("groups", {}).get(g)
+            if gm is not None and gm["PHA"] is not None and gm["PHA"] > b["ablation_PHA_max"]:
+                broken.append(f"{a} PHA {gm['PHA']:.1f} in {g} > {b['ablation_PHA_max']}")
+    names = list(SHORTCUT_BASELINES) + list(WINDOW_AGENTS) if shortcuts is None \
+        else list(shortcuts)
+    for a in names:
+        for n in (a, hedged(a)):
+            m = agents.get(n)
+            if m is None:
+                continue
+            if m["PIA"] > b["shortcut_PIA_max"]:
+                broken.append(f"{n} PIA {m['PIA']:.1f} > {b['shortcut_PIA_max']}")
+            if m["PHA"] > b["shortcut_PHA_max"]:
+                broken.append(f"{n} PHA {m['PHA']:.1f} > {b['shortcut_PHA_max']}")
+    for n, m in agents.items():
+        h = agents.get(hedged(n))
+        if h is not None and abs(h["PHA"] - m["PHA"]) > b["hedge_PHA_change_max"]:
+            broken.append(f"the hedge changes {n}'s PHA by {h['PHA'] - m['PHA']:+.1f} "
+                          f"(more than {b['hedge_PHA_change_max']})")
+    gb = agents.get(GOAL_ABLATION)
+    if gb is not None:
+        for g in goal_groups():
+            gm = gb.get("groups", {}).get(g)
+            if gm is not None and gm.get("PHR") is not None \
+                    and gm["PHR"] > b["goal_blind_PHR_max"]:
+                broken.append(f"{GOAL_ABLATION} PHR {gm['PHR']:.1f} in {g} > "
+                              f"{b['goal_blind_PHR_max']}")
+    key = {"reset": "reset_classifier_max", "cue": "cue_classifier_max"}
+    for kind, accs in (classifiers or {}).items():
+        bound = b[key.get(kind, "window_classifier_max")]  # window, window-ctx2, ...
+        for g, acc in accs.items():
+            if (kind == "reset" or g != "all") and acc > bound:
+                broken.append(f"{kind} classifier {100 * acc:.1f}% in {g} > "
+                              f"{100 * bound:.0f}%")
+    for g, res in (scan or {}).items():
+        s = res["single"]
+        if s["test"] > b["feature_single_max"]:
+            broken.append(f"feature {s['feature']} alone {100 * s['test']:.1f}% in {g} > "
+                          f"{100 * b['feature_single_max']:.0f}%")
+        if res["tree"]["test"] > b["feature_tree_max"]:
+            broken.append(f"depth-3 tree {100 * res['tree']['test']:.1f}% in {g} > "
+                          f"{100 * b['feature_tree_max']:.0f}%")
+    return broken

@@ -1,5 +1,5 @@
 """The ``mindhelper`` command and the evaluation runner, run in-process on a prefix of
-vh-dev-v1 (the first 16 episodes: two full blocks, so every family twice)."""
+vh-dev-v2 (the first 16 episodes: two full blocks, so every family twice)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from mindhelper_env.cli import main
 from mindhelper_env.evaluation import read_result_file, run_episode
 
-SUITE = "vh-dev-v1"
+SUITE = "vh-dev-v2"
 LIMIT = 16
 AGENTS = ("silent", "random", "oracle")
 TABLE_II = ("TA", "SR", "AC", "PIR", "PSR", "PIA")
@@ -108,10 +108,16 @@ def test_evaluate_prints_table_and_writes_plots(tmp_path: Path,
     for col in (*TABLE_II, "Silent-all", "Harm"):
         assert col in out
     assert "oracle" in out and "silent" in out and "100.00" in out
-    for name in ("metrics.png", "silent_all.png", "per_family.png"):
+    for name in ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["plots"] == ["metrics.png", "silent_all.png", "per_family.png"]
+    assert summary["plots"] == ["metrics.png", "silent_all.png", "per_family.png",
+                                "breakdown.png"]
+    # the ability breakdown: a table in the output and a block per agent in summary.json
+    assert "ability breakdown" in out and "type false_belief" in out
+    groups = summary["metrics"]["oracle"]["breakdown"]
+    assert set(groups) == {"task_type", "ability", "twin_group"}
+    assert sum(b["episodes"] for b in groups["twin_group"].values()) <= 8
 
 
 def test_score_json_reproduces_evaluate(baseline: Path, summary: dict[str, Any],
@@ -259,12 +265,12 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     listing = json.loads(capsys.readouterr().out)
     assert "MindHelper-VirtualHome-v0" in listing["envs"]
     assert {"silent", "random", "oracle"} <= set(listing["agents"])
-    assert {"vh-dev-v1", "vh-test-v1"} <= set(listing["suites"])
-    assert listing["suites"]["vh-dev-v1"]["n"] == 100
+    assert {"vh-dev-v2", "vh-test-v2"} <= set(listing["suites"])
+    assert listing["suites"]["vh-dev-v2"]["n"] == 100
     assert listing["families"]["routine"]["needs_intervention"] is False
     assert main(["list"]) == 0
     out = capsys.readouterr().out
-    assert "implicit_goal_reach" in out and "vh-test-v1" in out
+    assert "implicit_goal_reach" in out and "vh-test-v2" in out
 
 
 # --------------------------------------------------------------------------------------
@@ -315,12 +321,12 @@ def test_score_rejects_foreign_episode_ids(baseline: Path, tmp_path: Path,
     lines = _lines(path)
     for k in (1, 6):
         rec = json.loads(lines[k])
-        rec["episode_id"] = f"vh-test-v1-{k:04d}"
+        rec["episode_id"] = f"vh-test-v2-{k:04d}"
         rec["suite"] = None  # only the id gives it away
         lines[k] = json.dumps(rec)
     path.write_text("\n".join(lines) + "\n")
     rc = main(["score", str(path), "--suite", SUITE])
-    _assert_one_line_error(capsys, rc, f"{path}:2:", "'vh-test-v1-0001'", "'vh-test-v1-0006'")
+    _assert_one_line_error(capsys, rc, f"{path}:2:", "'vh-test-v2-0001'", "'vh-test-v2-0006'")
 
 
 def test_score_rejects_duplicate_episode_ids(baseline: Path, tmp_path: Path,

@@ -14,7 +14,7 @@ from mindhelper_env.agents import make_agent
 from mindhelper_env.cli import main
 from tests.fake_openai_server import Reply, ScriptedServer, need
 
-DEV = "vh-dev-v1"
+DEV = "vh-dev-v2"
 USER_AGENT = "tests.user_agents:WalkOnlyAgent"
 
 

@@ -176,13 +176,13 @@ def test_recorded_evaluation_reruns_bit_identically(tmp_path):
 
     cassette = tmp_path / "cassette.jsonl"
     with ScriptedServer(helpful_script) as srv:
-        evaluate("vh-dev-v1", ["direct-vlm"], tmp_path / "rec", workers=2, limit=4,
+        evaluate("vh-dev-v2", ["direct-vlm"], tmp_path / "rec", workers=2, limit=4,
                  progress=False, plots=False, timing=False,
                  agent_kwargs={"direct-vlm": {
                      "model": f"record:{cassette}=openai:test-vlm@{srv.url}",
                      "api_key": "k", "concurrency": 1, "lock_dir": str(tmp_path / "locks")}})
         assert srv.peak == 1
-    evaluate("vh-dev-v1", ["direct-vlm"], tmp_path / "rep", limit=4, progress=False,
+    evaluate("vh-dev-v2", ["direct-vlm"], tmp_path / "rep", limit=4, progress=False,
              plots=False, timing=False,
              agent_kwargs={"direct-vlm": {"model": f"replay:{cassette}"}})
     recorded = (tmp_path / "rec" / "direct-vlm.jsonl").read_bytes()
@@ -278,7 +278,7 @@ def test_server_errors_are_never_silent(tmp_path, capsys):
 
     body = json.dumps({"error": {"message": "The model `nope` does not exist"}}).encode()
     with ScriptedServer([Reply(status=404, raw=body)]) as srv:
-        args = ["evaluate", "--suite", "vh-dev-v1", "--agents", "direct-vlm", "--limit", "2",
+        args = ["evaluate", "--suite", "vh-dev-v2", "--agents", "direct-vlm", "--limit", "2",
                 "--model", f"openai:nope@{srv.url}", "--no-plots", "--no-progress",
                 "--out", str(tmp_path / "run")]
         assert main(args) == 0
@@ -308,7 +308,7 @@ def test_efficiency_table_has_the_reduction(tmp_path, capsys):
     assert rows["mindclaw"]["reduction_vs_baseline"] == pytest.approx(85.0)
     assert rows["direct-vlm"]["reduction_vs_baseline"] is None
     with ScriptedServer(helpful_script) as srv:
-        assert main(["evaluate", "--suite", "vh-dev-v1", "--agents", "direct-vlm,mindclaw",
+        assert main(["evaluate", "--suite", "vh-dev-v2", "--agents", "direct-vlm,mindclaw",
                      "--limit", "3", "--model", f"openai:m@{srv.url}", "--no-plots",
                      "--no-progress", "--out", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out

@@ -182,3 +182,85 @@ def test_malformed_activity_is_a_value_error(vh_env, activity, message):
     spec["actors"][0]["activities"].append(activity)
     with pytest.raises(ValueError, match=message):
         vh_env.reset(options={"episode": spec})
+
+
+def _walk_here(info) -> str:
+    room = info["robot"]["room"]
+    cls = next(r["class"] for r in info["candidates"]["rooms"] if r["id"] == room)
+    return f"[walk] <{cls}> ({room})"
+
+
+def test_intervention_is_the_issue_of_an_acting_program(vh_env):
+    obs, info = vh_env.reset(options={"suite": "vh-dev-v2", "index": 0})
+    sim = vh_env.unwrapped.simulation
+    walk = _walk_here(info)
+    vh_env.step(walk)  # movement only: free
+    assert sim.intervention_tick is None and not sim.intervened
+    loc = info["candidates"]["locations"][0]
+    tick = int(info["tick"]) + vh_env.unwrapped.window_ticks
+    # eight free moves, then an act that has not come up when the next program replaces it
+    _, _, _, _, info = vh_env.step("; ".join([walk] * 8 + [f"[open] <{loc['class']}> ({loc['id']})"]))
+    assert sim.intervention_tick == tick and sim.intervened
+    assert all(ln.line == walk for ln in sim.robot_lines)  # the act was never executed
+    _, _, term, trunc, info = vh_env.step(walk)
+    assert sim.intervention_tick == tick  # a new program does not undo the commitment
+    while not (term or trunc):
+        _, _, term, trunc, info = vh_env.step("none")
+    rec = info["episode_record"]
+    assert rec["intervention_tick"] == tick and rec["first_move_tick"] == 0
+    assert [a["acts"] for a in rec["actions"]] == [False, True, False]
+
+
+def test_an_act_past_the_line_limit_is_no_intervention(vh_env):
+    from mindhelper_env.envs.virtualhome import MAX_PROGRAM_LINES
+
+    obs, info = vh_env.reset(options={"suite": "vh-dev-v2", "index": 0})
+    loc = info["candidates"]["locations"][0]
+    walk = _walk_here(info)
+    act = f"[open] <{loc['class']}> ({loc['id']})"
+    _, _, _, _, info = vh_env.step("\n".join([walk] * MAX_PROGRAM_LINES + [act]))
+    assert "longer than" in info["action_error"]
+    assert vh_env.unwrapped.simulation.intervention_tick is None  # the act was cut: never run
+    vh_env.step("\n".join([walk] * (MAX_PROGRAM_LINES - 1) + [act]))
+    assert vh_env.unwrapped.simulation.intervention_tick == vh_env.unwrapped.window_ticks
+
+
+def _silent_run(env, index):
+    obs, info = env.reset(options={"suite": "vh-dev-v2", "index": index})
+    flags, keys = [], []
+    while True:
+        obs, _, term, trunc, info = env.step("none")
+        flags.append((term, trunc))
+        if term or trunc:
+            return flags, keys, info
+        keys.append(tuple(tuple(sorted(d)) for d in (obs, info, info["candidates"], info["robot"])))
+
+
+def test_every_episode_runs_to_its_horizon_whatever_happened():
+    from mindhelper_env.backends.symbolic import Simulation
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    seen = set()
+    for index in range(6):  # help and silent episodes: the focus person gives up or succeeds
+        spec = suite_episode("vh-dev-v2", index)
+        sim = Simulation(spec)
+        sim.run()  # validation rollouts still stop once the episode settles
+        assert sim.settled and sim.tick < spec["horizon"]
+        flags, keys, info = _silent_run(env, index)
+        n = -(-spec["horizon"] // env.unwrapped.window_ticks)
+        assert flags == [(False, False)] * (n - 1) + [(True, False)]
+        rec = info["episode_record"]
+        assert rec["ticks"] == spec["horizon"] and rec["terminated"] and not rec["truncated"]
+        assert rec["focus_success"] is (not spec["reference"]["needs_intervention"])
+        seen.add(rec["focus_success"])
+        assert len(set(keys)) == 1  # the same fields, step after step
+    assert seen == {True, False}
+
+
+def test_max_ticks_below_the_horizon_truncates():
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0, max_ticks=20)
+    flags, _keys, info = _silent_run(env, 1)
+    assert flags[-1] == (False, True) and not any(t for t, _ in flags)
+    rec = info["episode_record"]
+    assert rec["ticks"] == 20 and rec["truncated"] and not rec["terminated"]

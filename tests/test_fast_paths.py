@@ -25,7 +25,7 @@ def test_objects_in_matches_room_of_is_hidden_and_location() -> None:
     rng = np.random.default_rng(0)
     checked = 0
     for i in range(12):
-        obs, info = env.reset(options={"suite": "vh-dev-v1", "index": i})
+        obs, info = env.reset(options={"suite": "vh-dev-v2", "index": i})
         w = env.unwrapped.simulation.world
         ids = sorted(w.graph.nodes)  # every kind of node, characters and rooms too
         while True:
@@ -62,7 +62,7 @@ def test_share_values_keeps_the_graph_and_its_pickle() -> None:
 
 def test_labels_give_the_same_sentences() -> None:
     env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
-    env.reset(options={"suite": "vh-dev-v1", "index": 3})
+    env.reset(options={"suite": "vh-dev-v2", "index": 3})
     u = env.unwrapped
     labels = Labels(u.simulation.world, u.character_names)
     n = 0
@@ -104,7 +104,7 @@ def test_candidates_follow_every_change_of_the_world() -> None:
     for observability in ("home", "room"):
         env = gym.make("MindHelper-VirtualHome-v0", pool_size=0, observability=observability)
         for i in range(10):
-            obs, info = env.reset(options={"suite": "vh-dev-v1", "index": i})
+            obs, info = env.reset(options={"suite": "vh-dev-v2", "index": i})
             while True:
                 objects, locations = _plain_candidates(env)
                 assert info["candidates"]["objects"] == objects
@@ -129,7 +129,7 @@ def test_events_json_is_json_dumps() -> None:
     env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
     n = 0
     for i in range(6):
-        env.reset(options={"suite": "vh-dev-v1", "index": i})
+        env.reset(options={"suite": "vh-dev-v2", "index": i})
         while True:
             obs, _, term, trunc, info = env.step("none")
             assert obs["events"] == json.dumps(info["events"])
@@ -216,7 +216,7 @@ def test_window_events_are_narrate_event_event_dict_and_json() -> None:
     rng = np.random.default_rng(2)
     n = 0
     for i in range(8):
-        obs, info = env.reset(options={"suite": "vh-dev-v1", "index": i})
+        obs, info = env.reset(options={"suite": "vh-dev-v2", "index": i})
         u = env.unwrapped
         while True:
             objs = info["candidates"]["objects"]

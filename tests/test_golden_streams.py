@@ -20,7 +20,7 @@ import pytest
 
 import mindhelper_env  # noqa: F401  (registers the envs)
 
-DEV = "vh-dev-v1"
+DEV = "vh-dev-v2"
 VERBS = ("walk", "open", "close", "grab", "putback", "putin", "give", "tell", "switchon", "sit")
 
 
@@ -73,11 +73,14 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
     return h.hexdigest()
 
 
+# Re-pinned (deliberately) for 0.4.0: interventions are timed by the issue of the first
+# acting program (records' actions carry "acts"; rewards and t_I move with it), every episode
+# runs to its horizon, and the generator is mh-gen-2.0 (the v2 families and suites).
 GOLDEN = {
-    "dev-home": "c8ac8ef76fc485a5773355a076244c169cd3596177ab07b7f0c81ccc941364a9",
-    "dev-room": "5a7b509e44d6f9b3b6623877573ac32532e9b01ee05c2e61c5a44a983f0ea6d1",
-    "fresh-home": "a32a8d4de413594046a004825315c17bc5fd84cb871008fc981480f5555473bb",
-    "pool-home": "e22829d5aee8b2b1f1bec59cab804382829d76f8b0a42edc0f69924d69bd300c",
+    "dev-home": "bf3452bc25e362cec7b60387271b2c9a526d2e73b2b53415404e456e2f98deef",
+    "dev-room": "2a3d5750c03d2ed5125fcb4b3a1ae215b6eb83fb0856ecb4f6cafae3945c761b",
+    "fresh-home": "20d83e93edae485a77f6de07c3723717a17904878f3696c2d9d6f7286b6a28a2",
+    "pool-home": "3b8a9f0f037952d242fe60aa0481fee377a71e828e266161785bae4ac43be402",
 }
 
 

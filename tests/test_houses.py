@@ -197,7 +197,7 @@ def test_generated_is_the_default():
     assert "house" not in spec
 
 
-@pytest.mark.parametrize("suite", ["vh-scene1-dev-v1", "tdw-dev-v1"])
+@pytest.mark.parametrize("suite", ["vh-scene1-dev-v2", "tdw-dev-v2"])
 def test_house_suites_are_solvable_and_shortcuts_stay_bounded(suite):
     from mindhelper_env.validity import BOUNDS, SHORTCUTS, agent_scores
 

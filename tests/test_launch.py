@@ -25,7 +25,7 @@ def _command() -> list[str]:
 def test_interrupt_while_starting_is_one_line_and_130(tmp_path: Path, sig: int,
                                                       delay: float) -> None:
     out = tmp_path / "run"
-    proc = subprocess.Popen([*_command(), "evaluate", "--suite", "vh-dev-v1", "--agents",
+    proc = subprocess.Popen([*_command(), "evaluate", "--suite", "vh-dev-v2", "--agents",
                              "silent", "--out", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})

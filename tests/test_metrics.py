@@ -259,21 +259,52 @@ def test_none_program_does_not_count_as_action() -> None:
 
 def test_movement_is_not_an_intervention() -> None:
     rec = make_rec("e", [])
-    rec["actions"] = [{"tick": 2, "program": "[walk] <fridge> (12)"}]
+    rec["actions"] = [{"tick": 2, "program": "[walk] <fridge> (12); [find] <fridge> (12)"}]
     rec["executed"] = [{"tick": 3, "line": "[walk] <fridge> (12)", "ok": True, "reason": None,
                         "issued": 2},
                        {"tick": 4, "line": "[find] <fridge> (12)", "ok": True, "reason": None,
                         "issued": 2}]
     silent = episode_outcome(rec, make_ref("e", needs=False))
     assert silent["silent"] and not silent["false_alarm"] and silent["t_I"] is None
-    # the first acting line decides t_I, by the tick its program was issued
-    rec["executed"].append({"tick": 14, "line": "[open] <fridge> (12)", "ok": True,
-                            "reason": None, "issued": 12})
+    # the first program containing an acting line decides t_I: the tick it was issued
+    rec["actions"].append({"tick": 12, "program": "[walk] <fridge> (12); [open] <fridge> (12)"})
     out = episode_outcome(rec, make_ref("e", needs=True))
     assert out["t_I"] == 12 and out["precise"]
-    # records without "issued" fall back to the line's own tick
-    del rec["executed"][2]["issued"]
-    assert episode_outcome(rec, make_ref("e", needs=True))["t_I"] == 14
+
+
+def test_intervention_is_the_issue_of_an_acting_program_executed_or_not() -> None:
+    # "walk x8, then act", issued at tick 12; the episode's record shows only walks executed
+    # (the act never came up). The commitment is the intervention, in both kinds of episode.
+    hedge = "; ".join(["[walk] <kitchen> (5)"] * 8 + ["[open] <fridge> (12)"])
+    rec = make_rec("e", [])
+    rec["actions"] = [{"tick": 12, "program": hedge}]
+    rec["executed"] = [{"tick": 13 + k, "line": "[walk] <kitchen> (5)", "ok": True,
+                        "reason": None, "issued": 12} for k in range(3)]
+    assert episode_outcome(rec, make_ref("e", needs=True))["t_I"] == 12
+    silent = episode_outcome(rec, make_ref("e", needs=False))
+    assert silent["false_alarm"] and not silent["silent"] and silent["t_I"] == 12
+    # replacing the program by silence or by walks does not undo it
+    rec["actions"].append({"tick": 15, "program": "[walk] <kitchen> (5)"})
+    assert episode_outcome(rec, make_ref("e", needs=False))["false_alarm"]
+    # lines that do not parse are not acting lines; a later acting program is
+    rec["actions"] = [{"tick": 3, "program": "open the fridge please"},
+                      {"tick": 6, "program": "[open] fridge"},
+                      {"tick": 9, "program": "[grab] <apple> (99999)"}]
+    assert episode_outcome(rec, make_ref("e", needs=True))["t_I"] == 9
+
+
+def test_the_envs_acts_mark_decides_over_the_program_text() -> None:
+    # the env marks what it kept (e.g. after cutting a program at 64 lines); records
+    # without the mark are judged by their text
+    rec = make_rec("e", [])
+    rec["actions"] = [{"tick": 4, "program": "[open] <fridge> (12)", "acts": False},
+                      {"tick": 7, "program": "[walk] <fridge> (12)", "acts": True}]
+    assert episode_outcome(rec, make_ref("e", needs=True))["t_I"] == 7
+    del rec["actions"][0]["acts"]
+    assert episode_outcome(rec, make_ref("e", needs=True))["t_I"] == 4
+    rec["actions"][1]["acts"] = "yes"
+    with pytest.raises(ValueError, match=r"actions\[1\]\.acts must be a bool"):
+        episode_outcome(rec, make_ref("e", needs=True))
 
 
 def test_phr_needs_precise_successful_harmless_help() -> None:
@@ -572,3 +603,47 @@ def test_property_timing_partition(episodes: list[tuple[bool, int | None]]) -> N
         assert m["PSR"] + m["false_alarm_rate"] == pytest.approx(1.0)
     if m["episodes"]:
         assert 0.0 <= m["silent_all"] <= 1.0
+
+
+def test_breakdown_by_task_type_ability_and_twin_group() -> None:
+    refs = {
+        "fb_ok": make_ref("fb_ok", needs=True, family="false_belief_relocation"),
+        "fb_late": make_ref("fb_late", needs=True, family="false_belief_relocation"),
+        "spare": make_ref("spare", needs=False, family="false_belief_spare"),
+        "reach": make_ref("reach", needs=True, family="implicit_goal_reach"),
+        "found": make_ref("found", needs=False, family="search_self_found"),
+        "routine": make_ref("routine", needs=False, family="routine"),
+    }
+    recs = [make_rec("fb_ok", [11], success=True), make_rec("fb_late", [25], success=True),
+            make_rec("spare", []), make_rec("reach", [12], success=True), make_rec("found", []),
+            make_rec("routine", [5])]  # a false alarm that counts toward no group
+    b = compute_metrics(recs, refs)["breakdown"]
+    assert list(b["task_type"]) == ["false_belief", "implicit_goal"]
+    assert b["task_type"]["false_belief"] == {"episodes": 3, "n_help": 2, "n_silent": 1,
+                                              "PHA": 0.75, "PHR": 0.5, "PSR": 1.0}
+    assert b["task_type"]["implicit_goal"] == {"episodes": 2, "n_help": 1, "n_silent": 1,
+                                               "PHA": 1.0, "PHR": 1.0, "PSR": 1.0}
+    ab = b["ability"]
+    assert list(ab) == ["location_belief", "state_belief", "communication", "helper_attention",
+                        "goal_inference", "special_population"]
+    # a silent twin counts toward its help family's abilities; the search twin toward two
+    assert (ab["location_belief"]["n_help"], ab["location_belief"]["n_silent"]) == (2, 2)
+    assert ab["location_belief"]["PHA"] == pytest.approx(0.75)
+    assert ab["goal_inference"]["PHA"] == 1.0 and ab["goal_inference"]["episodes"] == 2
+    # a side is empty: PHR or PSR alone, no PHA
+    assert ab["helper_attention"] == {"episodes": 1, "n_help": 1, "n_silent": 0, "PHA": None,
+                                      "PHR": 1.0, "PSR": None}
+    assert ab["special_population"]["PHA"] is None
+    assert ab["state_belief"] == {"episodes": 0, "n_help": 0, "n_silent": 0, "PHA": None,
+                                  "PHR": None, "PSR": None}
+    groups = b["twin_group"]
+    assert list(groups) == ["false_belief_relocation", "implicit_goal_reach",
+                            "implicit_goal_search"]
+    assert groups["false_belief_relocation"]["PHA"] == 0.75
+    assert groups["implicit_goal_search"] == {"episodes": 1, "n_help": 0, "n_silent": 1,
+                                              "PHA": None, "PHR": None, "PSR": 1.0}
+    assert sum(g["episodes"] for g in groups.values()) == 5  # routine is in none
+    pct = as_percentages(compute_metrics(recs, refs))["breakdown"]
+    assert pct["ability"]["location_belief"]["PHA"] == 75.0
+    assert pct["twin_group"]["implicit_goal_search"]["PSR"] == 100.0
+    assert pct["ability"]["location_belief"]["n_help"] == 2  # counts stay counts

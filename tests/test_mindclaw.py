@@ -31,7 +31,7 @@ from mindhelper_env.scenarios.suites import suite_episode
 from mindhelper_env.scenarios.trigger_labels import attach_trigger_labels, trigger_labels
 from mindhelper_env.validity import agent_scores
 
-SUITE = "vh-dev-v1"
+SUITE = "vh-dev-v2"
 
 
 @pytest.fixture(autouse=True)
@@ -301,18 +301,23 @@ class ScriptedClientStub:
 
 def test_failed_calls_are_counted_by_kind(env):
     need("openai")
+    # an episode in which the symbolic MindClaw reasons about a cue and acts
+    index = next(i for i in range(40)
+                 if (s := run_episode(env, make_agent("mindclaw"),
+                                      options={"suite": SUITE, "index": i}))["actions"]
+                 and any(w["reasoning"] for w in s["trace"]))
     with ScriptedServer([Reply(status=500)]) as server:
         spec = f"openai:scripted@{server.url}"
         rec = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0),
-                          options={"suite": SUITE, "index": 0})
+                          options={"suite": SUITE, "index": index})
         fb = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0,
                                          fallback="symbolic"),
-                         options={"suite": SUITE, "index": 0})
+                         options={"suite": SUITE, "index": index})
     u = rec["usage"]
     assert u["model_calls"] > 0 and u["fallbacks"] == u["model_calls"]
     assert u["errors"] == {"http_500": u["model_calls"]}
     assert "500" in u["error_messages"]["http_500"]
-    sym = run_episode(env, make_agent("mindclaw"), options={"suite": SUITE, "index": 0})
+    sym = run_episode(env, make_agent("mindclaw"), options={"suite": SUITE, "index": index})
     judged = [r for w in rec["trace"] for r in w["reasoning"]]
     assert judged and all(r["source"] == "failed" and r["blocked"] is None for r in judged)
     # what still acts is a deterministic skill, and it is counted as such

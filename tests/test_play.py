@@ -10,7 +10,7 @@ from mindhelper_env.metrics import compute_metrics
 from mindhelper_env.play import play
 from mindhelper_env.scenarios import suites as S
 
-DEV = "vh-dev-v1"
+DEV = "vh-dev-v2"
 
 
 def _first(help_needed: bool) -> int:

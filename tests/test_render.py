@@ -332,7 +332,7 @@ def test_video_unwritable_folder_is_reported(tmp_path: Path, monkeypatch: pytest
 # ---------------------------------------------------------------------------- timelines
 def timeline_record(outcome: str = "success", onset: int = 9) -> dict:
     return {
-        "episode_id": "vh-dev-v1/0007",
+        "episode_id": "vh-dev-v2/0007",
         "ticks": 40,
         "lanes": {
             "Alice": [

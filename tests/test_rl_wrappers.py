@@ -31,11 +31,11 @@ def need(module: str) -> Any:
 
 def test_spaces_and_documented_sizes() -> None:
     env = make_rl_env()
-    assert (len(VOCABULARY), len(VERBS), len(CLASSES)) == (52, 18, 49)
-    assert env.observation_space == gym.spaces.Box(0, np.inf, (239,), np.float32)
+    assert (len(VOCABULARY), len(VERBS), len(CLASSES)) == (52, 20, 49)
+    assert env.observation_space == gym.spaces.Box(0, np.inf, (243,), np.float32)
     assert env.action_space == gym.spaces.Discrete(41)
     obs, info = env.reset(seed=0)
-    assert obs.shape == (239,) and obs.dtype == np.float32 and obs.sum() > 0
+    assert obs.shape == (243,) and obs.dtype == np.float32 and obs.sum() > 0
     assert obs[-1] == 0.0  # tick 0
     small = CandidateActions(gym.make(ENV_ID), max_people=2, max_objects=3, max_containers=1)
     assert small.action_space.n == 2 * 2 * 3 + 1 + 1
@@ -103,8 +103,10 @@ def test_slots_rank_the_latest_struggle_first() -> None:
     assert struggles, "a reach episode shows a stretch"
     person = struggles[-1]["actor"]
     assert f"<character> ({person})" in inner.program(1)
-    # the object named by that struggle is among the first objects offered
-    named = {a["id"] for a in struggles[-1]["args"]}
+    # what lies at the place that struggle names is among the first objects offered
+    place = struggles[-1]["args"][0]["id"]
+    named = {o["id"] for o in info["candidates"]["objects"] if o.get("location") == place}
+    assert named
     offered = [inner.program(k) for k in range(1, inner.max_objects + 1)]
     assert any(p and any(f"({o})" in p.splitlines()[0] for o in named) for p in offered)
 

@@ -26,8 +26,8 @@ from mindhelper_env.scenarios.spec import (
 from mindhelper_env.schemas import SCHEMA_NAMES, get_validator, load_schema
 from mindhelper_env.world.world import World
 
-DEV = "vh-dev-v1"
-TEST = "vh-test-v1"
+DEV = "vh-dev-v2"
+TEST = "vh-test-v2"
 
 # The published digests ship inside the package (scenarios/suites/digests.json). If the
 # pinned-digest test fails, episode generation changed: bump the suite version and
@@ -40,8 +40,8 @@ PUBLIC_KEYS = {"episode_id", "suite", "index", "graph", "robot_id", "people", "h
 # ----------------------------------------------------------------------------- helpers
 @pytest.fixture(scope="module")
 def dev_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """vh-dev-v1 exported once for the module (do not modify; copy with `fresh`)."""
-    return S.export_suite(DEV, tmp_path_factory.mktemp("dev") / "vh-dev-v1")
+    """vh-dev-v2 exported once for the module (do not modify; copy with `fresh`)."""
+    return S.export_suite(DEV, tmp_path_factory.mktemp("dev") / "vh-dev-v2")
 
 
 @pytest.fixture()
@@ -107,11 +107,12 @@ def test_dev_suite_has_100_balanced_episodes() -> None:
 def test_test_suite_has_balanced_family_counts() -> None:
     info = S.suite_info(TEST)
     assert info["n"] == 1000
-    assert all(info["families"][f] == 125 for f in HELP_FAMILIES)
+    per_help = 500 / len(HELP_FAMILIES)
+    assert all(abs(info["families"][f] - per_help) < 1 for f in HELP_FAMILIES)
     assert {f: info["families"][f] for f in SILENT_FAMILIES} == S.apportion(500, SILENT_SHARES)
     # every help family's twins, together, are about as many as the help family itself
     for twins in TWINS.values():
-        assert abs(sum(info["families"][t] for t in twins) - 0.9 * 125) <= 2
+        assert abs(sum(info["families"][t] for t in twins) - 0.9 * per_help) <= 2
     assert info["help_episodes"] == info["silent_episodes"] == 500
 
 
@@ -141,7 +142,7 @@ def test_family_does_not_follow_the_index() -> None:
 
 
 def test_withdrawn_suites_are_refused_with_the_replacement() -> None:
-    for old, new in (("vh-dev-v0", "vh-dev-v1"), ("vh-test-v0", "vh-test-v1")):
+    for old, new in (("vh-dev-v0", "vh-dev-v2"), ("vh-test-v0", "vh-test-v2")):
         assert old not in S.suite_names()
         with pytest.raises(ValueError, match=f"withdrawn.*{new}"):
             S.suite_episode(old, 0)
@@ -149,7 +150,7 @@ def test_withdrawn_suites_are_refused_with_the_replacement() -> None:
 
 def test_ids_and_seeds() -> None:
     spec = S.suite_episode(DEV, 3)
-    assert spec["episode_id"] == "vh-dev-v1-0003" == S.suite_episode_id(DEV, 3)
+    assert spec["episode_id"] == "vh-dev-v2-0003" == S.suite_episode_id(DEV, 3)
     assert spec["seed"] == S.suite_seed(DEV, 3) == S.SUITES[DEV]["seed_base"] + 3
     seeds = {name: {S.suite_seed(name, i) for i in range(s["n"])} for name, s in S.SUITES.items()}
     assert not seeds[DEV] & seeds[TEST]
@@ -178,7 +179,7 @@ def test_generation_is_deterministic_and_returns_copies() -> None:
 
 
 def test_unknown_suite_and_bad_index() -> None:
-    with pytest.raises(ValueError, match="known suites: vh-dev-v1, vh-test-v1"):
+    with pytest.raises(ValueError, match="known suites: vh-dev-v2, vh-test-v2"):
         S.suite_episode("vh-nope-v0", 0)
     with pytest.raises(ValueError, match=r"valid range is 0\.\.99"):
         S.suite_episode(DEV, 100)
@@ -201,10 +202,10 @@ def test_suite_generator_version_is_enforced(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_suite_references() -> None:
     refs = S.suite_references(DEV)
-    assert list(refs) == [f"vh-dev-v1-{i:04d}" for i in range(100)]
-    assert refs["vh-dev-v1-0003"] == S.reference_record(S.suite_episode(DEV, 3))
-    refs["vh-dev-v1-0003"]["family"] = "tampered"
-    assert S.suite_references(DEV)["vh-dev-v1-0003"]["family"] != "tampered"
+    assert list(refs) == [f"vh-dev-v2-{i:04d}" for i in range(100)]
+    assert refs["vh-dev-v2-0003"] == S.reference_record(S.suite_episode(DEV, 3))
+    refs["vh-dev-v2-0003"]["family"] = "tampered"
+    assert S.suite_references(DEV)["vh-dev-v2-0003"]["family"] != "tampered"
 
 
 # ----------------------------------------------------------------------------- records
@@ -356,7 +357,7 @@ def test_id_closure(fresh: Path) -> None:
     resign(fresh)
     problems = S.validate_suite_dir(fresh, replay=False)
     assert has(problems, "reference.jsonl:100", "no public record")
-    assert has(problems, "public.jsonl", "1 episode(s) of vh-dev-v1 missing", "99")
+    assert has(problems, "public.jsonl", "1 episode(s) of vh-dev-v2 missing", "99")
 
 
 def test_bad_family_and_inconsistent_need(fresh: Path) -> None:
@@ -442,7 +443,7 @@ def test_load_jsonl(tmp_path: Path) -> None:
 
 def good_result() -> dict[str, Any]:
     return {
-        "episode_id": "vh-dev-v1-0000", "agent": "oracle", "suite": DEV,
+        "episode_id": "vh-dev-v2-0000", "agent": "oracle", "suite": DEV,
         "actions": [{"tick": 3, "program": "[walk] <fridge> (108)"}],
         "executed": [{"tick": 4, "line": "[walk] <fridge> (108)", "ok": True, "reason": None}],
         "focus_success": True, "harm": False, "ticks": 20, "steps": 5,

@@ -382,7 +382,7 @@ def test_env_backend_tdw_mirrors_the_episode_with_frames(monkeypatch):
     _fake_build(monkeypatch, pixels, sent)
 
     def play(env):
-        return episode_steps(env, "tdw-dev-v1", 2)
+        return episode_steps(env, "tdw-dev-v2", 2)
 
     env = gym.make("MindHelper-TDW-v0", backend="tdw", backend_options={"timeout": 2},
                    obs_mode="text+rgb", frame_size=64)
@@ -410,7 +410,7 @@ def test_env_backend_tdw_errors_are_clear(monkeypatch):
     sent: list = []
     _fake_build(monkeypatch, np.zeros((8, 8, 3), np.uint8), sent, fail_after=3)
     env = gym.make("MindHelper-TDW-v0", backend="tdw")
-    env.reset(options={"suite": "tdw-dev-v1", "index": 0})
+    env.reset(options={"suite": "tdw-dev-v2", "index": 0})
     with pytest.raises(SimulatorUnavailable, match="stopped answering"):
         for _ in range(60):
             env.step("none")
@@ -419,4 +419,4 @@ def test_env_backend_tdw_errors_are_clear(monkeypatch):
     _fake_build(monkeypatch, np.zeros((8, 8, 3), np.uint8), sent)
     env = gym.make("MindHelper-VirtualHome-v0", backend="tdw")
     with pytest.raises(ValueError, match="not a TDW house"):
-        env.reset(options={"suite": "vh-dev-v1", "index": 0})
+        env.reset(options={"suite": "vh-dev-v2", "index": 0})

@@ -55,7 +55,7 @@ def test_rule_choices_reproduce_the_mindclaw_agent():
     env = gym.make(ENV_ID)
     vh = gym.make("MindHelper-VirtualHome-v0")
     for index in range(12):
-        opts = {"suite": "vh-dev-v1", "index": index}
+        opts = {"suite": "vh-dev-v2", "index": index}
         _ret, info = _rule_episode(env, seed=index, options=opts)
         ref = play(vh, make_agent("mindclaw", model="symbolic"), seed=index, options=opts)
         a, b = info["episode_record"], ref["episode_record"]
@@ -67,7 +67,7 @@ def test_rewards_outcome_and_costs():
     env = gym.make(ENV_ID, reward={"reasoning_cost": -0.5, "action_cost": -0.25})
     seen_help = False
     for index in range(20):
-        ret, info = _rule_episode(env, seed=index, options={"suite": "vh-dev-v1",
+        ret, info = _rule_episode(env, seed=index, options={"suite": "vh-dev-v2",
                                                            "index": index})
         cfg = env.unwrapped.reward_config
         expect = sum(cfg[k] for k, v in info["outcome"].items() if v)
@@ -142,3 +142,17 @@ def test_vector_env_stacks_infos():
         assert obs.shape == (2, OBSERVATION_SIZE) and info["action_mask"].shape == (2, 7)
     assert ends > 0
     v.close()
+
+
+def test_household_episodes_run_to_the_horizon():
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    env = gym.make(ENV_ID)
+    needs = set()
+    for index in range(2):
+        _ret, info = _rule_episode(env, options={"suite": "vh-dev-v2", "index": index})
+        rec = info["episode_record"]
+        assert rec["ticks"] == suite_episode("vh-dev-v2", index)["horizon"]
+        assert rec["terminated"] and not rec["truncated"]
+        needs.add(rec["reference"]["needs_intervention"])
+    assert needs == {True, False}  # a help episode and a silent one

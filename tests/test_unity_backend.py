@@ -30,7 +30,7 @@ from tests.fake_unity_server import (
     silent_port,
 )
 
-SUITE = "vh-dev-v1"
+SUITE = "vh-dev-v2"
 REQUEST_KEYS = {"id", "action", "intParams", "stringParams"}
 
 
@@ -284,7 +284,7 @@ def test_a_real_apartment_maps_to_its_own_unity_nodes():
     with FakeUnity(scene) as fake:
         env = gym.make("MindHelper-VirtualHome-v0", backend="virtualhome-unity",
                        backend_options={"url": fake.url, "timeout": 5})
-        steps = run_episode(env, 0, suite="vh-scene1-dev-v1")
+        steps = run_episode(env, 0, suite="vh-scene1-dev-v2")
         mirror = env.unwrapped._mirror
         world = env.unwrapped.simulation.world
     mapped = [n for n in world.graph.nodes.values() if n.category in ("Furniture", "Rooms")]

@@ -19,8 +19,8 @@ from mindhelper_env.agents import make_agent
 from mindhelper_env.metrics import compute_metrics
 from mindhelper_env.wrappers import EPISODE_FIELDS, PrecisionInterventionMetrics
 
-SUITE = "vh-dev-v1"
-N = 8  # the first block of vh-dev-v1 holds every family once
+SUITE = "vh-dev-v2"
+N = 8  # the first block of vh-dev-v2 holds every family once
 
 
 def _play(env: gym.Env, agent: Any, index: int) -> dict[str, Any]:
@@ -286,3 +286,28 @@ def test_tiny_env_check_env_and_pickle(tmp_path: Path) -> None:
     assert clone.metrics() == env.metrics()
     _run_tiny(clone, 3)
     assert clone.metrics()["episodes"] == env.metrics()["episodes"] + 1
+
+
+def test_a_committed_but_unexecuted_act_is_a_false_alarm() -> None:
+    # "walk x8, then act" is issued once in an episode that needs no help, then replaced by
+    # a walk before the act comes up. The commitment is scored, wherever the episode goes.
+    from mindhelper_env.scenarios.suites import suite_episode
+
+    index = next(i for i in range(20)
+                 if not suite_episode(SUITE, i)["reference"]["needs_intervention"])
+    env = PrecisionInterventionMetrics(gym.make("MindHelper-VirtualHome-v0"))
+    obs, info = env.reset(options={"suite": SUITE, "index": index})
+    assert not env.unwrapped.ground_truth.needs_intervention
+    room = info["robot"]["room"]
+    cls = next(r["class"] for r in info["candidates"]["rooms"] if r["id"] == room)
+    walk = f"[walk] <{cls}> ({room})"
+    loc = info["candidates"]["locations"][0]
+    env.step("; ".join([walk] * 8 + [f"[open] <{loc['class']}> ({loc['id']})"]))
+    obs, _, term, trunc, info = env.step(walk)
+    while not (term or trunc):
+        obs, _, term, trunc, info = env.step("none")
+    pi = info["precision_intervention"]
+    assert pi["intervened"] and pi["false_alarm"] and not pi["silent_correct"]
+    assert pi["t_I"] == 0 == info["episode_record"]["intervention_tick"]
+    assert all(e["line"] == walk for e in info["episode_record"]["executed"])
+    assert env.metrics()["PSR"] == 0.0

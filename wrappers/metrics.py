@@ -1,9 +1,10 @@
 """``PrecisionInterventionMetrics``: per-episode and running precision-intervention metrics.
 
 The wrapper takes the tick ``t_I`` of the robot's first intervention from the final
-``info["episode_record"]["intervention_tick"]`` (the MindHelper envs: the first executed
-line acting on an object or a person; movement is free; ``-1`` for none). For other envs it
-watches the actions sent and takes the first non-silent one. At the end of each episode it
+``info["episode_record"]["intervention_tick"]`` (the MindHelper envs: the tick at which the
+robot issued its first program containing a line that acts on an object or a person,
+executed or not; movement is free; ``-1`` for none). For other envs it watches the actions
+sent and takes the first one ``is_intervention`` accepts (default: any non-silent action). At the end of each episode it
 compares ``t_I`` with the episode's intervention window (docs/metrics.md):
 
 * an episode that needs help counts toward PIR when ``onset <= t_I <= deadline`` and toward

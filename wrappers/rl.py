@@ -16,7 +16,7 @@ use (``obs`` and ``info``, never the ground truth):
 >>> from mindhelper_env.wrappers import BagOfWordsObs, CandidateActions
 >>> env = BagOfWordsObs(CandidateActions(gym.make("MindHelper-VirtualHome-v0")))
 >>> env.observation_space.shape, env.action_space.n
-((239,), 41)
+((243,), 41)
 
 Apply :class:`CandidateActions` first (it reads the text observation's ``info``), then
 :class:`BagOfWordsObs`; :func:`make_rl_env` does both.
@@ -51,12 +51,12 @@ _STRUGGLES = frozenset({"look", "stretch", "stand"})
 
 
 class BagOfWordsObs(gym.ObservationWrapper, gym.utils.RecordConstructorArgs):
-    """Text observation -> ``Box(0, inf, (2 * F + 1,), float32)``: 239 numbers by default.
+    """Text observation -> ``Box(0, inf, (2 * F + 1,), float32)``: 243 numbers by default.
 
     For each window the wrapper counts the narration's words over :data:`VOCABULARY`
     (52 words: every class name and the kinds of people), the events' verbs over
-    :data:`VERBS` (18) and the classes of the events' arguments (and of what an ``open``
-    revealed) over :data:`CLASSES` (49): ``x_t``, ``F = 119`` numbers
+    :data:`VERBS` (20) and the classes of the events' arguments (and of what an ``open``
+    revealed) over :data:`CLASSES` (49): ``x_t``, ``F = 121`` numbers
     (:attr:`n_features`), scaled by ``log1p``. The observation is
     ``[x_t, m_t, tick / max_ticks]`` with the memory ``m_t = decay * m_{t-1} + x_t``
     (``m_0 = x_0``, the scene described at reset). Unknown words are ignored.
@@ -135,8 +135,8 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     Slot order carries the evidence, not the ids: people are ranked by their latest visible
     struggle (``look``, ``stretch``, ``stand`` events), then by their latest event; objects
-    and containers by the latest event naming them (also what an ``open`` revealed); ties
-    by id. Everything comes from ``obs``/``info`` as the env hands them out.
+    and containers by the latest event naming them (also what an ``open`` revealed, and
+    what lies at the place a struggle names); ties by id. Everything comes from ``obs``/``info`` as the env hands them out.
     :meth:`action_masks` marks the slots that hold a program now; a masked action (e.g. from
     ``check_env``) is sent as ``"none"`` and ``info["invalid_action"]`` is ``True``.
     ``info["program"]`` is the program sent.
@@ -193,6 +193,12 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     # ------------------------------------------------------------------ slots
     def _update(self, info: dict[str, Any]) -> None:
+        # where each visible object lies now: a struggle toward a place names the place, and
+        # what lies there is what the struggle may be about
+        at: dict[int, list[int]] = {}
+        for o in (info.get("candidates") or {}).get("objects", []):
+            if isinstance(o.get("id"), int) and isinstance(o.get("location"), int):
+                at.setdefault(o["location"], []).append(o["id"])
         for ev in info.get("events") or []:
             self._order += 1
             actor = ev.get("actor")
@@ -203,6 +209,9 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
             for arg in list(ev.get("args") or []) + list(ev.get("contents") or []):
                 if isinstance(arg, dict) and isinstance(arg.get("id"), int):
                     self._seen[arg["id"]] = self._order
+                    if ev.get("verb") in _STRUGGLES:
+                        for o in at.get(arg["id"], ()):
+                            self._seen[o] = self._order
         self._programs = self._slots(info.get("candidates") or {}, info.get("robot") or {})
 
     def _rank(self, ids: list[int], *, people: bool = False) -> list[int]:

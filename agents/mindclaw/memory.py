@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mindhelper_env.agents.tracker import BeliefTracker, Cue, parse_events
-from mindhelper_env.scenarios.observer import ADULT_REACH, classes_kept_at, is_usual_place
+from mindhelper_env.scenarios.observer import (
+    ADULT_REACH,
+    PersonView,
+    SceneView,
+    classes_kept_at,
+    is_usual_place,
+)
 
 __all__ = ["Fact", "Change", "CueContext", "Perception", "MindMemory", "BELIEF_OPS"]
 
@@ -96,12 +102,14 @@ class _Tracker(BeliefTracker):
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
         self.stance: dict[int, dict[int, tuple[int | None, int | None, int, float]]] = {}
         self.where_before: dict[int, dict[int, int]] = {}
+        self.views_before: dict[int, dict[int, PersonView]] = {}
         return super().update(obs, info)
 
     def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
         self.stance[tick] = {p.id: (p.room, p.near, len(p.holding), p.reach)
                              for p in self.people.values()}
         self.where_before[tick] = dict(self.where)
+        self.views_before[tick] = self._views()
         return super()._tick(tick, events)
 
 
@@ -201,20 +209,27 @@ class MindMemory:
                 return True
         return False
 
+    def noticed(self, person: int, tick: int | None = None) -> bool:
+        """Would someone have noticed ``person`` struggle just before ``tick`` (default: now)?"""
+        t = self.tracker
+        views = getattr(t, "views_before", {}).get(tick) if tick is not None else None
+        if views is None:
+            views = t._views()
+        me = views.get(person)
+        return me is not None and t.notices(me, SceneView(dict(t.where), t.classes,
+                                                          t.room_of, views))
+
     def cue_signature(self, cue: Cue, prior: Mapping[int, int]) -> dict[str, Any]:
         """Coarse, model-free features of a cue (what skills are matched on).
 
-        ``kind`` (look / stretch / stand); ``helper_at`` (an adult with a free hand stands
-        at the place); ``believed_here`` (the person's committed table had some object at
-        the place); ``usual_place`` (people keep some class of object there); ``small`` (a
+        ``kind`` (look / stretch / stand); ``noticed`` (someone who would notice the
+        struggle was in the room just before it: an adult, not on the phone, with a free
+        hand — :meth:`~mindhelper_env.agents.tracker.BeliefTracker.notices`);
+        ``believed_here`` (the person's committed table had some object at the place); ``usual_place`` (people keep some class of object there); ``small`` (a
         child or wheelchair user); ``hands_full``.
         """
         t = self.tracker
         person = t.people.get(cue.person)
-        anchor = cue.place
-        if cue.kind == "stretch":
-            where = getattr(t, "where_before", {}).get(cue.tick) or t.where
-            anchor = where.get(cue.place, cue.place)
         place_class = t.classes.get(cue.place, "")
         kept = classes_kept_at(place_class)
         known = {t.classes.get(o) for o in prior}
@@ -229,7 +244,7 @@ class MindMemory:
                 break
         return {
             "kind": cue.kind,
-            "helper_at": self.helper_at(cue.person, anchor, cue.tick),
+            "noticed": self.noticed(cue.person, cue.tick),
             "believed_here": any(loc == cue.place for loc in prior.values()),
             "expected_missing": any(loc == cue.place and t.where.get(o) not in (None, cue.place)
                                     for o, loc in prior.items()),

@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 #: The file shipped next to this module.
 SKILLS_FILE = "skills.json"
 #: The signature keys a skill can condition on.
-SIGNATURE_KEYS = ("kind", "helper_at", "believed_here", "expected_missing", "astray_class",
+SIGNATURE_KEYS = ("kind", "noticed", "believed_here", "expected_missing", "astray_class",
                   "usual_place", "small", "hands_full")
 _SKILL_OPS = ("noop", "action_run")
 _FORMAT = "mindclaw-skills-1"

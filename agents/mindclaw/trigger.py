@@ -29,7 +29,7 @@ the rule policy's choice and counted in ``Trigger.policy_errors``. After
 
 Feature vector (:data:`FEATURE_NAMES`, all in [0, 1]): pending changes of each of the four
 belief operations (count / 10, capped at 1); unhandled cues (count / 5, capped); the next
-unhandled cue's kind one-hot (look, stretch, stand) and its signature flags (helper_at,
+unhandled cue's kind one-hot (look, stretch, stand) and its signature flags (noticed,
 believed_here, usual_place, small, hands_full); the best matching skill's confidence; a
 need found (1/0); already acted (1/0); dispatches so far this window / ``MAX_DISPATCHES``;
 the decision tick / 200 (capped).
@@ -69,7 +69,7 @@ FEATURE_NAMES: tuple[str, ...] = (
     "pending_create_actor_belief", "pending_update_actor_belief",
     "unhandled_cues",
     "cue_look", "cue_stretch", "cue_stand",
-    "cue_helper_at", "cue_believed_here", "cue_usual_place", "cue_small", "cue_hands_full",
+    "cue_noticed", "cue_believed_here", "cue_usual_place", "cue_small", "cue_hands_full",
     "skill_confidence", "need_found", "acted", "dispatches", "tick",
 )
 #: Length of :func:`trigger_features`' vector.
@@ -141,7 +141,7 @@ def trigger_features(memory: MindMemory, state: WindowState,
     if cue is not None:
         sig = cue.signature
         x[5 + ("look", "stretch", "stand").index(sig["kind"])] = 1.0
-        for j, key in enumerate(("helper_at", "believed_here", "usual_place", "small",
+        for j, key in enumerate(("noticed", "believed_here", "usual_place", "small",
                                  "hands_full")):
             x[8 + j] = float(bool(sig.get(key)))
         if skills is not None:
@@ -242,7 +242,10 @@ class Trigger:
                 continue
             if skill.op == "action_run" and cue.cue.kind in ("stretch", "stand"):
                 cue.handled = True
-                need = Need("implicit_goal", cue.cue.person, cue.cue.place, cue.cue.kind)
+                # a stretch names only the place: what it is for is the object there that
+                # the person's earlier steps ask for (the tracker's reading of the cue)
+                target = cue.cue.need.target if cue.cue.need is not None else cue.cue.place
+                need = Need("implicit_goal", cue.cue.person, target, cue.cue.kind)
                 state.needs.append((need, f"skill {skill.name}"))
                 state.skill_hits.append({"skill": skill.name, "cue_tick": cue.cue.tick,
                                          "person": cue.cue.person, "op": "action_run"})

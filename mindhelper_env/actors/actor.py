@@ -24,6 +24,22 @@ Activities (JSON dicts, in order):
 * ``{"type": "assist", "person": id, "anchor": id, "object": id | None, "container": id | None,
   "max_wait": k}`` — walk to ``anchor`` and wait (at most ``max_wait`` ticks) until ``person``
   is seen struggling there; then hand them ``object`` or open ``container`` for them.
+* ``{"type": "phone", "ticks": k}`` — take a phone call where one stands and talk for ``k``
+  ticks (visible: ``phone`` when it starts, ``hangup`` when it ends). Someone on the phone
+  notices nothing around them.
+* ``{"type": "tell", "person": id, "object": id, "place": id}`` — go to ``person`` and tell
+  them where ``object`` is (``place``). Everyone in the room hears it (earshot is the room),
+  the robot's cameras included.
+
+``fetch`` may carry ``"habit_first": true``: look in the first ``search`` place before going
+to where one believes the object (or an alternative) is — people check the usual place first.
+
+**Noticing.** An adult who is not on the phone, has a free hand and stays in a room where
+someone stretches toward something out of reach or stands at a closed container with full
+hands notices it (at the tick it happens) and helps at once: fetches what the person is
+reaching for and hands it over, or opens the container; then goes back to what they were
+doing. What a stretching person wants is known to the people of the house (they share the
+task), not to the robot: a stretch names only the place.
 
 **Visible behaviour.** People use the containers they open and close them again. Besides
 script lines an actor emits three behaviour events (``outbox``), all of them things a camera
@@ -59,6 +75,8 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "idle": (),
     "check": ("target",),
     "assist": ("person", "anchor"),
+    "phone": (),
+    "tell": ("person", "object", "place"),
 }
 
 @lru_cache(maxsize=4096)
@@ -95,6 +113,12 @@ class Actor:
     activities: list[dict[str, Any]]
     patience: int = 3
     retry_wait: int = 1
+    #: ticks a person stays stuck (doing nothing visible) after their last failed attempt
+    #: before giving up; help that arrives meanwhile (something handed over, a container
+    #: opened, a place told) lets them carry on. 0: give up at once.
+    linger: int = 0
+    #: where a stuck person wanders to (furniture id; None: they stay put)
+    stuck_walk: int | None = None
     beliefs: dict[int, int] = field(default_factory=dict)
     status: str = "active"  # active | done | gave_up
     markers: list[Marker] = field(default_factory=list)
@@ -118,6 +142,18 @@ class Actor:
     _closing: int | None = None
     _opened: int | None = None
     _assist_go: bool = False
+    #: on the phone (notices nothing)
+    busy: bool = False
+    #: the help under way for someone noticed struggling: (person, object, container)
+    _helping: tuple[int, int | None, int | None] | None = None
+    #: (room, free hand, busy) at the start of the tick: what noticing is judged by
+    _snap: tuple[int | None, bool, bool] | None = None
+    #: the tick a stuck person gives up (None: not stuck)
+    _give_up_at: int | None = None
+    #: told where the object of the current fetch is since getting stuck
+    _told: bool = False
+    #: where a stuck person believed the objects of the fetch were when they got stuck
+    _stuck_beliefs: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> Actor:
@@ -140,6 +176,8 @@ class Actor:
             activities=[dict(a) for a in spec["activities"]],
             patience=int(spec.get("patience", 3)),
             retry_wait=int(spec.get("retry_wait", 1)),
+            linger=int(spec.get("linger", 0)),
+            stuck_walk=None if spec.get("stuck_walk") is None else int(spec["stuck_walk"]),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
         )
 
@@ -175,6 +213,24 @@ class Actor:
             if ev.room != room or not ev.ok:
                 continue
             self._see_event(world, ev)
+            if ev.verb in ("stretch", "stand") and ev.actor != self.id:
+                self._notice(world, ev)
+
+    def _notice(self, world: World, ev: Event) -> None:
+        """Someone in this room struggles: an attentive adult with a free hand helps."""
+        snap = self._snap
+        if (self.kind != "adult" or self._helping is not None or snap is None
+                or not snap[1] or snap[2] or snap[0] != ev.room):
+            return
+        if ev.verb == "stand":
+            self._helping = (ev.actor, None, ev.args[0])
+            return
+        place = ev.args[-1]
+        wanted = world.chars[ev.actor].extra.get("wants") if ev.actor in world.chars else None
+        if wanted is not None and wanted in world.graph.nodes and world.holder(wanted) is None:
+            self._helping = (ev.actor, int(wanted), None)
+        elif place in world.graph.nodes and world.is_closed_container(place):
+            self._helping = (ev.actor, None, place)
 
     def _look_around(self, world: World, room: int | None) -> None:
         if room is None:
@@ -230,15 +286,25 @@ class Actor:
             for obj, loc in list(self.beliefs.items()):
                 if loc == ev.args[0] and world.location(obj) != loc:
                     del self.beliefs[obj]
-        elif verb == "tell" and ev.args[0] == self.id:
+        elif verb == "tell" and len(ev.args) >= 3:
+            # everyone in earshot (the room) hears where something is
             _, obj, loc = ev.args
             self.beliefs[obj] = loc
             self._checked.discard(world.anchor(loc) if loc in world.graph.nodes else loc)
             self._target = None
+            act = self.activity
+            if act is not None and act.get("object") == obj:
+                self._told = True
 
     # ------------------------------------------------------------------ policy
     def act(self, world: World, robot: int | None = None) -> ScriptLine | None:
         """The next script line, or None to do nothing this tick."""
+        me = world.chars[self.id]
+        self._snap = (me.room, world.free_hand(self.id) is not None, self.busy)
+        if self._helping is not None:
+            line = self._help(world)
+            if line is not None:
+                return line
         if self.status != "active":
             return None
         if robot is not None:
@@ -256,6 +322,18 @@ class Actor:
             if (world.is_open(box) and world.is_close(self.id, box)
                     and world.free_hand(self.id) is not None):
                 return self._line(world, "close", box)
+        if self._give_up_at is not None:
+            if self._help_arrived(world):
+                self._give_up_at = None
+                self._wait = 0
+            elif world.tick >= self._give_up_at:
+                self._give_up_at = None
+                self.status = "gave_up"
+                self._doing = "gave up"
+                self.markers.append(Marker(world.tick, "gave_up", self._idx, "stuck"))
+                return None
+            else:
+                return self._wander(world)
         if self._wait > 0:
             self._wait -= 1
             return None
@@ -298,9 +376,48 @@ class Actor:
             self._doing = "done"
             self.markers.append(Marker(world.tick, "done", self._idx))
 
+    def _wander(self, world: World) -> ScriptLine | None:
+        """A stuck person may walk over to other furniture once, doing nothing there."""
+        target = self.stuck_walk
+        if target is None or target not in world.graph.nodes or world.is_close(self.id, target):
+            self.stuck_walk = None
+            return None
+        if world.chars[self.id].sitting_on is not None:
+            return ScriptLine("standup", ())
+        return self._walk_to(world, target)
+
+    def _help_arrived(self, world: World) -> bool:
+        """While stuck: has someone made the task possible again?"""
+        act = self.activity
+        if act is None:
+            return False
+        if act["type"] == "fetch":
+            if self._told:
+                return True
+            wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
+            if any(world.holder(o) == self.id for o in wanted):
+                return True
+            # saw one put somewhere new (or learned of one) since getting stuck
+            return any(self.beliefs.get(o) is not None
+                       and self.beliefs.get(o) != self._stuck_beliefs.get(o) for o in wanted)
+        if act["type"] == "deliver":
+            dest = int(act["dest"])
+            return dest in world.graph.nodes and not world.is_closed_container(dest)
+        return False
+
     def _fail_attempt(self, world: World, detail: str) -> None:
         self._failures += 1
         self.markers.append(Marker(world.tick, "attempt_failed", self._idx, detail))
+        self._told = False
+        if self._failures >= self.patience and self.linger > 0:
+            self._give_up_at = world.tick + self.linger
+            self._doing = "stuck"
+            self._checked.clear()
+            act = self.activity
+            if act is not None and act["type"] == "fetch":
+                wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
+                self._stuck_beliefs = {o: self.beliefs.get(o) for o in wanted}
+            return
         if self._failures >= self.patience:
             self.status = "gave_up"
             self._doing = "gave up"
@@ -318,6 +435,70 @@ class Actor:
     def _stand_if_sitting(self, world: World) -> ScriptLine | None:
         if world.chars[self.id].sitting_on is not None:
             return ScriptLine("standup", ())
+        return None
+
+    # noticing ------------------------------------------------------------
+    def _help(self, world: World) -> ScriptLine | None:
+        """One step of the help for someone noticed struggling (None when it is over)."""
+        assert self._helping is not None
+        person, obj, box = self._helping
+        me = world.chars[self.id]
+        if box is not None:
+            if world.is_closed_container(box) and me.room == world.room_of(box):
+                if not world.is_close(self.id, box):
+                    if me.sitting_on is not None:
+                        return ScriptLine("standup", ())
+                    return self._walk_to(world, box)
+                self._helping = None
+                return self._line(world, "open", box)
+            self._helping = None
+            return None
+        assert obj is not None
+        holder = world.holder(obj)
+        if holder == self.id:
+            if person not in world.chars or world.chars[person].room != me.room:
+                self._helping = None
+                return None
+            self._helping = None
+            return self._line(world, "give", obj, person)
+        if holder is None and not world.is_hidden(obj) and world.room_of(obj) == me.room \
+                and world.free_hand(self.id) is not None:
+            if me.sitting_on is not None:
+                return ScriptLine("standup", ())
+            if not world.is_close(self.id, obj):
+                return self._walk_to(world, world.anchor(obj))
+            return self._line(world, "grab", obj)
+        self._helping = None
+        return None
+
+    # phone and tell ------------------------------------------------------
+    def _act_phone(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        if not self.busy and self._stay == 0:
+            self.busy = True
+            self._doing = "on the phone"
+            self.outbox.append(("phone", ()))
+            return None
+        if self._stay < int(act.get("ticks", 0)):
+            self._stay += 1
+            return None
+        self.busy = False
+        self.outbox.append(("hangup", ()))
+        self._complete()
+        return None
+
+    def _act_tell(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        person = int(act["person"])
+        me = world.chars[self.id]
+        if person not in world.chars:
+            self._complete()
+            return None
+        if world.chars[person].room != me.room:
+            if me.sitting_on is not None:
+                return ScriptLine("standup", ())
+            return self._walk_to(world, person)
+        self._doing = "talking"
+        self.outbox.append(("tell", (person, int(act["object"]), int(act["place"]))))
+        self._complete()
         return None
 
     # goto ---------------------------------------------------------------
@@ -408,7 +589,11 @@ class Actor:
         if here is not None:
             obj = here
             if not world.reachable(self.id, obj):
-                self.outbox.append(("stretch", (obj, world.location(obj) or place)))
+                # a stretch shows where, not what: the people of the house know what
+                # this person is after (noticing helpers fetch it), the robot must infer it
+                spot = world.location(obj) or place
+                world.chars[self.id].extra["wants"] = obj
+                self.outbox.append(("stretch", (spot, spot)))
                 self._fail_attempt(world, f"{obj} out of reach")
                 return None
             if world.free_hand(self.id) is None:
@@ -441,6 +626,7 @@ class Actor:
             self.outbox.append(("stand", (box, *world.held_by(self.id))))
             return f"hands full at {box}"
         if not world.reachable(self.id, box):
+            world.chars[self.id].extra["wants"] = None
             self.outbox.append(("stretch", (box, box)))
             return f"{box} out of reach"
         return None
@@ -449,6 +635,11 @@ class Actor:
         # where it believes the object is; then finish looking where it is looking; then
         # where it believes an equally good one is
         alternatives = [int(x) for x in act.get("alternatives", ())]
+        if act.get("habit_first"):
+            search = act.get("search") or []
+            if search and int(search[0]) not in self._checked and int(search[0]) in world.graph.nodes:
+                self._target = int(search[0])
+                return self._target
         for k, o in enumerate([obj, *alternatives]):
             if k == 1 and self._target is not None and self._target not in self._checked:
                 return self._target
@@ -552,6 +743,10 @@ class Actor:
     # ------------------------------------------------------------------ feedback
     def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
         """React to the outcome of the line this actor just tried."""
+        if self._give_up_at is not None and line.verb in ("walk", "standup"):
+            if not result.ok:
+                self.stuck_walk = None  # a stuck person's wandering is no attempt at the task
+            return
         if result.ok:
             if line.verb in ("putin", "putback") and self.activity is not None:
                 act = self.activity

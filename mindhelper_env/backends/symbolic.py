@@ -13,10 +13,18 @@ that is not a script line (``look``, ``stretch``, ``stand``) becomes an event to
 
 **Interventions.** Robot lines whose verb is in
 :data:`~mindhelper_env.world.script.MOVEMENT_VERBS` (walk, find, standup) are free. The
-robot's *intervention* is its first executed line (successful or not) with any other verb;
-:attr:`Simulation.intervention_tick` is the tick at which the program holding that line was
-issued (the agent's decision time), :attr:`Simulation.first_move_tick` likewise for the first
-movement line.
+robot's *intervention* is the **issue** of its first program that contains an *acting line*
+(a line that parses as a script line whose verb is not a movement verb), whether or not that
+line is ever executed: a robot that commits to act has intervened, and replacing the program
+later does not undo it. :attr:`Simulation.intervention_tick` is the tick that program was
+issued (so a program of free moves followed by an act cannot be scored as help in one
+episode and as silence in another that happens to end first). :attr:`Simulation.first_move_tick`
+is the issue tick of the program whose line was the first *executed* movement.
+
+**Episode end.** :attr:`Simulation.settled` is true once the focus person is done or gave up,
+or nobody is active; :meth:`run` stops there or at the horizon (the generator's validation
+rollouts). The Gymnasium envs ignore it: their episodes always run to the horizon
+(:meth:`episode_flags`), so an episode's length says nothing about its outcome.
 """
 
 from __future__ import annotations
@@ -108,6 +116,9 @@ class Simulation:
         self._next_event = 0
         self.pending: list[ScriptLine] = []
         self._issued = -1
+        self._intervention: int | None = None
+        #: whether the last :meth:`issue` cut the program at ``max_lines``
+        self.program_cut = False
         self.log: list[Event] = []
         self.robot_lines: list[ExecutedLine] = []
         self.actions: list[dict[str, Any]] = []
@@ -126,7 +137,11 @@ class Simulation:
         return self.actor_by_id.get(self.focus_id)
 
     @property
-    def terminated(self) -> bool:
+    def settled(self) -> bool:
+        """The focus person is done or gave up (or nobody is active any more).
+
+        Internal: validation rollouts (:meth:`run`) stop here. The envs' episodes do not
+        end here (see :meth:`episode_flags`)."""
         f = self.actor_by_id.get(self.focus_id)
         if f is not None and f.status != "active":
             return True
@@ -136,13 +151,29 @@ class Simulation:
         return True
 
     @property
+    def terminated(self) -> bool:
+        """Alias of :attr:`settled`, kept for the scenario generator's rollouts (not the envs'
+        ``terminated``: that is :meth:`episode_flags`)."""
+        return self.settled
+
+    @property
     def truncated(self) -> bool:
+        """Not :attr:`settled` and the horizon is reached (the end of a :meth:`run`)."""
         return self.end_flags()[1]
 
     def end_flags(self) -> tuple[bool, bool]:
-        """``(terminated, truncated)``, checking termination once."""
-        terminated = self.terminated
-        return terminated, not terminated and self.world.tick >= self.horizon
+        """``(settled, horizon reached before settling)``: how a :meth:`run` ended."""
+        settled = self.settled
+        return settled, not settled and self.world.tick >= self.horizon
+
+    def episode_flags(self, max_ticks: int | None = None) -> tuple[bool, bool]:
+        """The envs' ``(terminated, truncated)``: terminated exactly when the tick reaches the
+        horizon, whatever happened (people who finished stay idle or carry on); truncated
+        when a ``max_ticks`` limit below the horizon is reached first."""
+        tick = self.world.tick
+        if tick >= self.horizon:
+            return True, False
+        return False, max_ticks is not None and tick >= max_ticks
 
     def focus_succeeded(self) -> bool:
         f = self.focus
@@ -161,29 +192,39 @@ class Simulation:
         return objs
 
     # ------------------------------------------------------------------ robot
-    def issue(self, action: str) -> list[tuple[str, str]]:
+    def issue(self, action: str, *, max_lines: int | None = None) -> list[tuple[str, str]]:
         """Give the robot a new program (replacing what is left of the old one).
 
         Returns the ``(line, reason)`` pairs that could not be parsed (they are skipped).
-        ``none`` keeps the current program running.
+        ``none`` keeps the current program running. With ``max_lines`` the program is cut
+        to its first ``max_lines`` parsed lines (:attr:`program_cut` says so). A program
+        whose kept lines include an acting line (any verb but walk, find, standup) is an
+        intervention, from this tick on (:attr:`intervention_tick`); its action entry
+        records that as ``"acts"``.
         """
+        self.program_cut = False
         if is_silence(action):
             return []
         lines, errors = parse_program(action)
         if not lines and not errors:
             errors = [("", "empty program")]
-        self.actions.append({"tick": self.world.tick, "program": action[:2000]})
+        if max_lines is not None and len(lines) > max_lines:
+            del lines[max_lines:]
+            self.program_cut = True
+        acts = any(ln.verb not in MOVEMENT_VERBS for ln in lines)
+        tick = self.world.tick
+        self.actions.append({"tick": tick, "program": action[:2000], "acts": acts})
+        if acts and self._intervention is None:
+            self._intervention = tick
         self.pending = lines
-        self._issued = self.world.tick
+        self._issued = tick
         return errors
 
     @property
     def intervention_tick(self) -> int | None:
-        """Issue tick of the program whose line was the robot's first intervention, or None."""
-        for ln in self.robot_lines:
-            if ln.intervenes:
-                return ln.issued
-        return None
+        """Issue tick of the robot's first program containing an acting line (executed or
+        not), or None."""
+        return self._intervention
 
     @property
     def first_move_tick(self) -> int | None:
@@ -195,7 +236,8 @@ class Simulation:
 
     @property
     def intervened(self) -> bool:
-        return any(ln.intervenes for ln in self.robot_lines)
+        """The robot issued a program containing an acting line."""
+        return self._intervention is not None
 
     def _robot_step(self) -> Event | None:
         if not self.pending:
@@ -296,9 +338,10 @@ class Simulation:
         return ev
 
     def run(self, max_ticks: int | None = None) -> None:
-        """Tick until the episode ends (or ``max_ticks`` more ticks)."""
+        """Tick until the episode settles (:attr:`settled`) or reaches the horizon (or
+        ``max_ticks`` more ticks)."""
         limit = self.horizon if max_ticks is None else min(self.horizon, self.world.tick + max_ticks)
-        while not self.terminated and self.world.tick < limit:
+        while not self.settled and self.world.tick < limit:
             self.step_tick()
 
     # ------------------------------------------------------------------ records

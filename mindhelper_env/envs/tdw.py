@@ -20,8 +20,8 @@ class MindHelperTDWEnv(MindHelperEnv):
     their TDW model names in ``prefab_name`` and their real positions and bounds;
     :mod:`mindhelper_env.world.tdw_house`). Families, ground truth, observations, actions,
     rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v0``; it runs on the
-    symbolic backend, with no TDW build. Suites: ``tdw-dev-v1`` (100 episodes) and
-    ``tdw-test-v1`` (1,000).
+    symbolic backend, with no TDW build. Suites: ``tdw-dev-v2`` (100 episodes) and
+    ``tdw-test-v2`` (1,000).
 
     Needs the ``tdw`` extra (``pip install "mindhelper-env[tdw]"``); without it ``gym.make``
     raises ``ImportError`` saying so. Converted houses are cached under the package's cache

@@ -95,8 +95,10 @@ class MindHelperTriggerEnv(gym.Env):
 
     ## Episode End
 
-    Terminated when the household episode ends (terminated or truncated there: the focus
-    person finished or gave up, or ``max_ticks``); the final ``info`` carries
+    Terminated when the household episode ends (terminated or truncated there: at its
+    horizon, which every episode reaches whatever happened, or at ``max_ticks`` if that is
+    below it; after the robot's intervention the remaining windows offer only ``noop`` and
+    are run automatically, so they cost no steps); the final ``info`` carries
     ``episode_record`` and ``episode_record_json`` (as ``MindHelper-VirtualHome-v0``'s),
     ``outcome`` (the :data:`OUTCOMES` flags) and ``trace`` is available as
     ``env.unwrapped.agent.trace``. Never truncated by the env itself.
@@ -122,7 +124,9 @@ class MindHelperTriggerEnv(gym.Env):
 
     ## Version History
 
-    * v0 (unreleased): initial version.
+    * v0 (unreleased): initial version. Household episodes run to their horizon, and the
+      intervention is the issue of the first acting program (``MindHelper-VirtualHome-v0``
+      0.4.0).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}

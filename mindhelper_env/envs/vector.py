@@ -5,7 +5,7 @@ sub-env, so ``options={"suite": s, "index": i}`` gives every sub-env episode ``i
 :func:`make_vec_env` sets ``env.unwrapped.vector_index = k`` on sub-env ``k``; then
 
 >>> envs = make_vec_env(4)                                        # doctest: +SKIP
->>> obs, info = envs.reset(options={"suite": "vh-dev-v1", "indices": [0, 1, 2, 3]})  # doctest: +SKIP
+>>> obs, info = envs.reset(options={"suite": "vh-dev-v2", "indices": [0, 1, 2, 3]})  # doctest: +SKIP
 
 gives sub-env ``k`` episode ``indices[k]``. Autoresets (no options) sample training episodes.
 Plain ``gym.make_vec("MindHelper-VirtualHome-v0", num_envs=n)`` works too (every ``info``

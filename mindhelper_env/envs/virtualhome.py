@@ -68,9 +68,9 @@ class MindHelperEnv(gym.Env):
     tick; walking crosses one door per tick. A new program replaces what is left of the
     previous one. A malformed or impossible line never raises: it is skipped and
     ``info["action_error"]`` names it and says why. Movement (walk, find, standup) is free:
-    the robot's *intervention* is its first executed line that acts on an object or a person
-    (open, grab, put, give, tell, switch, drop, ...), timed by the tick at which the program
-    holding it was issued.
+    the robot's *intervention* is the issue of its first program that contains a line acting
+    on an object or a person (open, grab, put, give, tell, switch, drop, ...), executed or
+    not, at the tick it was issued; a later program does not undo it.
 
     ## Observation Space
 
@@ -87,18 +87,24 @@ class MindHelperEnv(gym.Env):
 
     ## Rewards
 
-    Given when they happen: ``false_alarm`` for the first intervention in an episode that
-    needs none, ``premature``/``late`` for a first intervention before onset/after the
-    deadline (``deadline = onset + 5`` ticks), ``line_cost`` per robot script line attempted;
-    at the end ``success`` if the episode needed help and the focus person succeeded after
-    the robot intervened, and
-    ``harm`` if the robot made the focus person fail or left them with a false belief.
-    Defaults in :data:`DEFAULT_REWARD`.
+    In the step whose program is the intervention (the first one containing an acting line):
+    ``false_alarm`` if the episode needs none, ``premature``/``late`` if it was issued before
+    onset/after the deadline (``deadline = onset + 5`` ticks); each step, ``line_cost`` per
+    robot script line attempted. At the end of the episode (the horizon, or ``max_ticks``),
+    and only then: ``success`` if the episode needed help, the robot intervened and the focus
+    person's task succeeded, and ``harm`` if the robot made the focus person fail or left
+    them with a false belief. The person's success is thus scored at the end only, never
+    signalled earlier by a reward, a flag or an episode that stops. Defaults in
+    :data:`DEFAULT_REWARD`.
 
     ## Episode End
 
-    Terminated when the focus person completes the task or gives up (or all people are done);
-    truncated when ``max_ticks`` (or the episode's horizon) is reached. The final ``info``
+    Every episode runs to the spec's ``horizon`` (ticks) whatever happens: ``terminated`` is
+    true exactly when the tick reaches the horizon, in every episode, so the length of an
+    episode says nothing about its outcome. People who finished their activities (or gave
+    up) stay idle while others carry on; nothing in ``obs`` or ``info`` reveals whether the
+    focus person succeeded before the end. ``truncated`` is true when ``max_ticks`` is
+    below the horizon and is reached first. The final ``info``
     carries ``"episode_record"``: the robot's actions with ticks, executed lines, whether the
     focus person succeeded, harm, and the reference (ground truth) — with the reference's
     null fields (``window`` and ``target_object`` of an episode that needs no help) left
@@ -131,7 +137,8 @@ class MindHelperEnv(gym.Env):
       to the deadline (onset + 5) is validated to work; windows longer than 5 ticks may make
       even the oracle late.
     * ``observability`` (``"home"``): ``"home"`` or ``"room"``.
-    * ``max_ticks`` (150): cap on episode length in ticks.
+    * ``max_ticks`` (150): cap on episode length in ticks; episodes end at their horizon
+      (``terminated``) or here if it comes first (``truncated``).
     * ``reward``: overrides of :data:`DEFAULT_REWARD`.
     * ``render_mode``: ``"ansi"`` or ``"rgb_array"`` (a top-down floor plan, ``render_size``
       pixels square, 256 by default).
@@ -189,6 +196,13 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
+    * v0 (0.4.0, unreleased): the intervention is the issue of the first program containing
+      an acting line, executed or not (record: ``actions[i]["acts"]``,
+      ``intervention_tick``); a ``walk``-prefixed act can no longer be scored as help in one
+      episode and as silence in another. Every episode runs to its horizon: ``terminated``
+      exactly when the tick reaches it (before, it ended when the focus person succeeded or
+      gave up, so silent episodes ended soon after the struggle and the length told the
+      label); ``truncated`` only at a ``max_ticks`` below the horizon.
     * v0 (0.3.0): ``house=`` sets sampled episodes in real houses (VirtualHome graphs,
       TDW floorplans; episodes in generated houses unchanged); ``backend=`` mirrors episodes
       in a VirtualHome Unity executable or a TDW build. Vector-safe ``info`` (no number, bool or dict is ever
@@ -199,7 +213,7 @@ class MindHelperEnv(gym.Env):
       (parsed worlds are copied, not rebuilt from JSON).
     * v0 (0.2.0): scenarios v1 — behaviour-only narration and events, twelve families with
       silent twins, deadline = onset + 5 ticks, shuffled ids, movement is not an
-      intervention. Suites ``vh-dev-v1``/``vh-test-v1``; the leaky v0 suites are withdrawn.
+      intervention. Suites ``vh-dev-v2``/``vh-test-v2``; the leaky v0 suites are withdrawn.
     * v0 (0.1.0): initial release.
     """
 
@@ -369,7 +383,6 @@ class MindHelperEnv(gym.Env):
             raise ValueError(f"episode spec has no valid 'reference' ({err!r})") from None
         self._spec = spec
         self._ref = ref
-        sim.horizon = min(sim.horizon, self.max_ticks)
         self._sim = sim
         self._names = {a.id: a.name for a in sim.actors}
         self._names[ROBOT_ID] = "Robot"
@@ -504,9 +517,8 @@ class MindHelperEnv(gym.Env):
             raw = action[:ACTION_MAX]
             if len(action) > ACTION_MAX:
                 errors.append(f"action longer than {ACTION_MAX} characters; the rest was ignored")
-            bad = sim.issue(raw)
-            if len(sim.pending) > MAX_PROGRAM_LINES:
-                del sim.pending[MAX_PROGRAM_LINES:]
+            bad = sim.issue(raw, max_lines=MAX_PROGRAM_LINES)
+            if sim.program_cut:
                 errors.append(f"program longer than {MAX_PROGRAM_LINES} lines; the rest was ignored")
             errors.extend(f"line '{line}': {why}" for line, why in bad[:8])
             if len(bad) > 8:
@@ -521,7 +533,7 @@ class MindHelperEnv(gym.Env):
                 self._mirror.step(sim, tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
-            done, cut = sim.end_flags()
+            done, cut = sim.episode_flags(self.max_ticks)
             ended = done or cut
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
                 self._frames.append(self._frame(self._visible_events(tick_events)))
@@ -536,7 +548,7 @@ class MindHelperEnv(gym.Env):
             if not ln.ok:
                 errors.append(f"line '{ln.line}' at tick {ln.tick}: {ln.reason}")
         self._window += 1
-        terminated, truncated = sim.end_flags()
+        terminated, truncated = sim.episode_flags(self.max_ticks)
         visible = self._visible_events(events)
         if visible:
             lines, ev_dicts, events_text = window_events(sim.world, visible, self._names,
@@ -703,6 +715,7 @@ class MindHelperEnv(gym.Env):
         sim, ref = self._sim, self._ref
         if sim is None or ref is None:
             raise gym.error.ResetNeeded("call reset() first")
+        terminated, truncated = sim.episode_flags(self.max_ticks)
         return {
             "episode_id": ref.episode_id,
             "family": ref.family,
@@ -714,8 +727,8 @@ class MindHelperEnv(gym.Env):
             "first_move_tick": _or_minus_one(sim.first_move_tick),
             "ticks": sim.tick,
             "steps": self._window,
-            "terminated": sim.terminated,
-            "truncated": sim.truncated,
+            "terminated": terminated,
+            "truncated": truncated,
             "reference": ref.to_dict(),
         }
 

@@ -36,7 +36,8 @@ KIND_WORDS = {"adult": "an adult", "child": "a child", "wheelchair": "a wheelcha
 
 #: Verbs that can appear in the events JSON.
 EVENT_VERBS = ("walk", "find", "open", "close", "grab", "putin", "putback", "drop", "switchon",
-               "switchoff", "sit", "standup", "give", "tell", "look", "stretch", "stand")
+               "switchoff", "sit", "standup", "give", "tell", "look", "stretch", "stand",
+               "phone", "hangup")
 
 # Furniture whose top or inside is above a child's head: taking from it is "reaching up".
 _HIGH = frozenset({"wallshelf", "kitchencabinet", "bathroomcabinet"})
@@ -62,12 +63,19 @@ _PHRASES: dict[str, tuple[str, ...]] = {
     "sit": ("{who} sat down on {a0}.", "{who} took a seat on {a0}."),
     "standup": ("{who} stood up.", "{who} got up."),
     "give": ("{who} gave {a0} to {a1}.", "{who} handed {a0} to {a1}."),
-    "tell": ("{who} told {a0} that {a1} is at {a2}.",),
+    "tell": ("{who} told {a0} that {a1} is at {a2}.",
+             "{who} said to {a0}: {a1} is at {a2} now.",
+             "{who} let {a0} know that {a1} is at {a2}."),
+    "phone": ("{who} took a phone call.", "{who} answered the phone and started talking.",
+              "{who} got on the phone."),
+    "hangup": ("{who} hung up the phone.", "{who} ended the call.", "{who} put the phone away."),
     "look": ("{who} looked over {a0}.", "{who} looked around {a0}.", "{who} glanced over {a0}."),
     "look_in": ("{who} looked inside {a0}.", "{who} peered into {a0}."),
     "stretch": ("{who} stretched up toward {a0} on {a1}.", "{who} reached up toward {a0} on {a1}.",
                 "{who} stood at {a1}, arms raised toward {a0}."),
     "stretch_box": ("{who} stretched up toward {a0}.", "{who} reached up toward the handle of {a0}."),
+    "stretch_place": ("{who} stretched up toward {a0}.", "{who} reached up toward {a0}.",
+                      "{who} stood at {a0}, arms raised toward it."),
     "stand": ("{who}, holding {held}, stood at {a0}.", "{who} stood at {a0} with {held} in hand.",
               "{who} stopped at {a0}, holding {held}."),
     "stand_one": ("{who}, holding {held}, stood at {a0}.", "{who} stood at {a0} with {held}."),
@@ -202,6 +210,9 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
     elif v == "stretch":
         if len(args) < 2 or args[0] == args[1]:
             key = "stretch_box"
+            if args and args[0] in world.graph.nodes \
+                    and "CONTAINERS" not in world.graph.nodes[args[0]].properties:
+                key = "stretch_place"
     elif v == "stand":
         held = [thing(x) for x in args[1:]]
         fields["held"] = _and(held) or "something"

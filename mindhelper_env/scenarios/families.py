@@ -37,6 +37,7 @@ import numpy as np
 
 from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import ROBOT_ID
+from mindhelper_env.scenarios.observer import GOAL_AFTER
 from mindhelper_env.world.graph import Node, SceneGraph
 from mindhelper_env.world.house import OBJECT_CATALOG, generate_house
 from mindhelper_env.world.world import World
@@ -210,6 +211,32 @@ class Draft:
     def idle(self, cid: int, ticks: int) -> None:
         self.actor(cid)["activities"].append({"type": "idle", "ticks": int(ticks)})
 
+    def phone(self, cid: int, ticks: int) -> None:
+        """Person ``cid`` takes a call where they stand (notices nothing while on it)."""
+        self.actor(cid)["activities"].append({"type": "phone", "ticks": int(ticks)})
+
+    def tell(self, cid: int, person: int, obj: int, place: int) -> None:
+        """Person ``cid`` goes to ``person`` and says where ``obj`` is (the room hears)."""
+        self.actor(cid)["activities"].append({"type": "tell", "person": int(person),
+                                              "object": int(obj), "place": int(place)})
+
+    def earlier_step(self, cid: int, goal_cls: str, room: int | None = None) -> int:
+        """The task's earlier step that shows what ``cid`` will want next: they fetch an
+        object whose :data:`~mindhelper_env.scenarios.observer.GOAL_AFTER` is ``goal_cls``
+        from a low surface of ``room`` (their own by default) and set it down there."""
+        firsts = [c for c, g in sorted(GOAL_AFTER.items()) if g == goal_cls]
+        if not firsts:
+            raise _Reject(f"no earlier step leads to {goal_cls}")
+        room = self.world.chars[cid].room if room is None else room
+        spots = self.reachable_for(cid, self.surfaces(room))
+        if len(spots) < 1:
+            raise _Reject("no low surface for the earlier step")
+        y = self.obj(self.pick(firsts), self.pick(spots))
+        self.keep.add(y)
+        dest = self.pick(self.reachable_for(cid, self.surfaces(room)) or spots)
+        self.fetch(cid, y, dest, [self.world.anchor(y)])
+        return y
+
     def believe(self, cid: int, obj: int, loc: int) -> None:
         self.actor(cid)["beliefs"][str(obj)] = int(loc)
 
@@ -268,6 +295,8 @@ class Draft:
             pool = list(self.pick(sorted(_FITS.items()))[1]) if n == 2 else sorted(OBJECT_CATALOG)
             objs = [self.hold(cid, self.pick(pool)) for _ in range(n)]
             self.deliver(cid, objs, self.pick(self.reachable_for(cid, self.surfaces())))
+        if self.chance(0.25):  # a call, as in every family
+            self.phone(cid, int(self.rng.integers(3, 12)))
         self.chores(cid)
         return cid
 
@@ -289,6 +318,20 @@ class Draft:
         pool = self.rng.choice(np.arange(2, 2 + 4 * len(old)), size=len(old), replace=False)
         return {o: int(new) for o, new in zip(old, pool, strict=True)}
 
+    def stuck_after_one_try(self, cid: int, near: int | None = None) -> None:
+        """Person ``cid`` (the focus of a help episode) fails once, then stays stuck for a
+        while before giving up: one visible struggle, as in the silent twins. Half the time
+        they wander over to other furniture of the room of ``near`` meanwhile, so that "the
+        person did nothing after the struggle" does not mark the help episodes either."""
+        rec = self.actor(cid)
+        rec["patience"] = 1
+        # long enough for help issued at the deadline behind a few free moves
+        rec["linger"] = int(self.rng.integers(22, 27))
+        if near is not None and self.chance(0.5):
+            spots = [f for f in self.furniture(self.room_of(near)) if f != near]
+            if spots:
+                rec["stuck_walk"] = self.pick(spots)
+
     def to_spec(self) -> dict[str, Any]:
         mapping = self.shuffle_ids()
 
@@ -308,7 +351,7 @@ class Draft:
             acts = []
             for act in a["activities"]:
                 new = dict(act)
-                for k in ("target", "object", "dest", "person", "anchor", "container"):
+                for k in ("target", "object", "dest", "person", "anchor", "container", "place"):
                     if new.get(k) is not None:
                         new[k] = m(new[k])
                 if "search" in new:
@@ -319,7 +362,8 @@ class Draft:
                     new["objects"] = [m(o) for o in new["objects"]]
                 acts.append(new)
             actors.append({**a, "id": m(a["id"]), "activities": acts,
-                           "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()}})
+                           "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()},
+                           **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {})})
         ms = dict(self.mental_state)
         for k in ("object", "believed", "true", "spare"):
             if ms.get(k) is not None:
@@ -364,8 +408,52 @@ def _any_kind(d: Draft) -> str:
 
 
 # ------------------------------------------------------------------------------ relocation
+#: Relocation variants: who saw X put away (the focus themself, or by watching someone else),
+#: how the move reaches (or does not reach) the focus person's mind, whether they need it.
+_RELOCATION_HELP = frozenset({"relocation", "watched", "told_away"})
+
+
+def _spare_out_of_sight(d: Draft, cls: str, rooms_seen: tuple[int, ...]) -> None:
+    """Sometimes another X lies somewhere nobody keeps one, in a room the focus person never
+    goes to: the robot knows of it, the person does not (the robot's own count of objects
+    says nothing about what the person knows)."""
+    if d.chance(0.4):
+        spots = d.unusual_surfaces(cls, exclude_rooms=rooms_seen)
+        if spots:
+            d.keep.add(d.obj(cls, d.pick(spots)))
+
+
+def _same_look(d: Draft, a: int, l1: int, l2: int, *, stayed: bool) -> None:
+    """The cue of the help family, where the person knows better: ``a`` opens L1 and closes
+    it again, taking nothing (looking for something else, or just checking), before going
+    for X where they know it is. Whether that look is a false belief is in their mind only.
+    ``stayed``: ``a`` watched the move from the room; they often step out and come back
+    first, as a person who was away does (:func:`_before_the_look`)."""
+    if stayed and d.chance(0.7):
+        r1 = d.room_of(l1)
+        d.goto(a, d.pick(d.furniture(d.pick([r for r in d.rooms if r != r1]))),
+               int(d.rng.integers(2, 7)))
+    _before_the_look(d, a, l1, l2)
+    d.check(a, l1)
+    if d.chance(0.5):  # a moment's pause after the look, as a stuck person shows
+        d.idle(a, int(d.rng.integers(2, 6)))
+
+
+def _before_the_look(d: Draft, a: int, l1: int, l2: int) -> None:
+    """What comes between coming back and the look in L1, on every side of a twin group:
+    sometimes a while at other furniture of the room, sometimes a check of another place."""
+    r1 = d.room_of(l1)
+    if d.chance(0.3):
+        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]),
+               int(d.rng.integers(2, 6)))
+    if d.chance(0.3):
+        d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
+                           if p not in (l1, l2)]))
+
+
 def _relocation(d: Draft, variant: str) -> None:
-    """A puts X into container L1 and leaves; B moves X to L2 (while A is away, or watching)."""
+    """X is put away in container L1 while A sees it (A puts it there, or watches B do it);
+    B moves X to L2 while A is away (or watching); the move may be told to people in earshot."""
     kind = _any_kind(d)
     reach = ACTOR_KINDS[kind]
     cls = _target_class(d)
@@ -375,19 +463,35 @@ def _relocation(d: Draft, variant: str) -> None:
     r1 = d.room_of(l1)
     a = d.person(kind=kind, room=r1)
     d.focus = a
-    # X lies in view in r1; A puts it away in L1 (B, also in r1, sees where it goes)
+    # in the watched family A learns where X is only by watching B put it away; in its twin
+    # A puts it away themself, as in the relocation families, and watches it move
+    watched = variant == "watched"
+    # both sides of the watched group keep the same timing (the watching takes a while)
+    slow = 8 if variant in ("watched", "watched_move_seen") else 0
+    b = d.person(kind="adult", room=r1)  # B sees where X goes (every belief is perceived)
     x = d.obj(cls, d.pick([p for p in d.reachable_for(a, d.surfaces(r1))]))
     d.target = x
     d.keep.add(x)
-    d.fetch(a, x, l1, [d.world.anchor(x)])
+    boxes = [c for c in d.containers(r1) if c != l1]
+    if watched:
+        # A learns where X is only by watching B put it away (checking a container of the
+        # room meanwhile, as the watcher in the twin does)
+        d.fetch(b, x, l1, [d.world.anchor(x)])
+        if d.reachable_for(a, boxes):
+            d.check(a, d.pick(d.reachable_for(a, boxes)))
+        d.idle(a, int(d.rng.integers(4, 7)))
+    else:
+        d.fetch(a, x, l1, [d.world.anchor(x)])
+        if variant == "watched_move_seen" and boxes:
+            d.check(b, d.pick(boxes))
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
-    b = d.person(kind="adult", room=r1)  # B sees A put X away (every belief is perceived)
-    if variant == "witnessed":
+    stays_in_view = variant in ("witnessed", "watched_move_seen")
+    if stays_in_view:
         l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
-               int(d.rng.integers(12, 18)))
-        d.idle(b, int(d.rng.integers(5, 8)))
+               int(d.rng.integers(12, 18)) + slow)
+        d.idle(b, int(d.rng.integers(5, 8)) + slow)
     else:
         if variant == "self_corrected":
             cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
@@ -397,28 +501,38 @@ def _relocation(d: Draft, variant: str) -> None:
             if boxes and d.chance(0.7):
                 cands = boxes  # out of sight on the way back (a surface may be passed)
         l2 = d.pick(cands)
-        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(14, 20)))
-        d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away))
+        told = variant in ("told_away", "told")
+        away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + slow
+        d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
+        d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + slow)
     d.fetch(b, x, l2, [l1])
+    if variant in ("told_away", "told"):
+        # B tells someone else where X went: A hears it only when in that room (earshot)
+        rooms = [r for r in d.rooms if r not in (r_away, r1)] or [r for r in d.rooms
+                                                                  if r != r_away] \
+            if variant == "told_away" else [r_away]
+        listener = d.person(kind="adult", room=d.pick(rooms))
+        d.goto(listener, d.pick(d.furniture(d.world.chars[listener].room)),
+               int(d.rng.integers(20, 30)))
+        d.tell(b, listener, x, l2)
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
-    if variant == "relocation":
+    if variant in _RELOCATION_HELP:
+        _before_the_look(d, a, l1, l2)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}))
-        d.actor(a)["patience"] = int(d.rng.integers(4, 6))
-        d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
+        d.stuck_after_one_try(a, near=l1)
         d.needs_help = True
     elif variant == "irrelevant":
         pool = [p for p in d.reachable_for(a, d.containers() + d.surfaces()) if p != l1]
         d.check(a, d.pick(pool))
         d.goto(a, d.pick([f for f in d.furniture() if f != l1]), int(d.rng.integers(2, 6)))
-    elif variant == "witnessed":
-        if d.chance(0.6):
-            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
-                               if p not in (l1, l2)]))
+    elif variant in ("witnessed", "watched_move_seen", "told"):
+        _same_look(d, a, l1, l2, stayed=variant != "told")
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = {"type": "none"}
     elif variant == "spare":
         # A also saw another X lying in the room: after the empty look A takes that one
+        _before_the_look(d, a, l1, l2)
         spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
         spare = d.obj(cls, spot)
         d.keep.add(spare)
@@ -428,11 +542,11 @@ def _relocation(d: Draft, variant: str) -> None:
         d.mental_state = dict(d.mental_state, spare=spare)
     elif variant == "self_corrected":
         d.goto(a, d.pick(d.furniture(d.room_of(l2))), int(d.rng.integers(2, 4)))
-        if d.chance(0.6):
-            d.check(a, d.pick([p for p in d.reachable_for(a, d.containers() + d.surfaces())
-                               if p not in (l1, l2)]))
+        _same_look(d, a, l1, l2, stayed=False)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = dict(d.mental_state, corrected=True)
+    if variant != "spare":
+        _spare_out_of_sight(d, cls, (r1, r_away, d.room_of(l2), d.room_of(dest)))
     d.chores(b, int(d.rng.integers(0, 2)))
     if d.chance(0.5):
         d.bystander()
@@ -459,106 +573,288 @@ def false_belief_spare(d: Draft) -> None:
     _relocation(d, "spare")
 
 
-# ------------------------------------------------------------------------------ search
-def _search(d: Draft, found: bool) -> None:
-    """A needs an object of class c and does not know where one is."""
-    d.scenery()
+def false_belief_watched(d: Draft) -> None:
+    _relocation(d, "watched")
+
+
+def watched_move_seen(d: Draft) -> None:
+    _relocation(d, "watched_move_seen")
+
+
+def false_belief_told_away(d: Draft) -> None:
+    _relocation(d, "told_away")
+
+
+def false_belief_told(d: Draft) -> None:
+    _relocation(d, "told")
+
+
+# ------------------------------------------------------------------------------ emptied
+def _emptied(d: Draft, variant: str) -> None:
+    """A belief about a container's state: A sees that container L1 holds several Xs (it is
+    "full of them") and leaves; B empties it, carrying every X to L2, while A is away (or
+    watching); A comes back for one and opens L1."""
+    kind = _any_kind(d)
+    reach = ACTOR_KINDS[kind]
     cls = _target_class(d)
+    l1_pool = [p for p in d.containers(max_top=reach) if p in d.habitual(cls)] \
+        or d.containers(max_top=reach)
+    l1 = d.pick(l1_pool)
+    r1 = d.room_of(l1)
+    d.remove_instances(cls)
+    xs = [d.obj(cls, l1) for _ in range(int(d.rng.integers(2, 4)))]
+    x = xs[0]
+    d.target = x
+    d.keep.update(xs)
+    a = d.person(kind=kind, room=r1)
+    d.focus = a
+    b = d.person(kind="adult", room=r1)
+    d.check(a, l1)  # A opens L1 and sees what it holds
+    r_away = d.pick([r for r in d.rooms if r != r1])
+    if variant == "witnessed":
+        l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
+        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
+               int(d.rng.integers(16, 22)) + 4 * len(xs))
+        d.idle(b, int(d.rng.integers(6, 9)))
+    else:
+        cands = [p for p in d.places(max_top=1.5) if d.room_of(p) not in (r_away,) and p != l1]
+        l2 = d.pick(cands)
+        d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(16, 22)) + 4 * len(xs))
+        d.idle(b, int(d.rng.integers(7, 10)) + d.world.distance(r1, r_away))
+    for o in xs:
+        d.fetch(b, o, l2, [l1])
+    d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2,
+                      "state": "full", "now": "empty"}
+    dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
+    act = {"type": "fetch", "object": x, "dest": dest, "alternatives": xs[1:],
+           "search": d.search_order(cls, {l1, l2})}
+    if variant == "help":
+        _before_the_look(d, a, l1, l2)
+        d.stuck_after_one_try(a, near=l1)
+        d.needs_help = True
+    elif variant == "witnessed":
+        _same_look(d, a, l1, l2, stayed=True)
+        act["search"] = d.search_order(cls, {l1, l2}, last=[l2])
+        d.mental_state = {"type": "none"}
+    elif variant == "spare":
+        _before_the_look(d, a, l1, l2)
+        spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
+        spare = d.obj(cls, spot)
+        d.keep.add(spare)
+        act["alternatives"] = [*xs[1:], spare]
+        d.mental_state = dict(d.mental_state, spare=spare)
+    d.actor(a)["activities"].append(act)
+    if variant != "spare":
+        _spare_out_of_sight(d, cls, (r1, r_away, d.room_of(l2), d.room_of(dest)))
+    d.chores(b, int(d.rng.integers(0, 2)))
+    if d.chance(0.5):
+        d.bystander()
+    d.scenery()
+
+
+def false_belief_emptied(d: Draft) -> None:
+    _emptied(d, "help")
+
+
+def emptied_witnessed(d: Draft) -> None:
+    _emptied(d, "witnessed")
+
+
+def emptied_spare(d: Draft) -> None:
+    _emptied(d, "spare")
+
+
+# ------------------------------------------------------------------------------ search
+def _goal_class(d: Draft, min_places: int = 2) -> str:
+    """A class that an earlier step can lead to (:data:`GOAL_AFTER`), kept in enough
+    places."""
+    goals = sorted(set(GOAL_AFTER.values()))
+    classes = [c for c in goals
+               if len({d.world.anchor(p) for p in d.habitual(c)}) >= min_places]
+    return d.pick(classes)
+
+
+def _unknown_look_alikes(d: Draft, place: int, goal: str, rooms_seen: tuple[int, ...]) -> None:
+    """Other classes kept at ``place`` (the first place searched), each now only lying
+    astray in a room the searcher has not seen: a look there fits a search for any of them,
+    and only the searcher's earlier step says which one they want."""
+    from mindhelper_env.scenarios.observer import classes_kept_at
+
+    kept = [c for c in classes_kept_at(d.g.nodes[place].key) if c != goal]
+    placed = 0
+    for k in d.rng.permutation(len(kept)):
+        c = kept[int(k)]
+        spots = d.unusual_surfaces(c, exclude_rooms=rooms_seen)
+        if not spots:
+            continue
+        d.remove_instances(c)
+        d.keep.add(d.obj(c, d.pick(spots)))
+        placed += 1
+        if placed == 3:
+            break
+    if placed < 2:
+        raise _Reject("too few look-alike classes at the first place searched")
+
+
+def _search(d: Draft, variant: str) -> None:
+    """A takes something (the earlier step) and then needs what goes with it: an X. Where
+    the only X is decides: at a usual place (found), lying astray where A saw it (A checks
+    the usual place first, then fetches it), or lying astray where A never was (help)."""
+    d.scenery()
+    cls = _goal_class(d)
     kind = _any_kind(d)
     a = d.person(kind=kind)
     d.focus = a
+    r0 = d.world.chars[a].room
     usual = d.reachable_for(a, list(dict.fromkeys(d.habitual(cls))))
     if len(usual) < 2:
         raise _Reject("too few places to search")
-    if found:
+    d.remove_instances(cls)
+    # the earlier step: in A's room, or in another room A goes to for it
+    r_step = r0 if d.chance(0.5) else d.pick(d.rooms)
+    if d.chance(0.5):
+        d.goto(a, d.pick(d.furniture(r0)), int(d.rng.integers(2, 5)))
+    d.earlier_step(a, cls, r_step)
+    if variant == "found":
         order = [usual[int(i)] for i in d.rng.permutation(len(usual))]
-        # the one X lies in view, as in the help family (where it must be seen lying astray)
         shown = [k for k in range(1, min(3, len(order)))
                  if "CAN_OPEN" not in d.g.nodes[order[k]].properties]
         where = order[shown[0] if shown else int(d.rng.integers(1, min(3, len(order))))]
         x = d.obj(cls, where)
-        d.remove_instances(cls, keep=(x,))
         search = order
         d.mental_state = {"type": "none"}
+        habit_first = False
+        _unknown_look_alikes(d, order[0], cls, (r0, r_step))
     else:
-        spots = d.unusual_surfaces(cls, exclude_rooms=(d.world.chars[a].room,))
+        exclude = () if variant == "help" else ()
+        spots = [p for p in d.unusual_surfaces(cls, exclude_rooms=exclude)
+                 if (d.room_of(p) == r_step) == (variant == "seen")]
+        if variant == "help":
+            spots = [p for p in spots if d.room_of(p) not in (r0, r_step)]
         where = d.pick(spots)
         x = d.obj(cls, where)
-        d.remove_instances(cls, keep=(x,))
-        search = d.search_order(cls, set())
-        search = [p for p in search if p in usual]
-        d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls}", "object": x}
-        d.needs_help = True
+        search = [p for p in d.search_order(cls, set()) if p in usual]
+        habit_first = variant == "seen"
+        _unknown_look_alikes(d, search[0] if search else where, cls, (r0, r_step))
+        if variant == "help":
+            d.mental_state = {"type": "implicit_goal", "goal": f"get a {cls}", "object": x}
+            d.needs_help = True
+            d.stuck_after_one_try(a, near=search[0] if search else None)
+        else:
+            d.mental_state = {"type": "none", "seen_at": where}
     d.target = x
-    d.actor(a)["patience"] = int(d.rng.integers(4, 6))
-    d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
-    if d.chance(0.5):
-        d.goto(a, d.pick(d.furniture(d.world.chars[a].room)), int(d.rng.integers(2, 5)))
+    d.keep.add(x)
+    if variant != "help":
+        d.actor(a)["patience"] = int(d.rng.integers(4, 6))
+        d.actor(a)["retry_wait"] = int(d.rng.integers(2, 4))
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s != where])
-    d.fetch(a, x, dest, search)
+    act = {"type": "fetch", "object": x, "dest": dest, "search": [int(p) for p in search]}
+    if habit_first:
+        act["habit_first"] = True
+    d.actor(a)["activities"].append(act)
     for _ in range(_others(d)):
         d.bystander()
 
 
 def implicit_goal_search(d: Draft) -> None:
-    _search(d, found=False)
+    _search(d, "help")
 
 
 def search_self_found(d: Draft) -> None:
-    _search(d, found=True)
+    _search(d, "found")
 
 
-# ------------------------------------------------------------------------------ reach
-def _helper_or_not(d: Draft, helped: bool, a: int, anchor: int, room: int, *,
-                   obj: int | None, box: int | None, max_wait: int) -> None:
-    """The twin's difference: an adult already standing at ``anchor`` who will hand over
-    ``obj`` or open ``box`` when ``a`` struggles there (silent), or nobody (help)."""
-    if helped:
+def search_seen_astray(d: Draft) -> None:
+    _search(d, "seen")
+
+
+# ------------------------------------------------------------------------------ attention
+def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
+               at_anchor: bool) -> None:
+    """Who in ``room`` would notice ``a``'s struggle at ``anchor``. Help needed: the adults
+    there are on the phone (one at ``anchor`` itself when ``at_anchor``), or no adult is in
+    the room. Silent: an adult who is not on the phone stands at ``anchor`` (``at_anchor``)
+    or elsewhere in the room and comes over. Either side often has another adult on the
+    phone in the room, so neither co-presence nor a call gives the answer away."""
+    long_call = 60
+    spots = [f for f in d.furniture(room) if f != anchor] or [anchor]
+    if not needs_help or d.chance(0.85):
+        # an adult in the room, at the anchor or across it: on the phone when help is needed
         q = d.person(kind="adult", room=room)
-        d.actor(q)["activities"].append({"type": "assist", "person": a, "anchor": anchor,
-                                         "object": obj, "container": box,
-                                         "max_wait": max_wait})
-        d.chores(q, int(d.rng.integers(0, 2)))
-        d.mental_state = {"type": "none"}
-    else:
+        spot = anchor if at_anchor else d.pick(spots)
+        if needs_help:
+            d.goto(q, spot, 0)
+            d.phone(q, long_call)
+        else:
+            d.goto(q, spot, long_call)
+    if d.chance(0.35 if needs_help else 0.2):
+        # an adult with both hands full, standing about: cannot help either
+        h = d.person(kind="adult", room=room)
+        objs = [d.hold(h, d.pick(sorted(OBJECT_CATALOG))) for _ in range(2)]
+        d.goto(h, d.pick(spots), long_call)
+        d.deliver(h, objs, d.pick(d.reachable_for(h, d.surfaces())))
+    if d.chance(0.8 if needs_help else 0.65):
+        z = d.person(kind="adult", room=room)
+        d.goto(z, anchor if (not at_anchor and d.chance(0.3)) else d.pick(spots), 0)
+        d.phone(z, long_call)
+    # someone in another room: on a call in the silent episodes, so that calls are as many on
+    # both sides and only who is on the phone *where* tells whether anyone will notice
+    elsewhere = [r for r in d.rooms if r != room]
+    if elsewhere:
+        e = d.person(kind="adult", room=d.pick(elsewhere))
+        d.goto(e, d.pick(d.furniture(d.world.chars[e].room)), 0 if not needs_help else 30)
+        if not needs_help:
+            d.phone(e, long_call)
+    if needs_help:
         d.needs_help = True
-    for k in range(_others(d) - int(helped)):
-        # the twin has an adult waiting in the room: help episodes often have one too
-        near = k == 0 and not helped and d.chance(0.7)
-        d.bystander(room=room if near else None, kind="adult" if near else None)
+        d.stuck_after_one_try(a, near=anchor)
+    else:
+        d.mental_state = {"type": "none"}
+    for _ in range(_others(d) - 1):
+        d.bystander(room=d.pick([r for r in d.rooms if r != room] or d.rooms))
     d.scenery()
 
 
-def _reach(d: Draft, helped: bool) -> None:
+def _reach(d: Draft, variant: str) -> None:
+    """A child or wheelchair user takes something (the earlier step), then stretches up
+    toward the high shelf where what goes with it lies among other things."""
     shelf = d.pick(d.furniture(cls=("wallshelf",)))
     room = d.room_of(shelf)
-    cls = d.pick(sorted(OBJECT_CATALOG))
+    cls = _goal_class(d, min_places=0)
     x = d.obj(cls, shelf)
     d.target = x
+    others = [c for c in sorted(set(GOAL_AFTER.values())) if c != cls]
+    for k in d.rng.permutation(len(others))[:2]:
+        d.obj(others[int(k)], shelf)
     kind = "child" if d.chance(0.5) else "wheelchair"
     a = d.person(kind=kind, room=room)
     d.focus = a
     d.actor(a)["patience"] = int(d.rng.integers(5, 7))
     d.actor(a)["retry_wait"] = int(d.rng.integers(3, 5))
-    if d.chance(0.5):
-        d.goto(a, d.pick(d.furniture(room)), int(d.rng.integers(2, 5)))
+    d.earlier_step(a, cls)
     dest = d.pick(d.reachable_for(a, d.surfaces()))
     d.fetch(a, x, dest, [shelf])
     d.mental_state = {"type": "implicit_goal", "goal": f"get the {cls} from the high shelf",
                       "object": x}
-    _helper_or_not(d, helped, a, shelf, room, obj=x, box=None, max_wait=16)
+    helped = variant in ("helped", "noticed")
+    at_anchor = variant == "helped" if helped else d.chance(0.75)
+    _attention(d, not helped, a, shelf, room, at_anchor=at_anchor)
 
 
 def implicit_goal_reach(d: Draft) -> None:
-    _reach(d, helped=False)
+    _reach(d, "help")
 
 
 def reach_helped(d: Draft) -> None:
-    _reach(d, helped=True)
+    _reach(d, "helped")
+
+
+def reach_noticed(d: Draft) -> None:
+    _reach(d, "noticed")
 
 
 # ------------------------------------------------------------------------------ blocked
-def _blocked(d: Draft, helped: bool) -> None:
+def _blocked(d: Draft, variant: str) -> None:
     kind = _any_kind(d)
     box = d.pick(d.containers(max_top=ACTOR_KINDS[kind]))
     room = d.room_of(box)
@@ -575,15 +871,21 @@ def _blocked(d: Draft, helped: bool) -> None:
     d.deliver(a, [o1, o2], box)
     d.mental_state = {"type": "implicit_goal", "goal": f"open the {d.g.nodes[box].class_name}",
                       "object": box}
-    _helper_or_not(d, helped, a, box, room, obj=None, box=box, max_wait=24)
+    helped = variant in ("helped", "noticed")
+    at_anchor = variant == "helped" if helped else d.chance(0.75)
+    _attention(d, not helped, a, box, room, at_anchor=at_anchor)
 
 
 def implicit_goal_blocked(d: Draft) -> None:
-    _blocked(d, helped=False)
+    _blocked(d, "help")
 
 
 def blocked_helped(d: Draft) -> None:
-    _blocked(d, helped=True)
+    _blocked(d, "helped")
+
+
+def blocked_noticed(d: Draft) -> None:
+    _blocked(d, "noticed")
 
 
 # ------------------------------------------------------------------------------ routine
@@ -624,11 +926,21 @@ BUILDERS: dict[str, Callable[[Draft], None]] = {
     "false_belief_witnessed": false_belief_witnessed,
     "false_belief_self_corrected": false_belief_self_corrected,
     "false_belief_spare": false_belief_spare,
+    "false_belief_watched": false_belief_watched,
+    "watched_move_seen": watched_move_seen,
+    "false_belief_told_away": false_belief_told_away,
+    "false_belief_told": false_belief_told,
+    "false_belief_emptied": false_belief_emptied,
+    "emptied_witnessed": emptied_witnessed,
+    "emptied_spare": emptied_spare,
     "implicit_goal_search": implicit_goal_search,
     "search_self_found": search_self_found,
+    "search_seen_astray": search_seen_astray,
     "implicit_goal_reach": implicit_goal_reach,
     "reach_helped": reach_helped,
+    "reach_noticed": reach_noticed,
     "implicit_goal_blocked": implicit_goal_blocked,
     "blocked_helped": blocked_helped,
+    "blocked_noticed": blocked_noticed,
     "routine": routine,
 }

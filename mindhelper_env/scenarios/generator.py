@@ -43,14 +43,32 @@ from mindhelper_env.scenarios.spec import (
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
-__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS",
+__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "HEDGE_LINES",
            "help_program", "EpisodeInvalid", "observe_cues"]
 
 MAX_ATTEMPTS = 80
 #: Ticks from onset to the deadline (inclusive window ``[onset, onset + DEADLINE_TICKS]``).
 DEADLINE_TICKS = 5
+#: Every episode lasts exactly this many ticks, whatever happens in it (help needed or not,
+#: given or not): episode length carries no label. Generation keeps only drafts whose
+#: people have finished (or given up) well before it, with help and without.
+EPISODE_TICKS = 72
+#: Free movement lines a robot may put before its help and still be in time: the reference
+#: program issued at the deadline behind this many ``[walk]`` lines must still help (so a
+#: movement-prefix hedge neither buys silence nor, for a helper that acts in the window,
+#: costs the help).
+HEDGE_LINES = 8
 #: Silent twins whose focus person must show the visible cue of the help family they mirror.
-TWINS = frozenset({"false_belief_spare", "search_self_found", "reach_helped", "blocked_helped"})
+TWINS = frozenset({"false_belief_spare", "emptied_spare", "search_self_found", "search_seen_astray",
+                   "reach_helped", "reach_noticed", "blocked_helped", "blocked_noticed",
+                   "false_belief_witnessed", "false_belief_self_corrected", "watched_move_seen",
+                   "false_belief_told", "emptied_witnessed"})
+#: Families whose focus person must hold a false belief at onset.
+_FALSE_AT_ONSET = frozenset({"false_belief_relocation", "false_belief_watched",
+                             "false_belief_told_away", "false_belief_emptied"})
+#: Silent families whose focus person's belief must be true when the last fetch starts.
+_TRUE_AT_FETCH = frozenset({"false_belief_witnessed", "false_belief_self_corrected",
+                            "watched_move_seen", "false_belief_told", "emptied_witnessed"})
 #: The focus person must keep trying at least this many ticks past the deadline.
 _SLACK_AFTER_DEADLINE = 4
 
@@ -96,7 +114,15 @@ def _where(world: World, obj: int) -> int:
     return h if h is not None else world.anchor(obj)
 
 
-def _people(sim: Simulation) -> dict[int, PersonView]:
+def _settled(sim: Simulation) -> bool:
+    """The focus person is done or gave up, or nobody is active (what ends a rollout)."""
+    f = sim.focus
+    if f is not None and f.status != "active":
+        return True
+    return all(a.status != "active" for a in sim.actors)
+
+
+def _people(sim: Simulation, took: dict[int, list[str]] | None = None) -> dict[int, PersonView]:
     w = sim.world
     out = {}
     for a in sim.actors:
@@ -109,7 +135,8 @@ def _people(sim: Simulation) -> dict[int, PersonView]:
             if loc in w.graph.nodes:
                 beliefs[obj] = loc if loc in w.chars else w.anchor(loc)
         out[a.id] = PersonView(a.id, ACTOR_KINDS[a.kind], c.room, near,
-                               tuple(w.held_by(a.id)), beliefs)
+                               tuple(w.held_by(a.id)), beliefs, a.busy,
+                               tuple(took.get(a.id, ())) if took else ())
     return out
 
 
@@ -134,12 +161,16 @@ def observe_cues(sim: Simulation, max_ticks: int | None = None) -> list[tuple[in
     look_around()
     opened: dict[tuple[int, int], dict[int, int]] = {}  # (person, box) -> beliefs before
     cues: list[tuple[int, int, str, Need | None]] = []
+    took: dict[int, list[str]] = {a.id: [] for a in sim.actors}
     limit = sim.horizon if max_ticks is None else min(sim.horizon, sim.tick + max_ticks)
-    while not sim.terminated and sim.tick < limit:
-        before = _people(sim)
+    while not _settled(sim) and sim.tick < limit:
+        before = _people(sim, took)
         scene = SceneView(dict(seen), classes, room_of, before)
         tick = sim.tick
         events = sim.step_tick()
+        for e in events:
+            if e.verb == "grab" and e.actor in took and e.args:
+                took[e.actor].append(classes.get(e.args[0], ""))
         for t, who, kind, _place, need in judge_tick(
                 tick, ((e.actor, e.verb, e.args) for e in events), before, scene, opened,
                 w.anchor):
@@ -153,7 +184,8 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     family = draft["family"]
     focus = draft["focus"]
     target = draft["target"]
-    spec = {k: draft[k] for k in ("family", "graph", "robot", "actors", "events", "horizon")}
+    spec = {k: draft[k] for k in ("family", "graph", "robot", "actors", "events")}
+    spec["horizon"] = EPISODE_TICKS
     spec["reference"] = {"focus_actor": focus, "needs_intervention": draft["needs_intervention"]}
     # every rollout starts from a copy of one parsed world (no graph parsing per rollout)
     template = World(spec["graph"], robot_ids=(ROBOT_ID,))
@@ -163,8 +195,8 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
 
     sim = fresh()
     cues = observe_cues(sim)
-    if not sim.terminated:
-        raise EpisodeInvalid("no-help rollout did not finish within the horizon")
+    if not _settled(sim) or sim.tick >= EPISODE_TICKS - 2:
+        raise EpisodeInvalid("no-help rollout did not finish well within the episode")
     f = sim.focus
     assert f is not None
     needs = [(t, p, c, n) for t, p, c, n in cues if n is not None]
@@ -175,7 +207,7 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
             raise EpisodeInvalid(f"silent episode has a cue judged blocked at tick {needs[0][0]}")
         if family in TWINS and not any(p == focus for _, p, _, _ in cues):
             raise EpisodeInvalid("a silent twin whose focus person shows no struggle cue")
-        if family in ("false_belief_witnessed", "false_belief_self_corrected"):
+        if family in _TRUE_AT_FETCH:
             t = _last_fetch_start(sim)
             _check_belief_at(fresh(), focus, target, t, want_true=True)
         return {"window": None, "reference_actions": []}
@@ -190,18 +222,25 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     deadline = onset + DEADLINE_TICKS
     if gave_up < deadline + _SLACK_AFTER_DEADLINE:
         raise EpisodeInvalid("focus person gives up too soon after the deadline")
-    if family == "false_belief_relocation":
+    if family in _FALSE_AT_ONSET:
         _check_belief_at(fresh(), focus, target, onset, want_true=False)
     at_onset = fresh()
     at_onset.run(max_ticks=onset)
     program = help_program(at_onset.world, focus, family, target)
-    for delay in range(DEADLINE_TICKS + 1):
+    trials = [(delay, program) for delay in range(DEADLINE_TICKS + 1)]
+    robot_room = at_onset.world.chars[ROBOT_ID].room
+    if robot_room is not None:
+        walk = f"[walk] <{at_onset.world.graph.nodes[robot_room].class_name}> ({robot_room})"
+        trials.append((DEADLINE_TICKS, [walk] * HEDGE_LINES + program))
+    for delay, lines in trials:
         trial = fresh()
         trial.run(max_ticks=onset + delay)
-        if trial.terminated:
+        if _settled(trial):
             raise EpisodeInvalid("episode ended before help could be given")
-        trial.issue("\n".join(program))
+        trial.issue("\n".join(lines))
         trial.run()
+        if trial.tick >= EPISODE_TICKS - 2:
+            raise EpisodeInvalid("helped rollout does not finish well within the episode")
         if not trial.focus_succeeded():
             raise EpisodeInvalid(f"reference program issued at onset+{delay} does not help")
         if trial.harm():
@@ -284,7 +323,7 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
             "robot": draft["robot"],
             "actors": draft["actors"],
             "events": draft["events"],
-            "horizon": draft["horizon"],
+            "horizon": EPISODE_TICKS,
             "reference": ref.to_dict(),
         }
         if houses is not None:

@@ -15,11 +15,15 @@ took nothing. Blocked if
   person knows of no object of that class, and every object of that class the robot knows
   of is somewhere people do not keep it (so searching the usual places cannot succeed).
 
-``stretch`` — the person stretched toward an object (or container) out of their reach.
-Blocked unless an adult with a free hand is already standing at it.
+``stretch`` — the person stretched up toward a place (a high shelf, a container) they cannot
+reach. What they want there follows from what they were doing: :data:`GOAL_AFTER` says what
+people go on to need after taking something (the milk, then a mug). Blocked unless someone
+*notices*: an adult in the same room who is not on the phone and has a free hand (people
+who notice a struggle help at once, wherever in the room they are; someone on the phone,
+even right at the shelf, notices nothing).
 
-``stand`` — the person stood at a closed container with both hands full. Blocked unless an
-adult with a free hand is already standing at it.
+``stand`` — the person stood at a closed container with both hands full. Blocked unless
+someone notices, as for a stretch.
 
 Where people keep things is household common sense, shared by the people and the robot:
 :data:`~mindhelper_env.world.house.OBJECT_CATALOG` lists it per class.
@@ -39,11 +43,34 @@ from dataclasses import dataclass, field
 from mindhelper_env.world.house import OBJECT_CATALOG
 
 __all__ = ["Need", "PersonView", "SceneView", "is_usual_place", "classes_kept_at", "judge_look",
-           "judge_stretch",
-           "judge_stand", "judge_tick", "ADULT_REACH"]
+           "judge_stretch", "judge_stand", "judge_tick", "ADULT_REACH", "GOAL_AFTER",
+           "infer_goal", "stretch_target", "someone_notices"]
 
 #: Reach (metres) of an adult; adults can reach every shelf and cabinet of a generated house.
 ADULT_REACH = 2.0
+
+#: What people go on to need after taking something (household common sense, shared by the
+#: people and the robot): whoever took the milk wants a mug next, the toothbrush the
+#: toothpaste, and so on. A goal is read from the person's own earlier steps, never named.
+GOAL_AFTER: dict[str, str] = {
+    "milk": "mug",
+    "juice": "wineglass",
+    "toothbrush": "toothpaste",
+    "glasses": "book",
+    "plate": "cupcake",
+    "cellphone": "wallet",
+    "remotecontrol": "chips",
+}
+
+
+def infer_goal(took: Iterable[str]) -> str | None:
+    """The class a person wants next, from the classes of what they took, oldest first: the
+    goal that follows the latest thing taken that has one (None if nothing does)."""
+    goal = None
+    for c in took:
+        if c in GOAL_AFTER:
+            goal = GOAL_AFTER[c]
+    return goal
 
 
 @dataclass(frozen=True)
@@ -69,6 +96,10 @@ class PersonView:
     holding: tuple[int, ...]
     #: object id -> the place (anchor id, or a person's id) the person believes it is at
     beliefs: Mapping[int, int]
+    #: on the phone: notices nothing around them
+    busy: bool = False
+    #: classes of what the person took so far, oldest first (their earlier steps)
+    took: tuple[str, ...] = ()
 
     @property
     def free_hand(self) -> bool:
@@ -112,9 +143,14 @@ def judge_look(person: PersonView, place: int, scene: SceneView) -> Need | None:
         if not knows_other:
             return Need("false_belief", person.id, obj, "look")
     # implicit goal: searching the usual places for something that is not in any of them
+    # (the class they search for follows from their earlier steps when it can be read there)
     place_class = cls.get(place, "")
     known_classes = {cls.get(o) for o in person.beliefs}
-    for c in classes_kept_at(place_class):
+    kept = classes_kept_at(place_class)
+    goal = infer_goal(person.took)
+    if goal is not None:
+        kept = [goal] if goal in kept else []
+    for c in kept:
         if c in known_classes:
             continue
         seen = [o for o, loc in sorted(scene.where.items())
@@ -124,27 +160,52 @@ def judge_look(person: PersonView, place: int, scene: SceneView) -> Need | None:
     return None
 
 
-def _someone_can_help(person: PersonView, anchor: int, height_needed: float,
-                      scene: SceneView) -> bool:
+def someone_notices(person: PersonView, scene: SceneView) -> bool:
+    """Is there someone who notices ``person``'s struggle and helps: an adult in the same
+    room, not on the phone, with a free hand?"""
     for other in scene.people.values():
-        if other.id == person.id or other.room != person.room:
+        if other.id == person.id or other.room is None or other.room != person.room:
             continue
-        if other.near == anchor and other.free_hand and other.reach >= height_needed:
+        if other.free_hand and not other.busy and other.reach >= ADULT_REACH:
             return True
     return False
 
 
-def judge_stretch(person: PersonView, target: int, anchor: int, scene: SceneView) -> Need | None:
-    """Judge a stretch toward ``target`` (standing at ``anchor``) that the person could not
-    reach."""
-    if _someone_can_help(person, anchor, ADULT_REACH, scene):
+def stretch_target(person: PersonView, target: int, place: int, scene: SceneView) -> int:
+    """What a stretch toward ``target`` at ``place`` is for. A stretch that names an object
+    is for it; one toward a place is for the object there that the person's goal
+    (:func:`infer_goal`) asks for, else — with no goal to read — the first object the robot
+    knows lies there, else the place itself (a container to open)."""
+    if target != place:
+        return target
+    objs = sorted(o for o, loc in scene.where.items() if loc == place)
+    goal = infer_goal(person.took)
+    if goal is not None:
+        for o in objs:
+            if scene.classes.get(o) == goal:
+                return o
+    return objs[0] if objs else place
+
+
+#: Who notices a struggle: ``(person, scene) -> bool``.
+Notices = Callable[[PersonView, SceneView], bool]
+
+
+def judge_stretch(person: PersonView, target: int, anchor: int, scene: SceneView,
+                  notices: Notices = someone_notices) -> Need | None:
+    """Judge a stretch toward ``target`` (``target == anchor``: toward the place ``anchor``
+    itself) that the person could not reach. ``notices`` says whether someone notices and
+    helps (default :func:`someone_notices`)."""
+    if notices(person, scene):
         return None
-    return Need("implicit_goal", person.id, target, "stretch")
+    return Need("implicit_goal", person.id, stretch_target(person, target, anchor, scene),
+                "stretch")
 
 
-def judge_stand(person: PersonView, container: int, scene: SceneView) -> Need | None:
+def judge_stand(person: PersonView, container: int, scene: SceneView,
+                notices: Notices = someone_notices) -> Need | None:
     """Judge a person standing at a closed ``container`` with both hands full."""
-    if _someone_can_help(person, container, ADULT_REACH, scene):
+    if notices(person, scene):
         return None
     return Need("implicit_goal", person.id, container, "stand")
 
@@ -156,13 +217,15 @@ def judge_tick(
     scene: SceneView,
     opened: dict[tuple[int, int], dict[int, int]],
     anchor_of: Callable[[int], int],
+    notices: Notices = someone_notices,
 ) -> list[tuple[int, int, str, int, Need | None]]:
     """Find and judge the struggle cues among one tick's events.
 
     ``events`` are ``(actor, verb, arg ids)`` in order; ``before`` and ``scene`` describe the
     state at the start of the tick. ``opened`` carries, across ticks, the beliefs a person
     had when they opened a container (``(person, container) -> beliefs``): a container closed
-    again with nothing taken is a look judged with those beliefs. Returns
+    again with nothing taken is a look judged with those beliefs. ``notices`` decides who
+    notices a stretch or a stand (:func:`someone_notices`). Returns
     ``(tick, person, cue, place or target, need)`` for each cue.
     """
     cues: list[tuple[int, int, str, int, Need | None]] = []
@@ -177,13 +240,13 @@ def judge_tick(
                 del opened[key]
         elif verb == "close" and args and (who, args[0]) in opened:
             view = PersonView(p.id, p.reach, p.room, p.near, p.holding,
-                              opened.pop((who, args[0])))
+                              opened.pop((who, args[0])), p.busy, p.took)
             cues.append((tick, who, "look", args[0], judge_look(view, args[0], scene)))
         elif verb == "look" and args:
             cues.append((tick, who, "look", args[0], judge_look(p, args[0], scene)))
         elif verb == "stretch" and len(args) >= 2:
             cues.append((tick, who, "stretch", args[0],
-                         judge_stretch(p, args[0], anchor_of(args[1]), scene)))
+                         judge_stretch(p, args[0], anchor_of(args[1]), scene, notices)))
         elif verb == "stand" and args:
-            cues.append((tick, who, "stand", args[0], judge_stand(p, args[0], scene)))
+            cues.append((tick, who, "stand", args[0], judge_stand(p, args[0], scene, notices)))
     return cues

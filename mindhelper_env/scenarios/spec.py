@@ -21,14 +21,17 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
-           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
+           "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
            "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
-GENERATOR_VERSION = "mh-gen-1.0"
+GENERATOR_VERSION = "mh-gen-2.0"
 
 HELP_FAMILIES = (
     "false_belief_relocation",
+    "false_belief_watched",
+    "false_belief_told_away",
+    "false_belief_emptied",
     "implicit_goal_search",
     "implicit_goal_reach",
     "implicit_goal_blocked",
@@ -40,9 +43,16 @@ SILENT_FAMILIES = (
     "false_belief_witnessed",
     "false_belief_self_corrected",
     "false_belief_spare",
+    "watched_move_seen",
+    "false_belief_told",
+    "emptied_witnessed",
+    "emptied_spare",
     "search_self_found",
+    "search_seen_astray",
     "reach_helped",
+    "reach_noticed",
     "blocked_helped",
+    "blocked_noticed",
     "routine",
 )
 FAMILIES = HELP_FAMILIES + SILENT_FAMILIES
@@ -52,9 +62,12 @@ FAMILIES = HELP_FAMILIES + SILENT_FAMILIES
 TWINS: dict[str, tuple[str, ...]] = {
     "false_belief_relocation": ("false_belief_irrelevant", "false_belief_witnessed",
                                 "false_belief_self_corrected", "false_belief_spare"),
-    "implicit_goal_search": ("search_self_found",),
-    "implicit_goal_reach": ("reach_helped",),
-    "implicit_goal_blocked": ("blocked_helped",),
+    "false_belief_watched": ("watched_move_seen",),
+    "false_belief_told_away": ("false_belief_told",),
+    "false_belief_emptied": ("emptied_witnessed", "emptied_spare"),
+    "implicit_goal_search": ("search_self_found", "search_seen_astray"),
+    "implicit_goal_reach": ("reach_helped", "reach_noticed"),
+    "implicit_goal_blocked": ("blocked_helped", "blocked_noticed"),
 }
 
 #: Share of the silent side: ``routine`` a tenth; each help family's twins together as much
@@ -62,8 +75,16 @@ TWINS: dict[str, tuple[str, ...]] = {
 #: help family (a relocation, a child near a high shelf, someone carrying two things to a
 #: container) is as common among silent episodes as among help episodes, and the set-up
 #: cannot tell them apart.
+#: Weights of the twins inside their group (default 1). ``false_belief_irrelevant`` has no
+#: cue (the person never looks for X again) and ``search_self_found`` none that turns on a
+#: belief (the object is where people keep it), so they are the rarer twins of their groups:
+#: every group's silent side is mostly twins whose cue only a belief explains.
+TWIN_WEIGHTS: dict[str, float] = {"false_belief_irrelevant": 0.25, "search_self_found": 0.25}
+
 SILENT_SHARES: dict[str, float] = {
-    **{twin: 0.9 / len(TWINS) / len(group) for group in TWINS.values() for twin in group},
+    **{twin: 0.9 / len(TWINS) * TWIN_WEIGHTS.get(twin, 1.0)
+       / sum(TWIN_WEIGHTS.get(t, 1.0) for t in group)
+       for group in TWINS.values() for twin in group},
     "routine": 0.1,
 }
 
@@ -94,9 +115,9 @@ FAMILY_ABILITIES: dict[str, tuple[str, ...]] = {
     "watched_move_seen": ("location_belief",),
     "false_belief_told_away": ("communication",),
     "false_belief_told": ("communication",),
-    "false_belief_state": ("state_belief",),
-    "state_witnessed": ("state_belief",),
-    "state_restored": ("state_belief",),
+    "false_belief_emptied": ("state_belief",),
+    "emptied_witnessed": ("state_belief",),
+    "emptied_spare": ("state_belief",),
     "implicit_goal_search": ("location_belief", "goal_inference"),
     "search_self_found": ("location_belief", "goal_inference"),
     "search_seen_astray": ("location_belief", "goal_inference"),
@@ -111,7 +132,7 @@ FAMILY_ABILITIES: dict[str, tuple[str, ...]] = {
 
 _TASK_TYPE_OF_HELP = {
     "false_belief_relocation": "false_belief", "false_belief_watched": "false_belief",
-    "false_belief_told_away": "false_belief", "false_belief_state": "false_belief",
+    "false_belief_told_away": "false_belief", "false_belief_emptied": "false_belief",
     "implicit_goal_search": "implicit_goal", "implicit_goal_reach": "implicit_goal",
     "implicit_goal_blocked": "implicit_goal",
 }

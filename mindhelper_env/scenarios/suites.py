@@ -5,23 +5,24 @@ A *suite* is a fixed list of episodes rebuilt on demand from :data:`SUITES`:
 ==============  =====  ==================  ==========================================
 name            n      seeds               use
 ==============  =====  ==================  ==========================================
-``vh-dev-v1``   100    5_000_000_000 + i   quick runs, development
-``vh-test-v1``  1,000  6_000_000_000 + i   reported results
-``tdw-dev-v1``  100    7_000_000_000 + i   TDW floorplan houses (the ``tdw`` extra)
-``tdw-test-v1`` 1,000  8_000_000_000 + i   TDW floorplan houses, reported results
-``vh-scene1-``  100    9_000_000_000 + i   VirtualHome's TestScene1 apartment
-``dev-v1``                                 (needs ``virtualhome-eval``)
+``vh-dev-v2``   100    10_000_000_000 + i  quick runs, development
+``vh-test-v2``  1,000  11_000_000_000 + i  reported results
+``tdw-dev-v2``  100    12_000_000_000 + i  TDW floorplan houses (the ``tdw`` extra)
+``tdw-test-v2`` 1,000  13_000_000_000 + i  TDW floorplan houses, reported results
+``vh-scene1-``  100    14_000_000_000 + i  VirtualHome's TestScene1 apartment
+``dev-v2``                                 (needs ``virtualhome-eval``)
 ==============  =====  ==================  ==========================================
 
 **Houses.** The ``vh-`` suites are set in procedurally generated houses; a suite whose table
 entry names a ``house`` is set in those real houses
 (:func:`~mindhelper_env.world.houses.resolve_houses`): ``tdw-*`` in TDW's twelve
-floorplan/layout houses, ``vh-scene1-dev-v1`` in VirtualHome's TestScene1 apartment. Their
+floorplan/layout houses, ``vh-scene1-dev-v2`` in VirtualHome's TestScene1 apartment. Their
 episode specs carry ``"house"``.
 
-``vh-dev-v0`` and ``vh-test-v0`` are **withdrawn** (:data:`WITHDRAWN`): their narration
-stated conclusions and their construction revealed the family, so string matching could pass
-them. Asking for them raises ``ValueError`` naming the replacement.
+The v1 suites (``mh-gen-1.0``) and v0 are **withdrawn** (:data:`WITHDRAWN`): v0's narration
+stated conclusions and its construction revealed the family; in v1 a perspective-free agent
+(where things are, but not who saw what) and a timing hedge passed. Asking for one raises a
+one-line ``ValueError`` naming the v2 suite that replaces it.
 
 **Seeds.** Episode ``i`` of a suite is ``generate_episode(family_i, seed_base + i)``. Training
 must draw its seeds from :data:`TRAINING_SEED_RANGE` (``0 ≤ seed < 10**6``); every suite seed
@@ -33,12 +34,13 @@ seeds the package draws for random episodes (``sample_episode`` and the envs dra
 
 **Families.** Half of every suite needs help. Indices are cut into pairs; each pair holds
 one help and one silent episode, in an order fixed by a sha256 hash of
-``(seed_base, pair)``. The help episodes are split evenly over the four help families, the
+``(seed_base, pair)``. The help episodes are split evenly over the seven help families, the
 silent ones by :data:`~mindhelper_env.scenarios.spec.SILENT_SHARES` (each help family's
 twins as a group as often as the help family itself, ``routine`` a tenth), both by
 :func:`apportion`; each list is shuffled by hash, so neither the index nor the episode id
-reveals the family. ``vh-test-v1`` has 125 episodes of each help family; 112–113 each of
-``search_self_found``, ``reach_helped`` and ``blocked_helped``, 28 of each relocation twin and
+reveals the family. ``vh-test-v2`` has 71–72 episodes of each help family; 64–65 of each
+twin group (``watched_move_seen`` and ``false_belief_told`` 65 each, 32 of each of the two
+twins of the emptied, search, reach and blocked families, 16 of each relocation twin) and
 50 ``routine``. The assignment uses only :mod:`hashlib`, so it does not depend on the NumPy
 version.
 
@@ -47,7 +49,7 @@ version.
 :func:`validate_suite_dir` compares a directory against them, so an installed user can check
 that a suite rebuilt on their machine is the published one.
 
-**Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v1-0003``).
+**Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v2-0003``).
 
 **Versions.** Each suite records the generator version it was built with. If
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION` changes, the suite can no longer be
@@ -137,50 +139,58 @@ RANDOM_SEED_MAX = 2**31 - 1
 #: The suites. ``seed_base + i`` is the seed of episode ``i``; ``generator`` is the generator
 #: version the suite's episodes were built with.
 SUITES: dict[str, dict[str, Any]] = {
-    "vh-dev-v1": {
-        "name": "vh-dev-v1",
-        "version": 1,
+    "vh-dev-v2": {
+        "name": "vh-dev-v2",
+        "version": 2,
         "n": 100,
-        "seed_base": 5_000_000_000,
-        "generator": "mh-gen-1.0",
+        "seed_base": 10_000_000_000,
+        "generator": "mh-gen-2.0",
     },
-    "vh-test-v1": {
-        "name": "vh-test-v1",
-        "version": 1,
+    "vh-test-v2": {
+        "name": "vh-test-v2",
+        "version": 2,
         "n": 1000,
-        "seed_base": 6_000_000_000,
-        "generator": "mh-gen-1.0",
+        "seed_base": 11_000_000_000,
+        "generator": "mh-gen-2.0",
     },
-    "tdw-dev-v1": {
-        "name": "tdw-dev-v1",
-        "version": 1,
+    "tdw-dev-v2": {
+        "name": "tdw-dev-v2",
+        "version": 2,
         "n": 100,
-        "seed_base": 7_000_000_000,
-        "generator": "mh-gen-1.0",
+        "seed_base": 12_000_000_000,
+        "generator": "mh-gen-2.0",
         "house": "tdw",
     },
-    "tdw-test-v1": {
-        "name": "tdw-test-v1",
-        "version": 1,
+    "tdw-test-v2": {
+        "name": "tdw-test-v2",
+        "version": 2,
         "n": 1000,
-        "seed_base": 8_000_000_000,
-        "generator": "mh-gen-1.0",
+        "seed_base": 13_000_000_000,
+        "generator": "mh-gen-2.0",
         "house": "tdw",
     },
-    "vh-scene1-dev-v1": {
-        "name": "vh-scene1-dev-v1",
-        "version": 1,
+    "vh-scene1-dev-v2": {
+        "name": "vh-scene1-dev-v2",
+        "version": 2,
         "n": 100,
-        "seed_base": 9_000_000_000,
-        "generator": "mh-gen-1.0",
+        "seed_base": 14_000_000_000,
+        "generator": "mh-gen-2.0",
         "house": "virtualhome:scene1",
     },
 }
 
+_V1_WHY = ("withdrawn: a perspective-free agent and a timing hedge passed it "
+           "(docs/validity.md); use {}")
+_V0_WHY = "withdrawn: its narration and construction leaked the answer; use {}"
 #: Suites that were published and then withdrawn: name -> why, and what replaces them.
 WITHDRAWN: dict[str, str] = {
-    "vh-dev-v0": "withdrawn: its narration and construction leaked the answer; use vh-dev-v1",
-    "vh-test-v0": "withdrawn: its narration and construction leaked the answer; use vh-test-v1",
+    "vh-dev-v0": _V0_WHY.format("vh-dev-v2"),
+    "vh-test-v0": _V0_WHY.format("vh-test-v2"),
+    "vh-dev-v1": _V1_WHY.format("vh-dev-v2"),
+    "vh-test-v1": _V1_WHY.format("vh-test-v2"),
+    "tdw-dev-v1": _V1_WHY.format("tdw-dev-v2"),
+    "tdw-test-v1": _V1_WHY.format("tdw-test-v2"),
+    "vh-scene1-dev-v1": _V1_WHY.format("vh-scene1-dev-v2"),
 }
 
 _DIGESTS_FILE = Path(__file__).with_name("suites") / "digests.json"
@@ -312,7 +322,7 @@ def suite_seed(name: str, index: int) -> int:
 
 
 def suite_episode_id(name: str, index: int) -> str:
-    """The id of episode ``index`` of suite ``name``, e.g. ``vh-dev-v1-0003``."""
+    """The id of episode ``index`` of suite ``name``, e.g. ``vh-dev-v2-0003``."""
     return f"{name}-{_index(name, index):04d}"
 
 
@@ -407,14 +417,14 @@ def public_record(spec: Mapping[str, Any], *, suite: str | None = None,
     by id) and ``horizon``. Never the family, the need for help, the window, mental states,
     beliefs, activities, events, the target, the seed or the reference program.
 
-    ``suite`` and ``index`` are read from the episode id (``vh-dev-v1-0003``) unless given;
+    ``suite`` and ``index`` are read from the episode id (``vh-dev-v2-0003``) unless given;
     a spec that is not a suite episode raises ``ValueError`` (its id may name its family).
     """
     eid = spec.get("episode_id")
     if suite is None or index is None:
         parsed = _parse_episode_id(eid)
         if parsed is None:
-            raise ValueError(f"episode id {eid!r} is not a suite episode id like 'vh-dev-v1-0003'")
+            raise ValueError(f"episode id {eid!r} is not a suite episode id like 'vh-dev-v2-0003'")
         suite = parsed[0] if suite is None else suite
         index = parsed[1] if index is None else index
     people = [{"id": int(a["id"]), "name": str(a["name"]), "kind": str(a["kind"])}
@@ -467,6 +477,7 @@ def pin_digests(names: list[str] | None = None) -> dict[str, dict[str, str]]:
     import tempfile
 
     table = json.loads(_DIGESTS_FILE.read_text()) if _DIGESTS_FILE.exists() else {}
+    table = {k: v for k, v in table.items() if k in SUITES}  # withdrawn suites drop out
     for name in names or suite_names():
         with tempfile.TemporaryDirectory() as tmp:
             out = export_suite(name, tmp)

@@ -102,13 +102,13 @@ def trigger_labels(spec: Mapping[str, Any], window_ticks: int = 3,
                "label": "belief_create_actor_belief" if start["beliefs"]
                else "belief_create_visual_fact" if start["seen"] else "noop"}]
     k = 0
-    while not (sim.terminated or sim.truncated):
+    while sim.tick < sim.horizon:
         first = sim.tick
         for _ in range(window_ticks):
             sim.step_tick()
-            if sim.terminated or sim.truncated:
+            if sim.tick >= sim.horizon:
                 break
-        if sim.terminated or sim.truncated:
+        if sim.tick >= sim.horizon:
             break  # the env ends here: no decision follows this window
         k += 1
         t = sim.tick
