@@ -67,6 +67,15 @@ class _OnceAgent:
                cues: list[Any]) -> list[str]:
         raise NotImplementedError
 
+    def first_help(self, cues: list[Any]) -> list[str]:
+        """The help program of the first cue judged blocked (empty if none)."""
+        for cue in cues:
+            if cue.need is not None:
+                program = self.tracker.help_program(cue.need)
+                if program:
+                    return program
+        return []
+
     def give(self, obj: int, person: int) -> list[str]:
         return self.tracker.help_program(Need("implicit_goal", person, obj, "give"))
 
@@ -95,12 +104,7 @@ class BeliefTrackerAgent(_OnceAgent):
                       "blocked": None if c.need is None else c.need.kind} for c in cues],
             "belief_changes": len(self.tracker.changes),
         })
-        for cue in cues:
-            if cue.need is not None:
-                program = self.tracker.help_program(cue.need)
-                if program:
-                    return program
-        return []
+        return self.first_help(cues)
 
 
 class GoalBlindAgent(BeliefTrackerAgent):

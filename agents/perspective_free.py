@@ -132,9 +132,4 @@ class PerspectiveFreeAgent(_OnceAgent):
 
     def decide(self, observation: Mapping[str, Any], info: Mapping[str, Any],
                cues: list[Any]) -> list[str]:
-        for cue in cues:
-            if cue.need is not None:
-                program = self.tracker.help_program(cue.need)
-                if program:
-                    return program
-        return []
+        return self.first_help(cues)

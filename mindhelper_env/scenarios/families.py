@@ -545,8 +545,16 @@ def _relocation(d: Draft, variant: str) -> None:
         _same_look(d, a, l1, l2, stayed=False)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = dict(d.mental_state, corrected=True)
+    _relocation_life(d, variant, cls, b, (r1, r_away, d.room_of(l2), d.room_of(dest)))
+
+
+def _relocation_life(d: Draft, variant: str, cls: str, b: int,
+                     rooms_seen: tuple[int, ...]) -> None:
+    """What every relocation-like episode adds after the plot: a spare X out of the focus
+    person's sight (not in the spare twins, which have their own), B's chores, sometimes a
+    bystander, the scenery."""
     if variant != "spare":
-        _spare_out_of_sight(d, cls, (r1, r_away, d.room_of(l2), d.room_of(dest)))
+        _spare_out_of_sight(d, cls, rooms_seen)
     d.chores(b, int(d.rng.integers(0, 2)))
     if d.chance(0.5):
         d.bystander()
@@ -644,12 +652,7 @@ def _emptied(d: Draft, variant: str) -> None:
         act["alternatives"] = [*xs[1:], spare]
         d.mental_state = dict(d.mental_state, spare=spare)
     d.actor(a)["activities"].append(act)
-    if variant != "spare":
-        _spare_out_of_sight(d, cls, (r1, r_away, d.room_of(l2), d.room_of(dest)))
-    d.chores(b, int(d.rng.integers(0, 2)))
-    if d.chance(0.5):
-        d.bystander()
-    d.scenery()
+    _relocation_life(d, variant, cls, b, (r1, r_away, d.room_of(l2), d.room_of(dest)))
 
 
 def false_belief_emptied(d: Draft) -> None:
