@@ -729,11 +729,11 @@ def _search(d: Draft, variant: str) -> None:
         habit_first = False
         _unknown_look_alikes(d, order[0], cls, (r0, r_step))
     else:
-        exclude = () if variant == "help" else ()
-        spots = [p for p in d.unusual_surfaces(cls, exclude_rooms=exclude)
+        # seen: lying in the room of the earlier step; help: in a room A has not been in
+        spots = [p for p in d.unusual_surfaces(cls)
                  if (d.room_of(p) == r_step) == (variant == "seen")]
         if variant == "help":
-            spots = [p for p in spots if d.room_of(p) not in (r0, r_step)]
+            spots = [p for p in spots if d.room_of(p) != r0]
         where = d.pick(spots)
         x = d.obj(cls, where)
         search = [p for p in d.search_order(cls, set()) if p in usual]

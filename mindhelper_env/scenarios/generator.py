@@ -114,14 +114,6 @@ def _where(world: World, obj: int) -> int:
     return h if h is not None else world.anchor(obj)
 
 
-def _settled(sim: Simulation) -> bool:
-    """The focus person is done or gave up, or nobody is active (what ends a rollout)."""
-    f = sim.focus
-    if f is not None and f.status != "active":
-        return True
-    return all(a.status != "active" for a in sim.actors)
-
-
 def _people(sim: Simulation, took: dict[int, list[str]] | None = None) -> dict[int, PersonView]:
     w = sim.world
     out = {}
@@ -163,7 +155,7 @@ def observe_cues(sim: Simulation, max_ticks: int | None = None) -> list[tuple[in
     cues: list[tuple[int, int, str, Need | None]] = []
     took: dict[int, list[str]] = {a.id: [] for a in sim.actors}
     limit = sim.horizon if max_ticks is None else min(sim.horizon, sim.tick + max_ticks)
-    while not _settled(sim) and sim.tick < limit:
+    while not sim.settled and sim.tick < limit:
         before = _people(sim, took)
         scene = SceneView(dict(seen), classes, room_of, before)
         tick = sim.tick
@@ -195,7 +187,7 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
 
     sim = fresh()
     cues = observe_cues(sim)
-    if not _settled(sim) or sim.tick >= EPISODE_TICKS - 2:
+    if not sim.settled or sim.tick >= EPISODE_TICKS - 2:
         raise EpisodeInvalid("no-help rollout did not finish well within the episode")
     f = sim.focus
     assert f is not None
@@ -235,7 +227,7 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     for delay, lines in trials:
         trial = fresh()
         trial.run(max_ticks=onset + delay)
-        if _settled(trial):
+        if trial.settled:
             raise EpisodeInvalid("episode ended before help could be given")
         trial.issue("\n".join(lines))
         trial.run()

@@ -718,7 +718,7 @@ def _replay(label: str, spec: dict[str, Any], ref: dict[str, Any]) -> list[str]:
         program = ref["reference_actions"]
         sim = Simulation(sim_spec)
         sim.run(max_ticks=onset)
-        if sim.terminated:
+        if sim.settled:
             return out + [f"{label}: replay: the episode is over before onset tick {onset}"]
         errors = sim.issue("\n".join(program))
         if errors:
