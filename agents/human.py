@@ -18,7 +18,7 @@ from typing import Any
 from mindhelper_env.agents.base import Usage
 from mindhelper_env.world.script import VERB_ARITY, ScriptParseError, is_silence, parse_program
 
-__all__ = ["HumanAgent", "GRAMMAR", "candidate_words"]
+__all__ = ["HumanAgent", "GRAMMAR", "candidate_words", "complete_line"]
 
 GRAMMAR = """Answer with nothing (stay silent) or script lines separated by ';', e.g.
   [walk] <fridge> (12); [open] <fridge> (12); [grab] <apple> (31)
@@ -50,6 +50,19 @@ def _describe(info: dict[str, Any]) -> str:
     robot = info.get("robot", {})
     return (f"people: {people or 'none in view'}\nobjects: {objects or 'none in view'}\n"
             f"you are in room {robot.get('room')}, holding {robot.get('holding') or 'nothing'}")
+
+
+def complete_line(words: list[str], text: str) -> list[str]:
+    """Tab completions of ``text`` (the line since the last ``;``): the words that continue
+    its last token — at the start of the line or after a verb or an object (``[walk] <fr``
+    -> ``[walk] <fridge> (12)``), each returned as the whole completed text."""
+    starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == " "]
+    for start in starts:  # the longest tail first: "<fridge> (1" keeps its space
+        head, tail = text[:start], text[start:]
+        matches = [head + w for w in words if w.startswith(tail)]
+        if matches:
+            return matches
+    return []
 
 
 class HumanAgent:
@@ -84,7 +97,7 @@ class HumanAgent:
             return
 
         def complete(text: str, state: int) -> str | None:
-            matches = [w for w in self._words if w.startswith(text)]
+            matches = complete_line(self._words, text)
             return matches[state] if state < len(matches) else None
 
         readline.set_completer_delims(";")

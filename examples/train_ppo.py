@@ -7,9 +7,9 @@ The policy sees :class:`~mindhelper_env.wrappers.BagOfWordsObs` features and pic
 the :class:`~mindhelper_env.wrappers.CandidateActions` (``none`` or a program built from the
 visible candidates), masked to the programs that exist. Training episodes come from the
 env's episode pool (the first resets generate and cache them; later runs start warm).
-The score at the end (PIR/PSR/PIA/TA on the suite's first episodes) comes from
-:class:`~mindhelper_env.wrappers.PrecisionInterventionMetrics`, which sits under the action
-wrapper and so sees the programs sent.
+The score at the end (PHA, PHR, PSR, PIR, PIA and TA in percent on the suite's first
+episodes) is computed by :func:`mindhelper_env.metrics.compute_metrics` from the episodes'
+final records.
 """
 
 from __future__ import annotations
@@ -47,19 +47,34 @@ def main() -> None:
     model.learn(total_timesteps=args.timesteps)
     vec.close()
 
+    from mindhelper_env.metrics import as_percentages, compute_metrics
+
     env = make_env(metrics=True)
     masks = env.get_wrapper_attr("action_masks")
+    records, references = [], {}
     for index in range(args.eval_episodes):
         obs, _ = env.reset(seed=index, options={"suite": args.suite, "index": index})
         done = False
         while not done:
             action, _ = model.predict(obs, action_masks=masks(), deterministic=True)
-            obs, _, terminated, truncated, _ = env.step(int(action))
+            obs, _, terminated, truncated, info = env.step(int(action))
             done = terminated or truncated
-    scores = env.get_wrapper_attr("metrics")()
-    print({k: scores[k] for k in ("episodes", "PIR", "PSR", "PIA", "TA", "false_alarm_rate")})
+        record = info["episode_record"]
+        records.append(record)
+        references[record["episode_id"]] = {**record["reference"],
+                                            "episode_id": record["episode_id"]}
     env.close()
+    # the benchmark's metrics, in percent: PHA = (PHR + PSR) / 2 is the headline
+    scores = as_percentages(compute_metrics(records, references))
+    print(", ".join(f"{k} {scores[k]:.1f}" if scores.get(k) is not None else f"{k} n/a"
+                    for k in ("PHA", "PHR", "PSR", "PIR", "PIA", "TA"))
+          + f"  (percent, {len(records)} episodes of {args.suite})")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ModuleNotFoundError as exc:  # one line naming the extra, not a traceback
+        raise SystemExit(f"train_ppo.py needs the rl extra ({exc.name} is missing): "
+                         "pip install torch==2.13.0 && pip install 'mindhelper-env[rl]'"
+                         ) from None

@@ -26,7 +26,7 @@ from mindhelper_env.agents import AGENTS, register_agent
 from mindhelper_env.agents.simple import SilentAgent
 from mindhelper_env.cli import main
 from mindhelper_env.evaluation import result_file_name
-from mindhelper_env.runner_safety import LOCK_FILE, OutputLock, agent_file_stem, cpu_count
+from mindhelper_env.evaluation.safety import LOCK_FILE, OutputLock, agent_file_stem, cpu_count
 from mindhelper_env.scenarios.suites import suite_info, suite_names
 
 DEV = next((n for n in suite_names() if "dev" in n), suite_names()[0])

@@ -6,8 +6,8 @@ import json
 import re
 
 from mindhelper_env.agents.human import HumanAgent, candidate_words
+from mindhelper_env.cli.play_session import play
 from mindhelper_env.metrics import compute_metrics
-from mindhelper_env.play import play
 from mindhelper_env.scenarios import suites as S
 
 DEV = "vh-dev-v2"

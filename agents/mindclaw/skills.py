@@ -8,7 +8,7 @@ threshold act as deterministic matchers in the Trigger; every other cue goes to 
 policy (which asks for ``reasoning_run``).
 
 **Mining** (:func:`mine_skills`) works offline on rollouts of training episodes
-(:func:`collect_rollouts`): MindClaw plays each episode with skills switched off, so every
+(:func:`mindhelper_env.cli.mine_skills.collect_rollouts`): MindClaw plays each episode with skills switched off, so every
 cue is reasoned about, and records per cue its signature and what the reasoning decided
 (``action_run`` when it found the person blocked, else ``noop``), together with whether the
 rollout was *successful* (a help episode helped precisely, a silent one left alone). For
@@ -16,25 +16,25 @@ each signature and operation, confidence is the number of times the operation wa
 successful rollouts divided by all occurrences of the signature (in successful and failed
 rollouts); a skill is kept when its support is at least ``min_support`` and its confidence
 at least ``min_confidence``. The shipped ``skills.json`` was mined this way from training
-seeds (see its ``source``); ``python -m mindhelper_env.agents.mindclaw.skills`` re-mines it
-(all generalisations of a signature that keep the cue kind are candidates; see
-:func:`mine_skills`).
+seeds (see its ``source``); ``mindhelper mine-skills`` re-mines it (the rollouts and the command
+live in :mod:`mindhelper_env.cli.mine_skills`, above the evaluation layer whose training
+episodes they use; all generalisations of a signature that keep the cue kind are candidates;
+see :func:`mine_skills`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Skill", "SkillBook", "CueOutcome", "mine_skills", "collect_rollouts",
-           "default_skills", "SKILLS_FILE", "SIGNATURE_KEYS"]
+__all__ = ["Skill", "SkillBook", "CueOutcome", "mine_skills", "default_skills", "SKILLS_FILE",
+           "SIGNATURE_KEYS"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,67 +182,3 @@ def mine_skills(outcomes: Iterable[CueOutcome], *, min_support: int = 20,
             name = op + ":" + ",".join(f"{k}={v}" for k, v in pat)
             found.append(Skill(name, when, op, round(conf, 4), total))
     return SkillBook(found, min_confidence, dict(source or {}))
-
-
-def collect_rollouts(specs: Sequence[Mapping[str, Any]]) -> list[CueOutcome]:
-    """Play symbolic MindClaw with skills off on each spec; return the reasoned cues."""
-    import gymnasium as gym
-
-    import mindhelper_env  # noqa: F401  (registers the env)
-    from mindhelper_env.agents.mindclaw.agent import MindClawAgent
-    from mindhelper_env.metrics import episode_outcome
-
-    env = gym.make("MindHelper-VirtualHome-v0")
-    agent = MindClawAgent(skills=SkillBook())
-    out: list[CueOutcome] = []
-    try:
-        for spec in specs:
-            obs, info = env.reset(options={"episode": dict(spec)})
-            agent.reset()
-            while True:
-                obs, _, term, trunc, info = env.step(agent.act(obs, info))
-                if term or trunc:
-                    break
-            record = info["episode_record"]
-            ref = {**record["reference"], "episode_id": record["episode_id"]}
-            res = episode_outcome(record, ref)
-            if ref["needs_intervention"]:
-                success = bool(res["helpful_precise"])
-            else:
-                success = not bool(res["intervened"])
-            for w in agent.trace:
-                for r in w.get("reasoning", []):
-                    op = "action_run" if r.get("blocked") else "noop"
-                    out.append(CueOutcome(dict(r["signature"]), op, success))
-    finally:
-        env.close()
-    return out
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Re-mine the shipped skills file from training episodes."""
-    from mindhelper_env.validity import training_episodes
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--episodes", type=int, default=600)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--min-support", type=int, default=20)
-    ap.add_argument("--min-confidence", type=float, default=0.97)
-    ap.add_argument("--out", default=str(Path(__file__).with_name(SKILLS_FILE)))
-    args = ap.parse_args(argv)
-    specs = training_episodes(args.episodes, args.seed)
-    outcomes = collect_rollouts(specs)
-    book = mine_skills(outcomes, min_support=args.min_support,
-                       min_confidence=args.min_confidence,
-                       source={"episodes": args.episodes, "seed": args.seed,
-                               "cues": len(outcomes),
-                               "episodes_from": "mindhelper_env.validity.training_episodes",
-                               "min_support": args.min_support})
-    book.save(args.out)
-    logger.info("mined %d skills from %d cues into %s", len(book.skills), len(outcomes), args.out)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    logging.basicConfig(level=logging.INFO)
-    raise SystemExit(main())

@@ -25,7 +25,7 @@ class MindHelperTDWEnv(MindHelperEnv):
 
     Needs the ``tdw`` extra (``pip install "mindhelper-env[tdw]"``); without it ``gym.make``
     raises ``ImportError`` saying so. Converted houses are cached under the package's cache
-    directory (``$MINDHELPER_CACHE_DIR``, see :mod:`mindhelper_env.scenarios.pool`).
+    directory (``$MINDHELPER_CACHE_DIR``, see :func:`mindhelper_env.paths.cache_dir`).
 
     ## Arguments
 

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.backends.symbolic import ROBOT_ID
+from mindhelper_env.paths import cache_dir
 from mindhelper_env.scenarios.generator import generate_episode
 from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION
 from mindhelper_env.world.world import World
@@ -52,17 +53,6 @@ logger = logging.getLogger(__name__)
 #: Default number of distinct sampled training episodes per env configuration.
 DEFAULT_POOL_SIZE = 4096
 _POOL_FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """``$MINDHELPER_CACHE_DIR``, else ``$XDG_CACHE_HOME/mindhelper-env``, else
-    ``~/.cache/mindhelper-env``."""
-    explicit = os.environ.get("MINDHELPER_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "mindhelper-env"
 
 
 @dataclass(frozen=True)

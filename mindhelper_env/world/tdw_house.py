@@ -75,7 +75,7 @@ least furnished wall of the kitchen (else the living room, else the most furnish
 no gravity) so that its top board is at 1.8 m.
 
 Converted houses are cached as JSON in ``<cache dir>/tdw-houses`` (cache dir: see
-:func:`mindhelper_env.scenarios.pool.cache_dir`), one file per ``tdw`` version and
+:func:`mindhelper_env.paths.cache_dir`), one file per ``tdw`` version and
 :data:`CONVERTER_VERSION`; an unreadable file is rebuilt; files are written atomically.
 """
 
@@ -691,7 +691,7 @@ def convert_tdw_houses(data: dict[str, Any] | None = None) -> dict[str, dict[str
 # ---------------------------------------------------------------------------------- cache
 def _cache_file(cache_dir: str | os.PathLike[str] | None) -> Path:
     if cache_dir is None:
-        from mindhelper_env.scenarios.pool import cache_dir as base
+        from mindhelper_env.paths import cache_dir as base
 
         root = base() / "tdw-houses"
     else:

@@ -57,6 +57,13 @@ def play(
 
     say = output_fn or print
     options = {"suite": suite, "index": index} if suite is not None else None
+    if suite is not None:  # a bad suite or index fails before the banner
+        from mindhelper_env.evaluation import suite_episode_ids
+
+        n = len(suite_episode_ids(suite))
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
+            raise ValueError(f"episode index {index!r} is out of range for {suite} "
+                             f"(0..{n - 1})")
     env = gym.make(DEFAULT_ENV_ID, **(env_kwargs or {}))
     try:
         say(GRAMMAR)

@@ -1,0 +1,224 @@
+"""``mindhelper evaluate``: run agents on a suite and write result records."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from mindhelper_env.cli.base import (
+    EXIT_MODEL_FAILED,
+    EXIT_OK,
+    MAX_WINDOW_TICKS,
+    CLIError,
+    agent_list,
+    agent_option,
+    console,
+    flag,
+    int_between,
+    path_arg,
+    positive_int,
+    window_kwargs,
+)
+from mindhelper_env.cli.tables import FORMATS, model_warnings, print_efficiency, print_results
+from mindhelper_env.evaluation.settings import (
+    BACKENDS,
+    MAX_SEED,
+    MAX_TRIALS,
+    MAX_VIDEOS,
+    MAX_WORKERS,
+)
+
+#: Agents that take a ``model`` spec (``--model`` applies to them).
+MODEL_AGENTS = ("direct-vlm", "mindclaw", "learned-trigger")
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    ev = sub.add_parser("evaluate", parents=[common],
+                        help="run agents on a suite and write result records")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v2")
+    ev.add_argument("--agents", required=True, type=agent_list,
+                    help="comma-separated agent names, e.g. silent,random,oracle")
+    ev.add_argument("--out", required=True, type=path_arg,
+                    help="output directory (locked while the run writes to it)")
+    ev.add_argument("--workers", type=int_between(1, MAX_WORKERS), default=1,
+                    help="worker processes, at most the number of CPUs (default 1; results "
+                         "do not depend on it); with --backend ray, the CPUs of a local Ray")
+    ev.add_argument("--force-workers", action="store_true",
+                    help="allow more --workers than CPUs")
+    ev.add_argument("--backend", choices=BACKENDS, default="local",
+                    help="local process pool (default) or ray (needs the ray extra)")
+    ev.add_argument("--address", default=None,
+                    help="with --backend ray: address of a running Ray cluster (e.g. auto); "
+                         "default: start a local Ray")
+    ev.add_argument("--resume", action="store_true",
+                    help="keep finished episodes in --out (each rechecked) and run only the "
+                         "missing ones; refuses a folder whose run.json is missing or differs")
+    ev.add_argument("--overwrite", action="store_true",
+                    help="replace the results already in --out (without it, a folder that "
+                         "holds results needs --resume)")
+    ev.add_argument("--trials", type=int_between(1, MAX_TRIALS), default=1, metavar="K",
+                    help="play every episode K times with different agent seeds (default 1); "
+                         "the tables add the mean, a 95%% interval and PHR's pass^k")
+    ev.add_argument("--limit", type=positive_int, default=None,
+                    help="run only the first N episodes of the suite")
+    ev.add_argument("--window-ticks", type=int_between(1, MAX_WINDOW_TICKS), default=None,
+                    help="ticks per observation window (env default: 3)")
+    ev.add_argument("--seed", type=int_between(0, MAX_SEED), default=0,
+                    help="base seed: episode i is played with seed + i (default 0)")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    ev.add_argument("--no-timing", action="store_true",
+                    help="record usage.seconds as 0 (byte-reproducible result files)")
+    ev.add_argument("--videos", type=int_between(0, MAX_VIDEOS), default=0, metavar="K",
+                    help="also save a GIF and a timeline PNG of the first K episodes per agent "
+                         "in OUT/videos (needs the video extra)")
+    ev.add_argument("--strict", action="store_true",
+                    help="exit with code 3 when most of an agent's model calls failed")
+    ev.add_argument("--format", choices=FORMATS, default="rich", dest="format",
+                    help="rich tables (default), markdown, csv or json")
+    ev.add_argument("--json", action="store_const", const="json", dest="format",
+                    help="print {agent: {metric: percentage}} (same as --format json)")
+    ev.add_argument("--model", default=None, metavar="SPEC",
+                    help="model for the model-backed agents (direct-vlm, mindclaw): "
+                         "openai:MODEL[@URL], hf:NAME_OR_PATH, replay:FILE")
+    ev.add_argument("--agent", action="append", default=[], type=agent_option,
+                    metavar="NAME:KEY=VALUE",
+                    help="options of one agent, e.g. --agent mindclaw:model=openai:m@http://"
+                         "127.0.0.1:8000/v1 (repeatable)")
+    ev.add_argument("--record", type=path_arg, default=None, metavar="FILE",
+                    help="record every model request and answer to this cassette")
+    ev.add_argument("--replay", type=path_arg, default=None, metavar="FILE",
+                    help="answer model requests from this cassette (no server, no cost)")
+    ev.set_defaults(func=run)
+
+
+def agent_kwargs_of(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Per-agent options from --model, --agent, --record and --replay (checked here)."""
+    if args.record is not None and args.replay is not None:
+        raise CLIError("arguments --record and --replay: give one of them, not both")
+    out: dict[str, dict[str, Any]] = {}
+    for name, opts in args.agent:
+        if name not in args.agents:
+            raise CLIError(f"argument --agent: {name!r} is not in --agents "
+                           f"({', '.join(args.agents)})")
+        out.setdefault(name, {}).update(opts)
+    from mindhelper_env.agents.hedge import split_prefix_suffix
+
+    wants_model = [a for a in args.agents if split_prefix_suffix(a)[0] in MODEL_AGENTS]
+    if args.model is not None:
+        if not args.model.strip():
+            raise CLIError("argument --model: expected a model spec, got an empty string")
+        if not wants_model:
+            raise CLIError(f"argument --model: none of --agents takes a model "
+                           f"({', '.join(MODEL_AGENTS)} do)")
+        for a in wants_model:
+            out.setdefault(a, {}).setdefault("model", args.model)
+    for a in wants_model:
+        spec = out.get(a, {}).get("model")
+        if args.replay is not None:
+            out.setdefault(a, {})["model"] = f"replay:{args.replay}"
+        elif args.record is not None:
+            if spec is None:
+                raise CLIError(f"argument --record: agent {a!r} has no --model to record")
+            out[a]["model"] = f"record:{args.record}={spec}"
+    if (args.record or args.replay) and not wants_model:
+        raise CLIError("arguments --record/--replay: none of --agents uses a model")
+    if "model" in str(out):
+        from mindhelper_env.models import parse_spec
+
+        for a, opts in out.items():
+            if isinstance(opts.get("model"), str):
+                try:
+                    parse_spec(opts["model"])
+                except ValueError as err:
+                    raise CLIError(f"argument --model/--agent ({a}): {err}") from None
+    return out
+
+
+
+def _put_cwd_on_path(agents: list[str]) -> None:
+    """``module:Class`` agents are looked up from the current folder too (as ``python -m``
+    does), so ``--agents mypkg.agents:MyAgent`` works without ``PYTHONPATH=.``."""
+    if any(":" in a for a in agents):
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.insert(0, cwd)  # worker processes (spawn, Ray) inherit sys.path
+
+
+def run(args: argparse.Namespace) -> int:
+    from mindhelper_env.evaluation import EvalSettings, evaluate
+    from mindhelper_env.evaluation.safety import cpu_count
+    from mindhelper_env.evaluation.settings import (
+        NEEDS_MODEL,
+        agents_without_model,
+        check_agents,
+        check_extras,
+        check_suite,
+    )
+
+    _put_cwd_on_path(args.agents)
+    flag("--suite", check_suite, args.suite)
+    flag("--agents", check_agents, args.agents)
+    cpus = cpu_count()
+    if args.workers > cpus and not args.force_workers and args.address is None:
+        raise CLIError(f"argument --workers: {args.workers} exceeds the {cpus} CPUs available "
+                       "(more workers than CPUs only slow the run down; add --force-workers "
+                       "to insist)")
+    if args.address is not None:
+        if args.backend != "ray":
+            raise CLIError("argument --address: only used with --backend ray")
+        if not args.address.strip():
+            raise CLIError("argument --address: expected a Ray address, got an empty string")
+    if args.out.exists() and not args.out.is_dir():
+        raise CLIError(f"argument --out: {args.out} exists and is not a directory")
+    if args.resume and args.overwrite:
+        raise CLIError("arguments --resume and --overwrite: give one of them, not both")
+    agent_kwargs = agent_kwargs_of(args)
+    missing = agents_without_model(args.agents, agent_kwargs)
+    if missing:
+        raise CLIError(f"argument --agents: {missing[0]} needs a model: add --model SPEC "
+                       "(e.g. --model openai:MODEL@http://127.0.0.1:8000/v1, or hf:NAME_OR_PATH), "
+                       f"--agent {missing[0]}:model=SPEC, or set $MINDHELPER_MODEL "
+                       f"({', '.join(NEEDS_MODEL)} cannot run without one)")
+    settings = EvalSettings(
+        args.suite,
+        args.agents,
+        args.out,
+        agent_kwargs=agent_kwargs,
+        workers=args.workers,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        limit=args.limit,
+        env_kwargs=window_kwargs(args.window_ticks),
+        progress=not args.no_progress,
+        seed=args.seed,
+        timing=not args.no_timing,
+        trials=args.trials,
+        plots=not args.no_plots,
+        videos=args.videos,
+        force_workers=args.force_workers or args.address is not None,
+        backend=args.backend,
+        address=args.address,
+    )
+    try:
+        check_extras(settings)
+    except ImportError as exc:
+        raise CLIError(str(exc)) from None
+    if args.resume and not (args.out / "run.json").is_file():
+        raise CLIError(f"argument --resume: {args.out / 'run.json'}: missing, so there is no "
+                       f"run in {args.out} to resume (drop --resume to start one)")
+    summary = evaluate(settings)
+    failed = model_warnings(summary.get("models"))
+    code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
+    print_results(args.format, f"{args.suite}: {args.out}", summary)
+    if args.format != "rich":
+        return code
+    print_efficiency(summary["metrics"], summary.get("models"))
+    extras = ", ".join(summary.get("plots") or [])
+    console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
+                    + (f", {extras}" if extras else "")
+                    + f"  ({summary['played']} episodes played in "
+                      f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
+    return code

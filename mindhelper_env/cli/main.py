@@ -1,0 +1,199 @@
+"""The ``mindhelper`` command.
+
+::
+
+    mindhelper evaluate --suite vh-dev-v2 --agents silent,random,oracle --out runs/dev
+    mindhelper score runs/dev/*.jsonl --suite vh-dev-v2 [--format markdown|csv|json]
+    mindhelper suite export vh-dev-v2 data/vh-dev-v2
+    mindhelper suite validate data/vh-dev-v2
+    mindhelper list
+    mindhelper train-trigger --algo maskable-ppo --timesteps 200000 --envs 2 --out runs/trigger
+    mindhelper mine-skills
+
+Bad input (a corrupt or truncated result file, records of another suite, unknown agents or
+suites, a tampered suite directory ...) ends with one line on stderr,
+``mindhelper: error: <file>:<line>: <reason>`` where a file is at fault, and exit code 2.
+Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
+130 an interrupt (Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked
+before ``evaluate`` touches its output folder, and errors name the flag.
+
+**Adding a subcommand**: write a module in this package with ``register(sub, common)``
+(``sub.add_parser(NAME, parents=[common], ...)``, then ``set_defaults(func=run)`` where
+``run(args) -> int``) and add it to :data:`COMMANDS`, one line. Raise
+:class:`~mindhelper_env.cli.base.CLIError` (or ``ValueError``) for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from mindhelper_env.cli import (
+    evaluate,
+    listing,
+    mine_skills,
+    play,
+    render,
+    score,
+    suite,
+    train_trigger,
+)
+from mindhelper_env.cli.base import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPT,
+    EXIT_USAGE,
+    LOG_LEVELS,
+    PROG,
+    CLIError,
+    Parser,
+)
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+logger = logging.getLogger("mindhelper_env.cli")
+
+#: The subcommands, in ``--help`` order: modules with ``register(sub, common)``.
+COMMANDS: tuple[Any, ...] = (
+    evaluate,
+    score,
+    suite,
+    render,
+    play,
+    train_trigger,
+    listing,
+    mine_skills,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``mindhelper`` command."""
+    from mindhelper_env import __version__
+
+    parser = Parser(prog=PROG, description="MindHelper-Env: evaluate robot helpers on "
+                    "closed-loop precision intervention, score results, manage suites.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
+                        help="logging verbosity on stderr (default: warning)")
+    # Also accepted after the command (``mindhelper evaluate ... --log-level info``).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS,
+                        help="logging verbosity on stderr (default: warning)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for command in COMMANDS:
+        command.register(sub, common)
+    return parser
+
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at emit time (captured streams in tests)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def _setup_logging(level_name: str) -> None:
+    level = getattr(logging, level_name.upper())
+    pkg = logging.getLogger("mindhelper_env")
+    for h in list(pkg.handlers):
+        if isinstance(h, _StderrHandler):
+            pkg.removeHandler(h)
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter(f"{PROG}: %(levelname)s: %(message)s"))
+    pkg.addHandler(handler)
+    pkg.setLevel(level)
+    pkg.propagate = False
+
+
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split())
+
+
+def _error(message: str, code: int) -> int:
+    sys.stderr.write(f"{PROG}: error: {_one_line(message)}\n")
+    sys.stderr.flush()
+    return code
+
+
+def _interrupted(exc: BaseException, console: bool) -> int:
+    from mindhelper_env.evaluation.safety import Terminated
+
+    if console:
+        # The process is about to exit: a second Ctrl-C/SIGTERM must not print a traceback
+        # from interpreter shutdown.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                signal.signal(sig, signal.SIG_IGN)
+            except (ValueError, OSError):  # pragma: no cover - not the main thread
+                pass
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    return _error(f"{what}; finished episodes are saved (rerun evaluate with --resume to "
+                  "continue)", EXIT_INTERRUPT)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``mindhelper`` command with ``argv`` (default ``sys.argv[1:]``); return the
+    exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted by Ctrl-C or SIGTERM)."""
+    console = argv is None
+    try:
+        return _main(argv)
+    except KeyboardInterrupt as exc:  # also while parsing, logging or reporting an error
+        return _interrupted(exc, console)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from mindhelper_env.evaluation.safety import sigterm_as_interrupt
+
+    with sigterm_as_interrupt():
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv) if argv is not None else None)
+    except CLIError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except SystemExit as exc:  # --help / --version
+        return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
+    _setup_logging(args.log_level)
+    func = getattr(args, "func", None)
+    if func is None:
+        sub = getattr(args, "_subparser", parser)
+        sub.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(func(args))
+    except CLIError as exc:
+        return _error(str(exc), EXIT_USAGE)
+    except ValueError as exc:
+        logger.debug("bad input", exc_info=True)
+        return _error(str(exc), EXIT_USAGE)
+    except ImportError as exc:  # the messages of our checks name the extra to install
+        return _error(str(exc) if "extra" in str(exc) or "pip install" in str(exc)
+                      else f"{exc} (a package is missing: install the extra that provides it, "
+                      "see the README's install section)", EXIT_USAGE)
+    except OSError as exc:
+        logger.debug("I/O error", exc_info=True)
+        where = exc.filename if exc.filename is not None else ""
+        reason = exc.strerror or str(exc)
+        return _error(f"{where}: {reason}" if where else reason, EXIT_USAGE)
+    except RecursionError:
+        logger.debug("recursion", exc_info=True)
+        return _error("input nested too deeply", EXIT_USAGE)
+    except Exception as exc:  # an internal bug: one line, traceback with --log-level debug
+        logger.debug("internal error", exc_info=True)
+        return _error(f"internal error: {type(exc).__name__}: {exc} "
+                      "(rerun with --log-level debug for the traceback)", EXIT_INTERNAL)

@@ -1,0 +1,48 @@
+"""``mindhelper play``: be the robot yourself at the terminal; recorded and scored
+(:mod:`mindhelper_env.cli.play_session`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from mindhelper_env.cli.base import (
+    EXIT_OK,
+    MAX_WINDOW_TICKS,
+    CLIError,
+    flag,
+    int_between,
+    integer,
+    path_arg,
+    window_kwargs,
+)
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    pl = sub.add_parser("play", parents=[common],
+                        help="be the robot yourself at the terminal; recorded and scored")
+    pl.add_argument("--suite", default="vh-dev-v2", help="suite (default vh-dev-v2)")
+    pl.add_argument("--index", type=integer, default=0, help="episode index (default 0)")
+    pl.add_argument("--out", type=path_arg, default=Path("runs/play"),
+                    help="folder for human.jsonl (default runs/play)")
+    pl.add_argument("--window-ticks", type=int_between(1, MAX_WINDOW_TICKS), default=None,
+                    help="ticks per observation window (env default: 3)")
+    pl.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mindhelper_env.cli.play_session import play
+    from mindhelper_env.evaluation import check_suite, suite_episode_ids
+
+    flag("--suite", check_suite, args.suite)
+    n = len(suite_episode_ids(args.suite))
+    if not 0 <= args.index < n:  # before the banner
+        raise CLIError(f"argument --index: episode index {args.index} is out of range for "
+                       f"{args.suite} (0..{n - 1})")
+    try:
+        play(suite=args.suite, index=args.index, out_dir=args.out,
+             env_kwargs=window_kwargs(args.window_ticks))
+    except ValueError as err:
+        raise CLIError(f"argument --index: {err}") from None
+    return EXIT_OK

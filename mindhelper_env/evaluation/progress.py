@@ -1,0 +1,57 @@
+"""The progress bar of an evaluation run (episodes done, rate, ETA) on stderr."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Progress"]
+
+
+
+class Progress:
+    """A rich progress bar (episodes done, rate, ETA), or nothing."""
+
+    def __init__(self, enabled: bool, description: str, total: int, completed: int) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            ProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.text import Text
+
+        class _Rate(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                speed = task.finished_speed or task.speed
+                return Text("-- ep/s" if speed is None else f"{speed:.1f} ep/s")
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("episodes"),
+            _Rate(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(description, total=total, completed=completed)
+
+    def advance(self, n: int = 1) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, n)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

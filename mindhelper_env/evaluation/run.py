@@ -1,0 +1,387 @@
+"""``evaluate``: every agent on every episode of a suite, one JSON line each (see
+:mod:`mindhelper_env.evaluation` for the records, the files and the safety rules)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mindhelper_env.evaluation import safety
+from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID
+from mindhelper_env.evaluation.progress import Progress
+from mindhelper_env.evaluation.results import (
+    append_line,
+    load_existing,
+    result_file_name,
+    rewrite_sorted,
+    strict_json,
+)
+from mindhelper_env.evaluation.runners import Job, LocalRunner, Runner, freeze
+from mindhelper_env.evaluation.settings import (
+    EvalSettings,
+    agent_modules,
+    settings_diff,
+    suite_episode_ids,
+    suite_reference,
+)
+from mindhelper_env.evaluation.summary import summarize, summarize_trials
+
+__all__ = ["evaluate", "write_videos", "RUN_FILE", "SUMMARY_FILE"]
+
+logger = logging.getLogger("mindhelper_env.evaluation")
+
+RUN_FILE = "run.json"
+SUMMARY_FILE = "summary.json"
+PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png")
+VIDEO_DIR = "videos"
+
+
+def make_runner(backend: str, workers: int, address: str | None) -> Runner:
+    """The :class:`~mindhelper_env.evaluation.runners.Runner` of ``backend``: ``"local"``
+    (this process or a process pool) or ``"ray"``."""
+    if backend == "ray":
+        from mindhelper_env.evaluation.ray_runner import RayRunner
+
+        return RayRunner(workers, address)
+    return LocalRunner(workers)
+
+
+def holds_results(out: Path) -> list[str]:
+    """What in ``out`` an earlier run wrote (``run.json``, result files, ``summary.json``)."""
+    if not out.is_dir():
+        return []
+    names = [RUN_FILE, SUMMARY_FILE]
+    found = [n for n in names if (out / n).exists()]
+    found += sorted(p.name for p in out.glob("*.jsonl") if p.is_file())
+    return found
+
+
+def _prepare_run_file(out: Path, settings: Mapping[str, Any], resume: bool,
+                      agent_files: Sequence[Path], *, write: bool = True) -> None:
+    """On resume, check ``run.json`` against ``settings``; then (with ``write``) (re)write
+    it atomically."""
+    run_path = out / RUN_FILE
+    if resume:
+        existing = [p for p in agent_files if p.exists()]
+        if run_path.exists():
+            try:
+                previous = strict_json(run_path.read_bytes().decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise ValueError(f"{run_path}:1: invalid JSON ({exc}); cannot resume") from None
+            diff = settings_diff(previous, settings)
+            if diff:
+                raise ValueError(f"{run_path}:1: cannot resume with different settings "
+                                 f"({'; '.join(diff)}); rerun with the same settings or use a "
+                                 "new output directory")
+        elif existing:
+            raise ValueError(f"{run_path}: missing, so the settings of the results in {out} "
+                             f"(e.g. {existing[0].name}) are unknown; cannot resume (use a new "
+                             "output directory)")
+        else:
+            raise ValueError(f"{run_path}: missing, so there is no run in {out} to resume "
+                             "(drop --resume / resume=True to start one)")
+    if not write:
+        return
+    safety.atomic_write_bytes(
+        run_path, (json.dumps(settings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def _remove_stale_temporaries(out: Path) -> None:
+    """Temporary files and plot folders a killed run left in ``out`` (we hold the lock, so
+    no other run is writing them)."""
+    import shutil
+
+    for path in out.glob(".*"):
+        if path.is_symlink():
+            continue
+        if path.is_file() and path.name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        elif path.is_dir() and path.name.startswith(".plots-"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _write_plots_atomic(metrics: Mapping[str, Any], out: Path) -> list[str]:
+    """Plots go to a private temporary folder, then each is renamed into ``out``."""
+    import shutil
+    import tempfile
+
+    from mindhelper_env.plots import write_plots
+
+    tmp = Path(tempfile.mkdtemp(prefix=".plots-", dir=out))
+    try:
+        names = []
+        for path in write_plots(metrics, tmp):
+            os.replace(path, out / path.name)
+            names.append(path.name)
+        return names
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def evaluate(
+    suite: str | EvalSettings,
+    agents: Sequence[str] | str | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Run every agent on the first ``limit`` (default: all) episodes of ``suite``.
+
+    Call it with one :class:`~mindhelper_env.evaluation.settings.EvalSettings`
+    (``evaluate(EvalSettings("vh-dev-v2", ["oracle"], "runs/dev", workers=2))``) or, as
+    before the settings object existed, with its fields as arguments
+    (``evaluate("vh-dev-v2", ["oracle"], "runs/dev", workers=2)``: a thin shim that builds
+    the settings). ``on_record(record)`` is called as each record is written.
+
+    Writes ``<out_dir>/<agent>.jsonl`` (one result record per episode and trial, appended
+    and ``fsync``-ed as it finishes, finally sorted by index and trial; the file name is
+    :func:`~mindhelper_env.evaluation.results.result_file_name`, the record keeps the
+    agent's name), ``run.json`` (:meth:`EvalSettings.run_record`, checked on resume),
+    ``summary.json`` (see :func:`~mindhelper_env.evaluation.summary.summarize`, plus run
+    facts) and PNG plots (:func:`mindhelper_env.plots.write_plots`; skipped with a warning
+    when matplotlib is not installed, or with ``plots=False``). Returns the summary.
+
+    Safety: every setting is checked (:meth:`EvalSettings.check`: suite, agents and their
+    models, the extras the run needs) before any file is touched; the folder is locked
+    (:class:`mindhelper_env.evaluation.safety.OutputLock`: a second run into it fails at once
+    naming the holder); every file is replaced atomically and symbolic links in the folder
+    are refused, never followed. SIGTERM is handled like Ctrl-C (``KeyboardInterrupt``);
+    worker processes die with this process and are killed on an interrupt, so the records
+    written so far stay and ``resume=True`` continues.
+
+    ``workers > 1`` plays episodes in a local ``spawn`` process pool (at most the number of
+    CPUs unless ``force_workers``); ``backend="ray"`` plays them as Ray tasks instead
+    (:mod:`mindhelper_env.evaluation.ray_runner`; ``address`` of an existing cluster, else a
+    local one with ``workers`` CPUs). The records are the same in every case. ``resume=True``
+    keeps the finished records of a previous run in ``out_dir`` (dropping a truncated last
+    line; every kept record is revalidated) and plays only the missing episodes; it refuses
+    a folder whose ``run.json`` is missing or holds different settings. A folder that
+    already holds results (``run.json``, ``summary.json`` or ``*.jsonl``) needs ``resume``
+    or ``overwrite=True``. Episode ``i`` is reset with seed ``seed + i`` (the agent too; in
+    trial ``t > 0`` the agent gets :func:`~mindhelper_env.evaluation.settings.trial_seed`).
+    ``env_kwargs`` go to ``gym.make`` (e.g. ``window_ticks``), ``agent_kwargs[name]`` to the
+    agent factory (``env`` is always passed).
+
+    ``trials=K`` plays every episode ``K`` times; records carry ``trial`` (absent when
+    ``K == 1``, so one-trial records are unchanged) and the summary adds ``trials``
+    (:func:`~mindhelper_env.evaluation.summary.summarize_trials`: mean and 95 % interval
+    over trials, pass^k for PHR).
+
+    ``videos=K`` also writes, for the first ``K`` episodes of each agent, a GIF and a timeline
+    PNG to ``<out_dir>/videos/`` (:func:`write_videos`; needs the ``video`` extra).
+
+    Raises ``ValueError`` for an unknown suite or agent, bad arguments, a locked folder, or
+    (on resume) a corrupt result file or different settings, with a
+    ``"<file>:<line>: <reason>"`` message where a file is at fault; ``ImportError`` naming a
+    missing extra.
+    """
+    if isinstance(suite, EvalSettings):
+        if agents is not None or out_dir is not None or options:
+            raise TypeError("evaluate(settings) takes no other settings; use "
+                            "settings.replace(...)")
+        settings = suite
+    else:
+        if agents is None or out_dir is None:
+            raise TypeError("evaluate() needs suite, agents and out_dir (or one EvalSettings)")
+        unknown = sorted(set(options) - set(EvalSettings.fields()))
+        if unknown:
+            raise TypeError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
+        settings = EvalSettings(suite, agents, out_dir, **options)
+    # 1. Every check before any file is touched.
+    settings.check()
+    agents = list(settings.agents)
+    job = Job(
+        suite=settings.suite,
+        env_id=settings.env_id,
+        env_kwargs=freeze(settings.env_kwargs),
+        agent_kwargs=tuple(sorted((a, freeze(kw))
+                                  for a, kw in (settings.agent_kwargs or {}).items())),
+        seed=int(settings.seed),
+        timing=bool(settings.timing),
+        modules=agent_modules(agents),
+        trials=int(settings.trials),
+    )
+    out = settings.out
+    if not settings.resume and not settings.overwrite:
+        found = holds_results(out)
+        if found:
+            raise ValueError(f"{out}: holds results of an earlier run ({', '.join(found[:4])}"
+                             f"{' ...' if len(found) > 4 else ''}); add --resume "
+                             "(resume=True) to continue it or --overwrite (overwrite=True) to "
+                             "replace it, or choose a new output directory")
+    if settings.resume:
+        run_path = out / RUN_FILE
+        if not run_path.is_file():
+            raise ValueError(f"{run_path}: missing, so there is no run in {out} to resume "
+                             "(drop --resume / resume=True to start one)")
+
+    # 2. One writer per folder; the runner (Ray, if used) ready before any file changes.
+    out.mkdir(parents=True, exist_ok=True)
+    lock = safety.OutputLock(out).acquire()
+    runner = make_runner(settings.backend, settings.workers, settings.address)
+    started = False
+    try:
+        with safety.sigterm_as_interrupt():
+            runner.start()
+            started = True
+            return _evaluate_locked(job, settings, runner, on_record)
+    finally:
+        if started:
+            runner.stop()
+        lock.release()
+
+
+def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
+                     on_record: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+    suite = job.suite
+    agents = list(settings.agents)
+    out = settings.out
+    trials = job.trials
+    files = {a: out / result_file_name(a) for a in agents}
+    run_record = settings.run_record()
+    ids = suite_episode_ids(suite)
+    n = len(ids) if settings.limit is None else min(settings.limit, len(ids))
+    resume = settings.resume
+    for path in [*files.values(), out / RUN_FILE, out / SUMMARY_FILE,
+                 *(out / name for name in PLOT_FILES), out / VIDEO_DIR]:
+        safety.refuse_symlink(path)
+    _remove_stale_temporaries(out)
+    _prepare_run_file(out, run_record, resume, list(files.values()), write=False)
+    if resume:  # check every kept record before changing anything
+        for agent in agents:
+            if files[agent].exists():
+                load_existing(files[agent], agent=agent, suite=suite, ids=ids, trials=trials,
+                              repair=False)
+    _prepare_run_file(out, run_record, resume, list(files.values()))
+    with contextlib.suppress(FileNotFoundError):
+        (out / SUMMARY_FILE).unlink()  # never leave a summary of other records behind
+
+    done: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
+    for agent in agents:
+        path = files[agent]
+        if resume and path.exists():
+            done[agent] = load_existing(path, agent=agent, suite=suite, ids=ids, trials=trials)
+        else:
+            safety.atomic_write_bytes(path, b"")
+            done[agent] = {}
+    tasks = [(a, i, t) for i in range(n) for t in range(trials) for a in agents
+             if (i, t) not in done[a]]
+    already = sum(1 for a in agents for (i, _t) in done[a] if i < n)
+    if resume:
+        logger.info("resuming: %d of %d episodes already done", already, already + len(tasks))
+
+    refs: dict[str, dict[str, Any]] = {}
+    t_start = time.perf_counter()
+    bar = Progress(settings.progress, suite, already + len(tasks), already)
+    handles = {a: safety.open_append(files[a]) for a in agents}
+    batches = runner.batches(job, tasks)
+    try:
+        for batch in batches:
+            for rec, ref in batch:
+                append_line(handles[rec["agent"]], rec)
+                done[rec["agent"]][(int(rec["index"]), int(rec.get("trial", 0)))] = rec
+                refs[str(rec["episode_id"])] = ref
+                if on_record is not None:
+                    on_record(rec)
+            bar.advance(len(batch))
+    finally:
+        batches.close()  # stops the pool / Ray tasks / closes the env now
+        bar.close()
+        for fh in handles.values():
+            fh.close()
+    wall = time.perf_counter() - t_start
+
+    for agent in agents:
+        rewrite_sorted(files[agent], done[agent].values())
+
+    # References of resumed episodes (played ones came back with their records).
+    for agent in agents:
+        for (index, _trial), rec in done[agent].items():
+            if str(rec["episode_id"]) not in refs:
+                refs[str(rec["episode_id"])] = suite_reference(suite, index)
+    records_by_agent = {a: [done[a][k] for k in sorted(done[a])] for a in agents}
+    summary: dict[str, Any] = {
+        "suite": suite,
+        "suite_episodes": len(ids),
+        "episodes": {a: len(records_by_agent[a]) for a in agents},
+        "files": {a: files[a].name for a in agents},
+        "env_id": job.env_id,
+        "env_kwargs": run_record["env_kwargs"],
+        "seed": job.seed,
+        "workers": settings.workers,
+        "backend": settings.backend,
+        "played": len(tasks),
+        "wall_seconds": round(wall, 3),
+    }
+    if trials > 1:
+        summary.update(summarize_trials(records_by_agent, refs, trials))
+    else:
+        summary.update(summarize(records_by_agent, refs))
+    summary["plots"] = []
+    if settings.plots:
+        try:
+            summary["plots"] = _write_plots_atomic(summary["metrics"], out)
+        except ImportError as exc:
+            logger.warning("plots skipped: %s", exc)
+    summary["videos"] = []
+    if settings.videos:
+        summary["videos"] = [str(p.relative_to(out)) for p in write_videos(
+            suite, agents, out / VIDEO_DIR, min(settings.videos, n), env_id=job.env_id,
+            env_kwargs=run_record["env_kwargs"], seed=job.seed,
+            agent_kwargs=settings.agent_kwargs)]
+    safety.atomic_write_bytes(out / SUMMARY_FILE,
+                              (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
+    return summary
+
+
+def write_videos(
+    suite: str,
+    agents: Sequence[str],
+    out_dir: str | os.PathLike[str],
+    k: int,
+    *,
+    env_id: str = DEFAULT_ENV_ID,
+    env_kwargs: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+    ext: str = ".gif",
+    size: int = 256,
+) -> list[Path]:
+    """Replay the first ``k`` episodes of ``suite`` per agent and save videos and timelines.
+
+    Episodes are replayed with the same seeds as :func:`evaluate` (``seed + i``), so the video
+    shows the recorded episode. Files: ``<out_dir>/<agent>-<episode_id><ext>`` and
+    ``<agent>-<episode_id>-timeline.png`` (``<agent>`` made safe as in
+    :func:`result_file_name`).
+    """
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401
+    from mindhelper_env.agents import make_agent
+    from mindhelper_env.render.episode import record_episode, save_episode_media
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for name in agents:
+        stem = safety.agent_file_stem(name)
+        env = gym.make(env_id, **dict(env_kwargs or {}))
+        kwargs = dict((agent_kwargs or {}).get(name, {}))
+        kwargs.setdefault("env", env)
+        kwargs.setdefault("seed", seed)
+        agent = make_agent(name, **kwargs)
+        for i in range(k):
+            rec = record_episode(env, agent, seed=seed + i, size=size, agent_name=name,
+                                 options={"suite": suite, "index": i})
+            written.extend(save_episode_media(
+                rec, out / f"{stem}-{rec.record['episode_id']}{ext}"))
+        env.close()
+    return written

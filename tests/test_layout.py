@@ -1,0 +1,190 @@
+"""The package's layout: no import cycle, no import from a lower layer to a higher one, no
+module over 900 lines (docs/design.md, "Layers").
+
+The import graph is built from the source with ``ast``: every ``import`` and ``from ...
+import`` in a module counts, at module level and inside functions alike. An edge goes to the
+module named (``from pkg import mod`` to ``pkg.mod`` when that is a module, else to ``pkg``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Import name -> source folder (setuptools' package-dir in pyproject.toml).
+SOURCES = {"mindhelper_env": ROOT / "mindhelper_env",
+           "mindhelper_env.agents": ROOT / "agents",
+           "mindhelper_env.wrappers": ROOT / "wrappers"}
+MAX_LINES = 900
+
+#: Layers, lowest first; a module belongs to the layer of its longest matching prefix (the
+#: package root ``mindhelper_env`` only by its exact name). A module may import its own
+#: layer and the ones below.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # the root (registers the envs from a table), where files live, schemas and the names
+    # and types of the episode format (they import nothing of the package)
+    ("base", ("mindhelper_env", "mindhelper_env.paths", "mindhelper_env.schemas",
+              "mindhelper_env.scenarios.spec", "mindhelper_env.envs.registration")),
+    ("world", ("mindhelper_env.world",)),
+    ("actors", ("mindhelper_env.actors",)),
+    ("simulation", ("mindhelper_env.backends",)),
+    ("scenarios", ("mindhelper_env.scenarios",)),
+    ("scoring", ("mindhelper_env.metrics", "mindhelper_env.scenarios.trigger_labels")),
+    ("render", ("mindhelper_env.render",)),
+    ("envs", ("mindhelper_env.envs",)),
+    ("models", ("mindhelper_env.models",)),
+    ("agents", ("mindhelper_env.agents", "mindhelper_env.wrappers")),
+    ("evaluation", ("mindhelper_env.evaluation", "mindhelper_env.plots",
+                    "mindhelper_env.ray_backend")),
+    ("validity", ("mindhelper_env.validity",)),
+    # the Trigger env wraps MindClaw's engine and trains it: it sits above the agents (it
+    # moves next to MindClaw with trigger training, docs/design.md)
+    ("training", ("mindhelper_env.trigger_training", "mindhelper_env.envs.trigger")),
+    ("cli", ("mindhelper_env.cli",)),
+)
+
+
+def _modules() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for prefix, base in SOURCES.items():
+        for path in sorted(base.rglob("*.py")):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if prefix == "mindhelper_env" and parts and parts[0] in ("agents", "wrappers"):
+                continue
+            mods[".".join([prefix, *parts])] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _known(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):  # every level: module body, functions, classes
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _known(alias.name)
+                if target:
+                    out.add(target)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                target = (f"{module}.{alias.name}" if f"{module}.{alias.name}" in MODULES
+                          else _known(module))
+                if target:
+                    out.add(target)
+    out.discard(name)
+    return out
+
+
+GRAPH = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _layer(name: str) -> int:
+    best, rank = -1, None
+    for i, (_label, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            exact_only = prefix == "mindhelper_env"
+            hit = name == prefix or (not exact_only and name.startswith(prefix + "."))
+            if hit and len(prefix) > best:
+                best, rank = len(prefix), i
+    assert rank is not None, f"{name} is in no layer: add it to LAYERS and docs/design.md"
+    return rank
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(GRAPH):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(GRAPH[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(GRAPH[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    comp.append(top)
+                    if top == node:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_the_graph_sees_function_level_imports() -> None:
+    # evaluation.settings imports the agents registry only inside functions
+    assert "mindhelper_env.agents" in GRAPH["mindhelper_env.evaluation.settings"]
+    assert "mindhelper_env.paths" in GRAPH["mindhelper_env.world.tdw_house"]
+
+
+def test_no_import_cycle() -> None:
+    cycles = _cycles()
+    assert not cycles, "import cycles (module-level and function-level imports):\n" + \
+        "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    bad = [f"{a} ({LAYERS[_layer(a)][0]}) imports {b} ({LAYERS[_layer(b)][0]})"
+           for a in sorted(GRAPH) for b in sorted(GRAPH[a]) if _layer(b) > _layer(a)]
+    assert not bad, "imports against the layer order:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_is_at_most_900_lines(name: str) -> None:
+    n = len(MODULES[name].read_text(encoding="utf-8").splitlines())
+    assert n <= MAX_LINES, f"{MODULES[name].relative_to(ROOT)}: {n} lines (split it by concern)"
+
+
+def test_design_map_names_every_package() -> None:
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    folders = sorted({p.parent.relative_to(ROOT / "mindhelper_env").as_posix()
+                      for p in (ROOT / "mindhelper_env").rglob("__init__.py")} - {"."})
+    missing = [f for f in folders if f"{f}/" not in design]
+    assert not missing, f"docs/design.md's layout map lacks {missing}"
+    top = sorted(p.name for p in (ROOT / "mindhelper_env").glob("*.py")
+                 if p.name != "__init__.py")
+    missing = [f for f in top if f not in design]
+    assert not missing, f"docs/design.md's layout map lacks {missing}"
