@@ -210,13 +210,6 @@ def evaluate(
         trials=int(settings.trials),
     )
     out = settings.out
-    if not settings.resume and not settings.overwrite:
-        found = holds_results(out)
-        if found:
-            raise ValueError(f"{out}: holds results of an earlier run ({', '.join(found[:4])}"
-                             f"{' ...' if len(found) > 4 else ''}); add --resume "
-                             "(resume=True) to continue it or --overwrite (overwrite=True) to "
-                             "replace it, or choose a new output directory")
     if settings.resume:
         run_path = out / RUN_FILE
         if not run_path.is_file():
@@ -253,6 +246,13 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     for path in [*files.values(), out / RUN_FILE, out / SUMMARY_FILE,
                  *(out / name for name in PLOT_FILES), out / VIDEO_DIR]:
         safety.refuse_symlink(path)
+    if not resume and not settings.overwrite:  # under the lock, before any file changes
+        found = holds_results(out)
+        if found:
+            raise ValueError(f"{out}: holds results of an earlier run ({', '.join(found[:4])}"
+                             f"{' ...' if len(found) > 4 else ''}); add --resume "
+                             "(resume=True) to continue it or --overwrite (overwrite=True) to "
+                             "replace it, or choose a new output directory")
     _remove_stale_temporaries(out)
     _prepare_run_file(out, run_record, resume, list(files.values()), write=False)
     if resume:  # check every kept record before changing anything
