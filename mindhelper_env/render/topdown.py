@@ -31,244 +31,23 @@ from __future__ import annotations
 import logging
 import math
 from collections import OrderedDict
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from PIL import Image as PILImage
     from PIL import ImageFont
 
     from mindhelper_env.world.world import World
 
+from mindhelper_env.render import topdown_geometry as geo
+from mindhelper_env.render import topdown_style as st
+from mindhelper_env.render.topdown_style import CHARACTER_KINDS, ROBOT_COLOR, actor_labels
+
 __all__ = ["TopDownRenderer", "actor_labels", "CHARACTER_KINDS", "ROBOT_COLOR"]
 
 log = logging.getLogger(__name__)
-
-_INSTALL_HINT = "install the video extra: pip install 'mindhelper-env[video]'"
-
-#: Kinds of characters the renderer knows how to draw.
-CHARACTER_KINDS = ("adult", "child", "wheelchair", "robot")
-
-#: Colour of the robot figure (the only red thing in a frame).
-ROBOT_COLOR = (220, 30, 30)
-
-Color = tuple[int, int, int]
-Box = tuple[int, int, int, int]
-
-# -- palette (no reds except the robot, so "red pixels" means "robot") -----------------------
-_BG = (228, 228, 224)
-_HEADER_TEXT = (40, 40, 40)
-_CAPTION_BG = (34, 38, 46)
-_CAPTION_TEXT = (236, 236, 236)
-_CAPTION_DIM = (150, 156, 166)
-_WALL = (70, 70, 76)
-_ROOM_TEXT = (85, 85, 95)
-_DOOR = (246, 246, 240)
-_DOOR_CLOSED = (120, 80, 40)
-_FURN_FILL = (214, 204, 186)
-_FURN_EDGE = (128, 114, 96)
-_FURN_TEXT = (70, 60, 50)
-_BOX_CLOSED = (139, 100, 62)
-_UNSEEN = (150, 150, 150)  # rooms outside the viewer's sight
-_BOX_CLOSED_EDGE = (78, 52, 28)
-_BOX_CLOSED_TEXT = (250, 244, 232)
-_BOX_OPEN_FILL = (252, 250, 244)
-_BOX_OPEN_EDGE = (139, 100, 62)
-_OBJ_DOT = (236, 170, 0)
-_OBJ_EDGE = (96, 66, 0)
-_OBJ_TEXT = (92, 62, 10)
-_FIGURE_EDGE = (25, 25, 30)
-_LABEL_BG = (255, 255, 255)
-_HELD_TEXT = (60, 60, 60)
-_PERSON_COLORS: tuple[Color, ...] = (
-    (38, 92, 204),   # blue
-    (24, 140, 64),   # green
-    (132, 60, 176),  # purple
-    (0, 134, 140),   # teal
-    (196, 120, 0),   # amber
-    (90, 90, 90),    # grey
-)
-_ROOM_TINT: dict[str, Color] = {
-    "kitchen": (252, 246, 226),
-    "livingroom": (240, 246, 232),
-    "bedroom": (236, 238, 250),
-    "bathroom": (228, 244, 248),
-    "diningroom": (250, 240, 232),
-    "homeoffice": (244, 240, 250),
-    "office": (244, 240, 250),
-}
-_ROOM_TINT_DEFAULT = (244, 244, 240)
-
-# -- display names: (short for small frames, longer for large frames) -------------------------
-_ROOM_NAMES: dict[str, tuple[str, str]] = {
-    "kitchen": ("kitchen", "kitchen"),
-    "livingroom": ("living", "living room"),
-    "bedroom": ("bedroom", "bedroom"),
-    "bathroom": ("bath", "bathroom"),
-    "diningroom": ("dining", "dining room"),
-    "homeoffice": ("office", "home office"),
-    "office": ("office", "office"),
-    "hallway": ("hall", "hallway"),
-    "entrance": ("entry", "entrance"),
-}
-_FURN_NAMES: dict[str, tuple[str, str]] = {
-    "fridge": ("fridge", "fridge"),
-    "kitchencabinet": ("kcab", "kitchen cab."),
-    "kitchencounter": ("cntr", "counter"),
-    "microwave": ("mwave", "microwave"),
-    "dishwasher": ("dishw", "dishwasher"),
-    "kitchentable": ("table", "table"),
-    "wallshelf": ("shelf", "wall shelf"),
-    "sofa": ("sofa", "sofa"),
-    "coffeetable": ("ctbl", "coffee tbl"),
-    "tvstand": ("tvst", "tv stand"),
-    "tv": ("tv", "tv"),
-    "cabinet": ("cab", "cabinet"),
-    "bookshelf": ("books", "bookshelf"),
-    "bed": ("bed", "bed"),
-    "nightstand": ("nstd", "nightstand"),
-    "closet": ("closet", "closet"),
-    "desk": ("desk", "desk"),
-    "chair": ("chair", "chair"),
-    "bathroomcabinet": ("bcab", "bath cab."),
-    "bathroomcounter": ("sink", "sink"),
-    "toilet": ("wc", "toilet"),
-    "computer": ("pc", "computer"),
-}
-_OBJ_NAMES: dict[str, tuple[str, str]] = {
-    "apple": ("apple", "apple"),
-    "bananas": ("banana", "bananas"),
-    "milk": ("milk", "milk"),
-    "juice": ("juice", "juice"),
-    "cupcake": ("cake", "cupcake"),
-    "chips": ("chips", "chips"),
-    "mug": ("mug", "mug"),
-    "wineglass": ("glass", "wineglass"),
-    "plate": ("plate", "plate"),
-    "remotecontrol": ("remote", "remote"),
-    "book": ("book", "book"),
-    "cellphone": ("phone", "cellphone"),
-    "glasses": ("specs", "glasses"),
-    "towel": ("towel", "towel"),
-    "toothbrush": ("brush", "toothbrush"),
-    "toothpaste": ("paste", "toothpaste"),
-    "pillow": ("pillow", "pillow"),
-    "folder": ("folder", "folder"),
-    "magazine": ("mag", "magazine"),
-    "wallet": ("wallet", "wallet"),
-}
-_FURNITURE_CATEGORIES = frozenset({"furniture", "appliances", "electronics"})
-_FURNITURE_PROPS = frozenset({"CONTAINERS", "SURFACES", "SITTABLE"})
-_HIGH = 1.3  # metres: furniture centred above this is marked "^"
-_ROOM_FALLBACK = 5.0  # metres: cell size for rooms without a bounding box
-_MAX_TEXT_CACHE = 4096
-_MAX_LAYOUTS = 16
-#: Where a character may stand relative to its spot: (steps along the wall, steps into the room).
-_NUDGES = ((0, 0), (1, 0), (-1, 0), (0, 1), (1, 1), (-1, 1), (2, 0), (-2, 0), (0, 2), (2, 1),
-           (-2, 1), (1, 2), (-1, 2), (0, -1), (2, 2), (-2, 2), (3, 0), (-3, 0), (0, 3), (3, 1),
-           (-3, 1), (1, 3), (-1, 3), (3, 2), (-3, 2), (2, 3), (-2, 3), (1, -1), (-1, -1))
-
-
-def _require_pil() -> Any:
-    try:
-        from PIL import Image, ImageDraw, ImageFont
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(f"TopDownRenderer needs Pillow; {_INSTALL_HINT}") from err
-    return Image, ImageDraw, ImageFont
-
-
-def _abbrev(key: str, limit: int) -> str:
-    """A short deterministic abbreviation for class names without a table entry."""
-    if len(key) <= limit:
-        return key
-    head, rest = key[0], key[1:]
-    consonants = "".join(c for c in rest if c not in "aeiou")
-    return (head + consonants)[:limit]
-
-
-def _display(table: Mapping[str, tuple[str, str]], key: str, small: bool) -> str:
-    names = table.get(key)
-    if names is not None:
-        return names[0] if small else names[1]
-    return _abbrev(key, 5 if small else 12)
-
-
-def actor_labels(actors: Iterable[Any]) -> dict[int, tuple[str, str]]:
-    """Build the ``actors`` argument of :meth:`TopDownRenderer.render` from actor objects.
-
-    Accepts anything with ``.id``, ``.name`` and ``.kind`` attributes (e.g.
-    :class:`mindhelper_env.actors.actor.Actor`).
-    """
-    return {int(a.id): (str(a.name), str(a.kind)) for a in actors}
-
-
-# ------------------------------------------------------------------------------------ layout
-@dataclass(slots=True)
-class _Text:
-    """A rasterised string: an ``L`` mask and its size."""
-
-    mask: PILImage.Image
-    w: int
-    h: int
-
-
-@dataclass(slots=True)
-class _Glyph:
-    """A rasterised character: its mask, advance and left offset from the pen position."""
-
-    mask: np.ndarray
-    adv: float
-    left: int
-
-
-@dataclass(slots=True)
-class _Furn:
-    """Static drawing data of one piece of furniture."""
-
-    id: int
-    room: int | None
-    rect: Box
-    inward: tuple[int, int]
-    container: bool
-    label: _Text | None
-    label_pos: tuple[int, int] | None  # where the text mask is pasted
-    label_inside: bool
-    label_box: Box = (0, 0, 0, 0)  # the inked part of the label
-
-
-@dataclass(slots=True)
-class _ObjPlacement:
-    """Cached placement of the visible objects for one configuration of the house."""
-
-    items: list[tuple[Box, _Text | None, tuple[int, int]]]  # dot box, label, label position
-    sat: np.ndarray  # summed-area table of the occupancy (static layer + object labels)
-    extent: dict[int, int]  # furniture id -> farthest stacked pixel along its inward axis
-
-
-@dataclass(slots=True)
-class _Layout:
-    """Everything about a house that does not change during an episode."""
-
-    graph: Any  # strong reference: keeps id(graph) from being reused while cached
-    n_nodes: int
-    base: PILImage.Image
-    occupancy: np.ndarray
-    scale: float
-    origin: tuple[float, float]
-    rooms: dict[int, Box]
-    interiors: dict[int, Box]
-    furniture: dict[int, _Furn]
-    containers: list[int]
-    doors: list[tuple[int, Box]]
-    objects: list[int]
-    caption_lines: int
-    dynamic_labels: list[int]
-    placements: OrderedDict[tuple[tuple[int, int], ...], _ObjPlacement] = field(
-        default_factory=OrderedDict
-    )
 
 
 # ------------------------------------------------------------------------------------ renderer
@@ -311,11 +90,11 @@ class TopDownRenderer:
         self._wall = max(1, round(2 * u))
         self._fig_r = max(3.0, 5.0 * u)
         self._fonts: dict[int, ImageFont.FreeTypeFont | ImageFont.ImageFont] = {}
-        self._text_cache: dict[tuple[str, int], _Text] = {}
-        self._glyphs: dict[tuple[str, int], _Glyph] = {}
+        self._text_cache: dict[tuple[str, int], geo._Text] = {}
+        self._glyphs: dict[tuple[str, int], geo._Glyph] = {}
         self._heights: dict[int, int] = {}
         self._inks: dict[int, tuple[int, int]] = {}
-        self._layouts: OrderedDict[tuple[int, Hashable], _Layout] = OrderedDict()
+        self._layouts: OrderedDict[tuple[int, Hashable], geo._Layout] = OrderedDict()
         self._line_h = self._font_px + 2
         self._line_big = self._font_big_px + 3
         self._header_h = self._line_big + 2
@@ -357,7 +136,7 @@ class TopDownRenderer:
         """
         if isinstance(captions, str):
             raise TypeError("captions must be a sequence of strings, not a single string")
-        _, ImageDraw, _ = _require_pil()
+        _, ImageDraw, _ = st._require_pil()
         layout = self._layout(world, cache_key)
         img = layout.base.copy()
         draw = ImageDraw.Draw(img)
@@ -366,17 +145,17 @@ class TopDownRenderer:
         seen = None if rooms is None else frozenset(rooms)
         placement, held = self._place_objects(world, layout, seen)
         for dot, text, pos in placement.items:
-            draw.ellipse(dot, fill=_OBJ_DOT, outline=_OBJ_EDGE)
+            draw.ellipse(dot, fill=st._OBJ_DOT, outline=st._OBJ_EDGE)
             if text is not None:
-                img.paste(_OBJ_TEXT, pos, text.mask)
+                img.paste(st._OBJ_TEXT, pos, text.mask)
         self._draw_characters(draw, img, world, layout, placement, held, actors or {}, seen)
         if seen is not None:
             for rid, box in layout.rooms.items():
                 if rid not in seen:
-                    draw.rectangle(box, fill=_UNSEEN)
+                    draw.rectangle(box, fill=st._UNSEEN)
         if title:
             t = self._fit_text(str(title), self._font_big_px, self.size - 8)
-            img.paste(_HEADER_TEXT, (4, 1), t.mask)
+            img.paste(st._HEADER_TEXT, (4, 1), t.mask)
         if layout.caption_lines:
             self._draw_captions(img, captions, layout.caption_lines)
         return _to_array(img)
@@ -399,7 +178,7 @@ class TopDownRenderer:
     def _font(self, px: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
         f = self._fonts.get(px)
         if f is None:
-            _, _, ImageFont = _require_pil()
+            _, _, ImageFont = st._require_pil()
             try:
                 f = ImageFont.load_default(size=px)
             except TypeError:  # Pillow < 10.1: bitmap default font without sizes
@@ -408,26 +187,26 @@ class TopDownRenderer:
             self._fonts[px] = f
         return f
 
-    def _glyph(self, ch: str, px: int) -> _Glyph:
+    def _glyph(self, ch: str, px: int) -> geo._Glyph:
         """One character rasterised once (FreeType is slow: ~15 us per glyph per call)."""
         key = (ch, px)
         g = self._glyphs.get(key)
         if g is not None:
             return g
-        Image, ImageDraw, _ = _require_pil()
+        Image, ImageDraw, _ = st._require_pil()
         font = self._font(px)
         adv = float(font.getlength(ch))
         h = self._text_h(px)
         if ch.isspace():
-            g = _Glyph(np.zeros((h, 0), dtype=np.uint8), adv, 0)
+            g = geo._Glyph(np.zeros((h, 0), dtype=np.uint8), adv, 0)
         else:
             pad = 2
             right = font.getbbox(ch)[2]
             w = max(1, math.ceil(max(right, adv))) + 2 * pad
             img = Image.new("L", (w, h), 0)
             ImageDraw.Draw(img).text((pad, 0), ch, fill=255, font=font)
-            g = _Glyph(np.asarray(img, dtype=np.uint8).copy(), adv, -pad)
-        if len(self._glyphs) >= _MAX_TEXT_CACHE:
+            g = geo._Glyph(np.asarray(img, dtype=np.uint8).copy(), adv, -pad)
+        if len(self._glyphs) >= st._MAX_TEXT_CACHE:
             self._glyphs.clear()
         self._glyphs[key] = g
         return g
@@ -460,13 +239,13 @@ class TopDownRenderer:
         """Pen position after each character of ``s`` (pixels)."""
         return np.cumsum([self._glyph(ch, px).adv for ch in s]) if s else np.zeros(0)
 
-    def _text(self, s: str, px: int) -> _Text:
+    def _text(self, s: str, px: int) -> geo._Text:
         """``s`` as a cached ``L`` mask, composed from cached glyphs (no kerning)."""
         key = (s, px)
         t = self._text_cache.get(key)
         if t is not None:
             return t
-        Image, _, _ = _require_pil()
+        Image, _, _ = st._require_pil()
         h = self._text_h(px)
         glyphs = [self._glyphs.get((ch, px)) or self._glyph(ch, px) for ch in s]
         w = max(1, math.ceil(sum(g.adv for g in glyphs)))
@@ -483,13 +262,13 @@ class TopDownRenderer:
             pen += g.adv
         canvas = canvas[:, margin:margin + w]
         # a 2-D uint8 array becomes an "L" image
-        t = _Text(Image.fromarray(np.ascontiguousarray(canvas)), w, h)
-        if len(self._text_cache) >= _MAX_TEXT_CACHE:
+        t = geo._Text(Image.fromarray(np.ascontiguousarray(canvas)), w, h)
+        if len(self._text_cache) >= st._MAX_TEXT_CACHE:
             self._text_cache.clear()
         self._text_cache[key] = t
         return t
 
-    def _fit_text(self, s: str, px: int, max_w: int) -> _Text:
+    def _fit_text(self, s: str, px: int, max_w: int) -> geo._Text:
         """Rasterise ``s``, cut with ``...`` so that it is at most ``max_w`` pixels wide."""
         t = self._text(s, px)
         if t.w <= max_w or len(s) <= 1:
@@ -500,7 +279,7 @@ class TopDownRenderer:
         return self._text(s[:n].rstrip() + "...", px)
 
     # -------------------------------------------------------------------------- static layer
-    def _layout(self, world: World, cache_key: Hashable) -> _Layout:
+    def _layout(self, world: World, cache_key: Hashable) -> geo._Layout:
         g = world.graph
         key = (id(g), cache_key)
         lay = self._layouts.get(key)
@@ -510,7 +289,7 @@ class TopDownRenderer:
         lay = self._build_layout(world)
         self._layouts[key] = lay
         self._layouts.move_to_end(key)
-        while len(self._layouts) > _MAX_LAYOUTS:
+        while len(self._layouts) > st._MAX_LAYOUTS:
             self._layouts.popitem(last=False)
         return lay
 
@@ -519,7 +298,7 @@ class TopDownRenderer:
         boxes: dict[int, tuple[float, float, float, float]] = {}
         missing: list[int] = []
         for r in world.rooms:
-            b = _xz_box(world.graph.nodes[r].bounding_box)
+            b = geo._xz_box(world.graph.nodes[r].bounding_box)
             if b is None or b[2] - b[0] <= 0 or b[3] - b[1] <= 0:
                 missing.append(r)
             else:
@@ -529,13 +308,13 @@ class TopDownRenderer:
             x_base = min((b[0] for b in boxes.values()), default=0.0)
             cols = max(1, math.ceil(math.sqrt(len(missing))))
             for i, r in enumerate(missing):
-                x0 = x_base + (i % cols) * _ROOM_FALLBACK
-                z0 = z_base + (i // cols) * _ROOM_FALLBACK
-                boxes[r] = (x0, z0, x0 + _ROOM_FALLBACK, z0 + _ROOM_FALLBACK)
+                x0 = x_base + (i % cols) * st._ROOM_FALLBACK
+                z0 = z_base + (i // cols) * st._ROOM_FALLBACK
+                boxes[r] = (x0, z0, x0 + st._ROOM_FALLBACK, z0 + st._ROOM_FALLBACK)
         return boxes
 
-    def _build_layout(self, world: World) -> _Layout:
-        Image, ImageDraw, _ = _require_pil()
+    def _build_layout(self, world: World) -> geo._Layout:
+        Image, ImageDraw, _ = st._require_pil()
         g = world.graph
         S = self.size
         small = self.small
@@ -565,32 +344,32 @@ class TopDownRenderer:
             return round(ox + scale * x), round(oy + scale * z)
 
         wall = self._wall
-        rooms: dict[int, Box] = {}
-        interiors: dict[int, Box] = {}
+        rooms: dict[int, st.Box] = {}
+        interiors: dict[int, st.Box] = {}
         for r, (x0, z0, x1, z1) in rooms_m.items():
             a, b = px(x0, z0)
             c, d = px(x1, z1)
             rooms[r] = (a, b, c, d)
             interiors[r] = (a + wall, b + wall, c - wall, d - wall)
 
-        img = Image.new("RGB", (S, S), _BG)
+        img = Image.new("RGB", (S, S), st._BG)
         draw = ImageDraw.Draw(img)
         occ = np.ones((S, S), dtype=bool)  # True = no room for a label
         for r in sorted(rooms):
-            draw.rectangle(rooms[r], fill=_ROOM_TINT.get(g.nodes[r].key, _ROOM_TINT_DEFAULT))
+            draw.rectangle(rooms[r], fill=st._ROOM_TINT.get(g.nodes[r].key, st._ROOM_TINT_DEFAULT))
             a, b, c, d = interiors[r]
             occ[max(b, 0):max(d, 0), max(a, 0):max(c, 0)] = False
         for r in sorted(rooms):
-            draw.rectangle(rooms[r], outline=_WALL, width=wall)
+            draw.rectangle(rooms[r], outline=st._WALL, width=wall)
 
         # doors: a gap in the shared wall (closed doors get a bar per frame)
-        doors: list[tuple[int, Box]] = []
+        doors: list[tuple[int, st.Box]] = []
         door_half = max(3, round(0.45 * scale))
         for did in sorted(world.doors):
             ra, rb = world.doors[did]
             if ra not in rooms_m or rb not in rooms_m:
                 continue
-            gap = _door_gap(rooms_m[ra], rooms_m[rb], g.nodes[did].bounding_box)
+            gap = geo._door_gap(rooms_m[ra], rooms_m[rb], g.nodes[did].bounding_box)
             if gap is None:
                 continue
             (gx, gz), vertical = gap
@@ -599,12 +378,12 @@ class TopDownRenderer:
                 box = (cx - wall - 1, cy - door_half, cx + wall, cy + door_half)
             else:
                 box = (cx - door_half, cy - wall - 1, cx + door_half, cy + wall)
-            draw.rectangle(box, fill=_DOOR)
+            draw.rectangle(box, fill=st._DOOR)
             doors.append((did, box))
 
         # furniture rectangles (metres -> pixels, kept inside the room, overlaps trimmed)
         furn_m = self._furniture_boxes(world, rooms_m)
-        furniture: dict[int, _Furn] = {}
+        furniture: dict[int, geo._Furn] = {}
         min_px = max(3, round(3 * self._u))
         for fid, (room, (x0, z0, x1, z1)) in sorted(furn_m.items()):
             a, b = px(x0, z0)
@@ -617,24 +396,24 @@ class TopDownRenderer:
                 b, d = m - min_px // 2, m - min_px // 2 + min_px
             rect = (a, b, c, d)
             container = "CAN_OPEN" in g.nodes[fid].properties
-            inward = _inward(rect, interiors[room] if room in interiors else rect)
-            furniture[fid] = _Furn(fid, room, rect, inward, container, None, None, False)
+            inward = geo._inward(rect, interiors[room] if room in interiors else rect)
+            furniture[fid] = geo._Furn(fid, room, rect, inward, container, None, None, False)
             if not container:
-                draw.rectangle(rect, fill=_FURN_FILL, outline=_FURN_EDGE)
-            _mark(occ, (a, b, c + 1, d + 1))
+                draw.rectangle(rect, fill=st._FURN_FILL, outline=st._FURN_EDGE)
+            geo._mark(occ, (a, b, c + 1, d + 1))
 
         # room names: the first free spot along the walls, scanning from the top-left corner
         for r in sorted(rooms):
-            t = self._text(_display(_ROOM_NAMES, g.nodes[r].key, small).upper(), self._font_px)
+            t = self._text(st._display(st._ROOM_NAMES, g.nodes[r].key, small).upper(), self._font_px)
             top, ih = self._ink(self._font_px)
             a, b, c, d = interiors[r]
             step = max(1, round(self._u))
             xs = list(range(a + 1, max(a + 2, c - t.w), step))
             cands = [(x, b + 1) for x in xs] + [(x, d - ih - 1) for x in xs]
             cands += [(a + 1, y) for y in range(b + 1, max(b + 2, d - ih), step)]
-            x, y = _first_free(occ, cands, t.w, ih)
-            img.paste(_ROOM_TEXT, (x, y - top), t.mask)
-            _mark(occ, (x, y, x + t.w, y + ih))
+            x, y = geo._first_free(occ, cands, t.w, ih)
+            img.paste(st._ROOM_TEXT, (x, y - top), t.mask)
+            geo._mark(occ, (x, y, x + t.w, y + ih))
 
         # furniture labels: inside the rectangle when they fit, else next to it
         lh = self._line_h
@@ -643,9 +422,9 @@ class TopDownRenderer:
                 break
             f = furniture[fid]
             node = g.nodes[fid]
-            name = _display(_FURN_NAMES, node.key, small)
+            name = st._display(st._FURN_NAMES, node.key, small)
             height = node.height
-            if height is not None and height > _HIGH:
+            if height is not None and height > st._HIGH:
                 name += "^"
             t = self._text(name, self._font_px)
             top, th = self._ink(self._font_px)
@@ -654,9 +433,9 @@ class TopDownRenderer:
             if inside:
                 x, y = (a + c - t.w) // 2 + 1, (b + d - th + 1) // 2
             else:
-                x, y = _place_near(occ, f.rect, t.w, th, f.inward, step=max(1, lh // 5),
+                x, y = geo._place_near(occ, f.rect, t.w, th, f.inward, step=max(1, lh // 5),
                                    reach=2 * lh, bounds=interiors.get(f.room))  # type: ignore[arg-type]
-                _mark(occ, (x, y, x + t.w, y + th))
+                geo._mark(occ, (x, y, x + t.w, y + th))
             f.label, f.label_pos, f.label_inside = t, (x, y - top), inside
             f.label_box = (x, y, x + t.w, y + th)
         # labels that a container (redrawn every frame) could cover are drawn per frame too
@@ -667,20 +446,20 @@ class TopDownRenderer:
             if f.label is None or f.label_pos is None:
                 continue
             lbox = f.label_box
-            if f.container or any(_intersects(lbox, cr) for cr in crects):
+            if f.container or any(geo._intersects(lbox, cr) for cr in crects):
                 dynamic_labels.append(fid)
             else:
-                img.paste(_FURN_TEXT, f.label_pos, f.label.mask)
+                img.paste(st._FURN_TEXT, f.label_pos, f.label.mask)
 
         objects = sorted(
             n.id for n in g.nodes.values()
             if "GRABBABLE" in n.properties and n.id not in world.chars
         )
         if n_cap:
-            draw.rectangle((0, S - cap_h, S, S), fill=_CAPTION_BG)
+            draw.rectangle((0, S - cap_h, S, S), fill=st._CAPTION_BG)
         log.debug("built top-down layout: %d rooms, %d furniture, %d objects",
                   len(rooms), len(furniture), len(objects))
-        return _Layout(
+        return geo._Layout(
             graph=g, n_nodes=len(g.nodes), base=img, occupancy=occ, scale=scale,
             origin=(ox, oy), rooms=rooms, interiors=interiors, furniture=furniture,
             containers=sorted(fid for fid, f in furniture.items() if f.container),
@@ -695,16 +474,16 @@ class TopDownRenderer:
         out: dict[int, tuple[int | None, tuple[float, float, float, float]]] = {}
         no_box: dict[int, list[int]] = {}
         for n in g.nodes.values():
-            if not _is_furniture(n, world):
+            if not geo._is_furniture(n, world):
                 continue
             room = world.room_of(n.id)
-            box = _xz_box(n.bounding_box)
+            box = geo._xz_box(n.bounding_box)
             if box is None or room not in rooms_m:
                 if room in rooms_m:
                     no_box.setdefault(room, []).append(n.id)
                 continue
             rb = rooms_m[room]
-            box = _fit_in_room(box, rb)
+            box = geo._fit_in_room(box, rb)
             out[n.id] = (room, box)
         # furniture without a bounding box: evenly around the room's walls, by id
         for room, ids in no_box.items():
@@ -723,7 +502,7 @@ class TopDownRenderer:
                 else:
                     cx, cz = x0 + m, z1 - (d - 2 * (x1 - x0) - (z1 - z0))
                 box = (cx - 0.3, cz - 0.3, cx + 0.3, cz + 0.3)
-                out[fid] = (room, _fit_in_room(box, rooms_m[room]))
+                out[fid] = (room, geo._fit_in_room(box, rooms_m[room]))
         # trim overlaps between neighbours so that each piece stays visible and labelled
         by_room: dict[int | None, list[int]] = {}
         for fid, (room, _) in out.items():
@@ -735,7 +514,7 @@ class TopDownRenderer:
                 changed = False
                 for i, p in enumerate(ids):
                     for q in ids[i + 1:]:
-                        changed |= _separate(boxes[p], boxes[q])
+                        changed |= geo._separate(boxes[p], boxes[q])
                 if not changed:
                     break
             for fid in ids:
@@ -744,13 +523,13 @@ class TopDownRenderer:
         return out
 
     # -------------------------------------------------------------------------- dynamic layer
-    def _draw_doors(self, draw: Any, world: World, lay: _Layout) -> None:
+    def _draw_doors(self, draw: Any, world: World, lay: geo._Layout) -> None:
         nodes = world.graph.nodes
         for did, box in lay.doors:
             if "CLOSED" in nodes[did].states:
-                draw.rectangle(box, fill=_DOOR_CLOSED)
+                draw.rectangle(box, fill=st._DOOR_CLOSED)
 
-    def _draw_furniture(self, draw: Any, img: Any, world: World, lay: _Layout) -> None:
+    def _draw_furniture(self, draw: Any, img: Any, world: World, lay: geo._Layout) -> None:
         """Containers in their current state, then every furniture label on top."""
         nodes = world.graph.nodes
         lid = max(1, round(1.5 * self._u))
@@ -760,7 +539,7 @@ class TopDownRenderer:
             a, b, c, d = f.rect
             if "OPEN" not in nodes[fid].states:
                 closed_ids.add(fid)
-                draw.rectangle(f.rect, fill=_BOX_CLOSED, outline=_BOX_CLOSED_EDGE)
+                draw.rectangle(f.rect, fill=st._BOX_CLOSED, outline=st._BOX_CLOSED_EDGE)
                 ix, iy = f.inward  # lid bar along the side facing the room
                 if ix > 0:
                     bar = (c - lid + 1, b, c, d)
@@ -770,19 +549,19 @@ class TopDownRenderer:
                     bar = (a, b, c, b + lid - 1)
                 else:
                     bar = (a, d - lid + 1, c, d)
-                draw.rectangle(bar, fill=_BOX_CLOSED_EDGE)
+                draw.rectangle(bar, fill=st._BOX_CLOSED_EDGE)
             else:
-                draw.rectangle(f.rect, fill=_BOX_OPEN_FILL, outline=_BOX_OPEN_EDGE,
+                draw.rectangle(f.rect, fill=st._BOX_OPEN_FILL, outline=st._BOX_OPEN_EDGE,
                                width=max(1, round(self._u)))
         for fid in lay.dynamic_labels:
             f = lay.furniture[fid]
             inside_closed = f.label_inside and fid in closed_ids
-            img.paste(_BOX_CLOSED_TEXT if inside_closed else _FURN_TEXT, f.label_pos,
+            img.paste(st._BOX_CLOSED_TEXT if inside_closed else st._FURN_TEXT, f.label_pos,
                       f.label.mask)
 
     def _place_objects(
-        self, world: World, lay: _Layout, seen: frozenset[int] | None = None
-    ) -> tuple[_ObjPlacement, dict[int, list[int]]]:
+        self, world: World, lay: geo._Layout, seen: frozenset[int] | None = None
+    ) -> tuple[geo._ObjPlacement, dict[int, list[int]]]:
         """Where the visible objects go (cached per configuration) and who holds what."""
         held: dict[int, list[int]] = {}
         config: list[tuple[int, int]] = []
@@ -811,8 +590,8 @@ class TopDownRenderer:
         return pl, held
 
     def _compute_placement(
-        self, world: World, lay: _Layout, config: list[tuple[int, int]]
-    ) -> _ObjPlacement:
+        self, world: World, lay: geo._Layout, config: list[tuple[int, int]]
+    ) -> geo._ObjPlacement:
         occ = lay.occupancy.copy()
         g = world.graph
         small = self.small
@@ -821,11 +600,11 @@ class TopDownRenderer:
         groups: dict[int, list[int]] = {}
         for anchor, obj in config:
             groups.setdefault(anchor, []).append(obj)
-        items: list[tuple[Box, _Text | None, tuple[int, int]]] = []
+        items: list[tuple[st.Box, geo._Text | None, tuple[int, int]]] = []
         extent: dict[int, int] = {}
         for anchor in sorted(groups):
             f = lay.furniture.get(anchor)
-            bounds: Box | None = None
+            bounds: st.Box | None = None
             if f is not None:
                 rect, inward = f.rect, f.inward
                 bounds = lay.interiors.get(f.room)  # type: ignore[arg-type]
@@ -843,22 +622,22 @@ class TopDownRenderer:
                     t = None
                     w, h = 2 * dot_r + 1, 2 * dot_r + 1
                 else:
-                    t = self._text(_display(_OBJ_NAMES, g.nodes[obj].key, small), self._font_px)
+                    t = self._text(st._display(st._OBJ_NAMES, g.nodes[obj].key, small), self._font_px)
                     w, h = 2 * dot_r + 2 + t.w, max(th, 2 * dot_r)
-                x, y = _place_near(occ, rect, w, h, inward, step=max(1, lh // 5), reach=3 * lh,
+                x, y = geo._place_near(occ, rect, w, h, inward, step=max(1, lh // 5), reach=3 * lh,
                                    bounds=bounds)
-                _mark(occ, (x, y, x + w, y + h))
+                geo._mark(occ, (x, y, x + w, y + h))
                 cy = y + h // 2
                 items.append(((x, cy - dot_r, x + 2 * dot_r, cy + dot_r), t,
                               (x + 2 * dot_r + 2, y + (h - th) // 2 - top)))
                 if f is not None:
-                    far = max(far, _depth_along(rect, inward, (x, y, x + w, y + h)))
+                    far = max(far, geo._depth_along(rect, inward, (x, y, x + w, y + h)))
             if f is not None:
                 extent[anchor] = far
-        return _ObjPlacement(items, _sat(occ), extent)
+        return geo._ObjPlacement(items, geo._sat(occ), extent)
 
     def _char_anchor(
-        self, world: World, lay: _Layout, cid: int, placement: _ObjPlacement, depth: int = 0
+        self, world: World, lay: geo._Layout, cid: int, placement: geo._ObjPlacement, depth: int = 0
     ) -> tuple[tuple[float, float], tuple[int, int], int | None]:
         """Base pixel position of a character, the direction to spread along, group key."""
         c = world.chars[cid]
@@ -877,7 +656,7 @@ class TopDownRenderer:
             if f is not None:
                 a, b, cc, d = f.rect
                 ix, iy = f.inward
-                stacked = max(placement.extent.get(f.id, 0), _label_depth(f))
+                stacked = max(placement.extent.get(f.id, 0), geo._label_depth(f))
                 gap = min(stacked, 2 * self._line_h) + r + 3
                 if ix > 0:
                     return (cc + gap, (b + d) / 2), f.inward, f.id
@@ -900,8 +679,8 @@ class TopDownRenderer:
         draw: Any,
         img: Any,
         world: World,
-        lay: _Layout,
-        placement: _ObjPlacement,
+        lay: geo._Layout,
+        placement: geo._ObjPlacement,
         held: Mapping[int, list[int]],
         actors: Mapping[int, tuple[str, str]],
         seen: frozenset[int] | None = None,
@@ -938,16 +717,16 @@ class TopDownRenderer:
                 wanted[cid] = (x, y, ix, iy)
         sat = placement.sat
         positions: dict[int, tuple[int, int]] = {}
-        figures: list[Box] = []
-        placed: list[Box] = []  # character labels drawn so far
+        figures: list[st.Box] = []
+        placed: list[st.Box] = []  # character labels drawn so far
         ri = math.ceil(r)
         step = 1.3 * r
         for cid in sorted(wanted):
             x, y, ix, iy = wanted[cid]
             ax, ay = (1, 0) if ix == 0 else (0, 1)  # direction along the wall
             room_box = lay.interiors.get(chars[cid].room)  # type: ignore[arg-type]
-            cands: list[Box] = []
-            for da, di in _NUDGES:
+            cands: list[st.Box] = []
+            for da, di in st._NUDGES:
                 cx = x + step * (da * ax + di * ix)
                 cy = y + step * (da * ay + di * iy)
                 if room_box is not None:
@@ -955,13 +734,13 @@ class TopDownRenderer:
                     cy = min(max(cy, room_box[1] + ri + 1), room_box[3] - ri - 1)
                 cands.append((round(cx) - ri, round(cy) - ri, round(cx) + ri + 1,
                               round(cy) + ri + 1))
-            bx, by = _best(sat, cands, avoid=figures)
+            bx, by = geo._best(sat, cands, avoid=figures)
             figures.append((bx, by, bx + 2 * ri + 1, by + 2 * ri + 1))
             positions[cid] = (bx + ri, by + ri)
         person_idx = {
             cid: k for k, cid in enumerate(c for c in sorted(chars) if not chars[c].robot)
         }
-        styles: dict[int, tuple[str, str, Color]] = {}
+        styles: dict[int, tuple[str, str, st.Color]] = {}
         for cid in sorted(positions):
             node = world.graph.nodes.get(cid)
             extra_name = node.extra.get("name") if node is not None else None
@@ -979,7 +758,7 @@ class TopDownRenderer:
                         f"unknown kind {kind!r} for character {cid}; "
                         f"expected one of {CHARACTER_KINDS}"
                     )
-                color = _PERSON_COLORS[person_idx[cid] % len(_PERSON_COLORS)]
+                color = st._PERSON_COLORS[person_idx[cid] % len(st._PERSON_COLORS)]
             styles[cid] = (str(name), kind, color)
         for cid in sorted(positions):
             x, y = positions[cid]
@@ -992,9 +771,9 @@ class TopDownRenderer:
             _, kind, color = styles[cid]
             self._draw_figure(draw, x, y, kind, color)
 
-    def _draw_figure(self, draw: Any, x: int, y: int, kind: str, color: Color) -> None:
+    def _draw_figure(self, draw: Any, x: int, y: int, kind: str, color: st.Color) -> None:
         r = self._fig_r
-        edge = _FIGURE_EDGE
+        edge = st._FIGURE_EDGE
         if kind == "robot":
             s = r * 1.05
             draw.rectangle((x - s, y - s, x + s, y + s), fill=color, outline=edge)
@@ -1030,18 +809,18 @@ class TopDownRenderer:
         x: int,
         y: int,
         name: str,
-        color: Color,
+        color: st.Color,
         held: list[int],
         world: World,
-        bounds: Box | None,
-        figures: Sequence[Box],
-        placed: list[Box],
+        bounds: st.Box | None,
+        figures: Sequence[st.Box],
+        placed: list[st.Box],
     ) -> None:
         small = self.small
         t_name = self._text(name[:8] if small else name[:16], self._font_big_px)
         t_held = None
         if held:
-            names = ",".join(_display(_OBJ_NAMES, world.graph.nodes[o].key, small) for o in held)
+            names = ",".join(st._display(st._OBJ_NAMES, world.graph.nodes[o].key, small) for o in held)
             t_held = self._text("+" + names, self._font_px)
         top_n, ih_n = self._ink(self._font_big_px)
         top_h, ih_h = self._ink(self._font_px)
@@ -1061,24 +840,24 @@ class TopDownRenderer:
                 (x + g, y),
                 (x - g - w, y),
             ]
-        lx, ly = _best(sat, [(cx, cy, cx + w, cy + h) for cx, cy in cands],
+        lx, ly = geo._best(sat, [(cx, cy, cx + w, cy + h) for cx, cy in cands],
                        bounds=bounds or (0, 0, self.size, self.size), avoid=figures,
                        placed=placed)
         placed.append((lx, ly, lx + w, ly + h))
-        draw.rectangle((lx, ly, lx + w - 1, ly + h - 1), fill=_LABEL_BG)
+        draw.rectangle((lx, ly, lx + w - 1, ly + h - 1), fill=st._LABEL_BG)
         img.paste(color, (lx + 1, ly + 1 - top_n), t_name.mask)
         if t_held is not None:
-            img.paste(_HELD_TEXT, (lx + 1, ly + 2 + ih_n - top_h), t_held.mask)
+            img.paste(st._HELD_TEXT, (lx + 1, ly + 2 + ih_n - top_h), t_held.mask)
 
     def _draw_captions(self, img: Any, captions: Sequence[str], n: int) -> None:
         lines = [str(c) for c in captions]
-        shown: list[tuple[str, Color]]
+        shown: list[tuple[str, st.Color]]
         if len(lines) > n:
             hidden = len(lines) - (n - 1)
-            shown = [(f"(+{hidden} earlier)", _CAPTION_DIM)] if n > 1 else []
-            shown += [(s, _CAPTION_TEXT) for s in lines[len(lines) - (n - 1 if n > 1 else 1):]]
+            shown = [(f"(+{hidden} earlier)", st._CAPTION_DIM)] if n > 1 else []
+            shown += [(s, st._CAPTION_TEXT) for s in lines[len(lines) - (n - 1 if n > 1 else 1):]]
         else:
-            shown = [(s, _CAPTION_TEXT) for s in lines]
+            shown = [(s, st._CAPTION_TEXT) for s in lines]
         top = self.size - n * self._line_big - 2
         for i, (s, color) in enumerate(shown):
             t = self._fit_text(s.replace("\n", " "), self._font_big_px, self.size - 8)
@@ -1115,271 +894,3 @@ def _to_array(img: Any) -> np.ndarray:
         log.debug("falling back to np.array for frame conversion: %s", exc)
         return np.array(img, dtype=np.uint8)
 
-
-# ------------------------------------------------------------------------------------ geometry
-def _xz_box(bb: Any) -> tuple[float, float, float, float] | None:
-    """Floor-plan footprint ``(x0, z0, x1, z1)`` of a bounding box, or None."""
-    if not bb:
-        return None
-    try:
-        cx, _, cz = (float(v) for v in bb["center"])
-        sx, _, sz = (abs(float(v)) for v in bb["size"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if not all(map(math.isfinite, (cx, cz, sx, sz))):
-        return None
-    return cx - sx / 2, cz - sz / 2, cx + sx / 2, cz + sz / 2
-
-
-def _is_furniture(node: Any, world: World) -> bool:
-    if node.id in world.chars or node.id in world.doors or "GRABBABLE" in node.properties:
-        return False
-    if node.category.lower() == "rooms" or node.id in world.rooms:
-        return False
-    return node.category.lower() in _FURNITURE_CATEGORIES or bool(
-        node.properties & _FURNITURE_PROPS
-    )
-
-
-def _overflow(box: tuple[float, float, float, float],
-              room: tuple[float, float, float, float]) -> float:
-    x0, z0, x1, z1 = box
-    rx0, rz0, rx1, rz1 = room
-    return max(0.0, rx0 - x0) + max(0.0, x1 - rx1) + max(0.0, rz0 - z0) + max(0.0, z1 - rz1)
-
-
-def _fit_in_room(box: tuple[float, float, float, float],
-                 room: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
-    """Rotate a footprint by 90 degrees if that keeps it inside the room, then clamp it."""
-    x0, z0, x1, z1 = box
-    cx, cz, hx, hz = (x0 + x1) / 2, (z0 + z1) / 2, (x1 - x0) / 2, (z1 - z0) / 2
-    rotated = (cx - hz, cz - hx, cx + hz, cz + hx)
-    if _overflow(rotated, room) + 1e-9 < _overflow(box, room):
-        box = rotated
-    inset = 0.08
-    rx0, rz0, rx1, rz1 = room[0] + inset, room[1] + inset, room[2] - inset, room[3] - inset
-    x0, z0, x1, z1 = box
-    x0, x1 = max(x0, rx0), min(x1, rx1)
-    z0, z1 = max(z0, rz0), min(z1, rz1)
-    if x1 <= x0:
-        x0, x1 = rx0, rx0 + 0.2
-    if z1 <= z0:
-        z0, z1 = rz0, rz0 + 0.2
-    return x0, z0, x1, z1
-
-
-def _separate(a: list[float], b: list[float], gap: float = 0.06) -> bool:
-    """Trim two overlapping footprints apart along the axis of least overlap.
-
-    A piece that mostly lies on top of another (a microwave on a counter) is left alone.
-    """
-    ox = min(a[2], b[2]) - max(a[0], b[0])
-    oz = min(a[3], b[3]) - max(a[1], b[1])
-    if ox <= -gap or oz <= -gap or (ox <= 0 and oz <= 0):
-        return False
-    if ox < 0 or oz < 0:
-        return False
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    if smaller > 0 and ox * oz > 0.6 * smaller:
-        return False
-    if ox <= oz:
-        lo, hi = (a, b) if a[0] + a[2] <= b[0] + b[2] else (b, a)
-        cut = (ox + gap) / 2
-        lo[2] -= cut
-        hi[0] += cut
-    else:
-        lo, hi = (a, b) if a[1] + a[3] <= b[1] + b[3] else (b, a)
-        cut = (oz + gap) / 2
-        lo[3] -= cut
-        hi[1] += cut
-    return True
-
-
-def _door_gap(
-    ra: tuple[float, float, float, float],
-    rb: tuple[float, float, float, float],
-    bb: Any,
-) -> tuple[tuple[float, float], bool] | None:
-    """Door position on the wall shared by two rooms, and whether that wall is vertical."""
-    ca = ((ra[0] + ra[2]) / 2, (ra[1] + ra[3]) / 2)
-    cb = ((rb[0] + rb[2]) / 2, (rb[1] + rb[3]) / 2)
-    vertical = abs(ca[0] - cb[0]) >= abs(ca[1] - cb[1])
-    box = _xz_box(bb)
-    if vertical:
-        wx = ra[2] if ca[0] < cb[0] else ra[0]
-        lo, hi = max(ra[1], rb[1]), min(ra[3], rb[3])
-        if hi <= lo:
-            return None
-        z = (box[1] + box[3]) / 2 if box else (lo + hi) / 2
-        return (wx, min(max(z, lo + 0.5), hi - 0.5)), True
-    wz = ra[3] if ca[1] < cb[1] else ra[1]
-    lo, hi = max(ra[0], rb[0]), min(ra[2], rb[2])
-    if hi <= lo:
-        return None
-    x = (box[0] + box[2]) / 2 if box else (lo + hi) / 2
-    return (min(max(x, lo + 0.5), hi - 0.5), wz), False
-
-
-def _inward(rect: Box, room: Box) -> tuple[int, int]:
-    """Unit direction from the nearest wall into the room (down for free-standing pieces)."""
-    cx, cy = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
-    d = [
-        (cx - room[0], (1, 0)),
-        (room[2] - cx, (-1, 0)),
-        (cy - room[1], (0, 1)),
-        (room[3] - cy, (0, -1)),
-    ]
-    dist, direction = min(d, key=lambda t: t[0])
-    if dist > 0.3 * min(room[2] - room[0], room[3] - room[1]):
-        return (0, 1)
-    return direction
-
-
-def _depth_along(rect: Box, inward: tuple[int, int], box: Box) -> int:
-    """How far ``box`` reaches into the room beyond ``rect`` along ``inward`` (pixels)."""
-    ix, iy = inward
-    if ix > 0:
-        return max(0, box[2] - rect[2])
-    if ix < 0:
-        return max(0, rect[0] - box[0])
-    if iy > 0:
-        return max(0, box[3] - rect[3])
-    return max(0, rect[1] - box[1])
-
-
-def _label_depth(f: _Furn) -> int:
-    """How far the furniture's own label reaches into the room beyond its rectangle."""
-    if f.label is None or f.label_inside:
-        return 0
-    return _depth_along(f.rect, f.inward, f.label_box)
-
-
-def _sat(occ: np.ndarray) -> np.ndarray:
-    """Summed-area table of an occupancy grid, with a leading row and column of zeros."""
-    h, w = occ.shape
-    sat = np.zeros((h + 1, w + 1), dtype=np.int32)
-    np.cumsum(np.cumsum(occ, axis=0, dtype=np.int32), axis=1, out=sat[1:, 1:])
-    return sat
-
-
-def _coverage(occ: np.ndarray, xs: np.ndarray, ys: np.ndarray, w: int, h: int) -> np.ndarray:
-    """Occupied pixels under each ``w``x``h`` box with corner ``(xs, ys)``.
-
-    Pixels outside the frame count 4 times. Uses a summed-area table of just the window the
-    boxes cover, so a call costs little even on large frames.
-    """
-    H, W = occ.shape
-    mn, mx = np.minimum, np.maximum  # (np.clip has a large per-call overhead)
-    x0 = mn(mx(xs, 0), W)
-    y0 = mn(mx(ys, 0), H)
-    x1 = mn(mx(xs + w, 0), W)
-    y1 = mn(mx(ys + h, 0), H)
-    wx0, wy0 = int(x0.min()), int(y0.min())
-    wx1, wy1 = int(x1.max()), int(y1.max())
-    sat = np.zeros((max(wy1 - wy0, 0) + 1, max(wx1 - wx0, 0) + 1), dtype=np.int32)
-    if wy1 > wy0 and wx1 > wx0:
-        np.cumsum(np.cumsum(occ[wy0:wy1, wx0:wx1], axis=0, dtype=np.int32), axis=1,
-                  out=sat[1:, 1:])
-    x0, x1, y0, y1 = x0 - wx0, x1 - wx0, y0 - wy0, y1 - wy0
-    inside = sat[y1, x1] - sat[y0, x1] - sat[y1, x0] + sat[y0, x0]
-    outside = w * h - (x1 - x0) * (y1 - y0)
-    return inside + 4 * outside
-
-
-def _first_free(occ: np.ndarray, cands: Sequence[tuple[int, int]], w: int, h: int
-                ) -> tuple[int, int]:
-    """The first candidate corner whose ``w``x``h`` box is free, else the least covered one."""
-    if not cands:
-        raise ValueError("no candidate positions")
-    xs = np.fromiter((c[0] for c in cands), dtype=np.int64, count=len(cands))
-    ys = np.fromiter((c[1] for c in cands), dtype=np.int64, count=len(cands))
-    cov = _coverage(occ, xs, ys, w, h)
-    free = np.flatnonzero(cov == 0)
-    i = int(free[0]) if free.size else int(np.argmin(cov))
-    return int(xs[i]), int(ys[i])
-
-
-def _place_near(occ: np.ndarray, rect: Box, w: int, h: int, inward: tuple[int, int], *,
-                step: int, reach: int, bounds: Box | None = None) -> tuple[int, int]:
-    """Top-left corner of a free ``w``x``h`` box as close as possible to ``rect``.
-
-    Candidates lie on a grid around ``rect`` (never overlapping it, inside ``bounds`` when
-    given, e.g. the room, when it is large enough); among free boxes the one
-    nearest to ``rect`` wins, with boxes on the room side of the furniture preferred. When no
-    box is free, the least covered one is used. Ties go to the first candidate in grid order,
-    so the result is deterministic.
-    """
-    a, b, c, d = rect
-    gx = np.arange(a - w - reach, c + reach + 1, step, dtype=np.int64)
-    gy = np.arange(b - h - reach, d + reach + 1, step, dtype=np.int64)
-    xs = np.repeat(gx[None, :], gy.size, axis=0).ravel()
-    ys = np.repeat(gy[:, None], gx.size, axis=1).ravel()
-    dx = np.maximum(np.maximum(a - (xs + w), xs - c), 0)
-    dy = np.maximum(np.maximum(b - (ys + h), ys - d), 0)
-    apart = (dx >= 1) | (dy >= 1)
-    if bounds is not None and bounds[2] - bounds[0] >= w and bounds[3] - bounds[1] >= h:
-        apart &= (xs >= bounds[0]) & (ys >= bounds[1]) & (xs + w <= bounds[2])
-        apart &= ys + h <= bounds[3]
-        if not apart.any():
-            apart = (dx >= 1) | (dy >= 1)
-    dist = np.hypot(dx, dy)
-    ix, iy = inward
-    along = (xs + w / 2 - (a + c) / 2) * ix + (ys + h / 2 - (b + d) / 2) * iy
-    # prefer the room side, then the sides along the wall; nearest first
-    cost = dist + np.where(along > 0, 0.0, 0.5 * h)
-    cov = _coverage(occ, xs, ys, w, h)
-    free = apart & (cov == 0)
-    if free.any():
-        i = int(np.argmin(np.where(free, cost, np.inf)))
-    else:
-        i = int(np.argmin(np.where(apart, cov * 1000.0 + cost, np.inf)))
-    return int(xs[i]), int(ys[i])
-
-
-def _intersects(p: Box, q: Box) -> bool:
-    return p[0] <= q[2] and q[0] <= p[2] and p[1] <= q[3] and q[1] <= p[3]
-
-
-def _mark(occ: np.ndarray, box: Box) -> None:
-    h, w = occ.shape
-    x0, y0, x1, y1 = box
-    occ[max(y0, 0):min(y1, h), max(x0, 0):min(x1, w)] = True
-
-
-def _best(sat: np.ndarray, cands: Sequence[Box], bounds: Box | None = None,
-          avoid: Sequence[Box] = (), placed: Sequence[Box] = ()) -> tuple[int, int]:
-    """Top-left corner of the first free candidate box, else the least covered one.
-
-    ``sat`` is the summed-area table of the occupancy grid (see :func:`_sat`). All candidates
-    have the same size. With ``bounds`` (e.g. a room), each box is first shifted inside it
-    when it fits. Overlapping a box of ``placed`` costs like occupied pixels; overlapping a box
-    of ``avoid`` (e.g. a figure) costs 20 times more. Pixels outside the frame cost 4 times.
-    """
-    if not cands:
-        raise ValueError("no candidate positions")
-    w, h = cands[0][2] - cands[0][0], cands[0][3] - cands[0][1]
-    H, W = sat.shape[0] - 1, sat.shape[1] - 1
-    best = (cands[0][0], cands[0][1])
-    best_cost = -1
-    for x0, y0, _, _ in cands:
-        if bounds is not None:
-            bx0, by0, bx1, by1 = bounds
-            if w <= bx1 - bx0:
-                x0 += max(0, bx0 - x0) - max(0, x0 + w - bx1)
-            if h <= by1 - by0:
-                y0 += max(0, by0 - y0) - max(0, y0 + h - by1)
-        x1, y1 = x0 + w, y0 + h
-        cx0, cy0 = min(max(x0, 0), W), min(max(y0, 0), H)
-        cx1, cy1 = min(max(x1, 0), W), min(max(y1, 0), H)
-        cost = 4 * (w * h - (cx1 - cx0) * (cy1 - cy0))
-        cost += int(sat[cy1, cx1] - sat[cy0, cx1] - sat[cy1, cx0] + sat[cy0, cx0])
-        for a in placed:
-            cost += max(0, min(x1, a[2]) - max(x0, a[0])) * max(0, min(y1, a[3]) - max(y0, a[1]))
-        for a in avoid:
-            cost += 20 * max(0, min(x1, a[2]) - max(x0, a[0])) * max(
-                0, min(y1, a[3]) - max(y0, a[1]))
-        if cost == 0:
-            return x0, y0
-        if best_cost < 0 or cost < best_cost:
-            best, best_cost = (x0, y0), cost
-    return best

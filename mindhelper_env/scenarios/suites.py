@@ -74,12 +74,19 @@ import os
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 from mindhelper_env.scenarios.generator import generate_episode
+from mindhelper_env.scenarios.jsonl import (
+    _iter_jsonl,
+    _reject_constant,
+    load_jsonl,
+    no_duplicate_keys,
+    validate_result_record,
+)
 from mindhelper_env.scenarios.spec import (
     FAMILIES,
     GENERATOR_VERSION,
@@ -564,74 +571,6 @@ def export_suite(name: str, out_dir: str | os.PathLike[str]) -> Path:
     _write_atomic(out / MANIFEST_FILE, (json.dumps(manifest, sort_keys=True, indent=2) + "\n").encode())
     logger.info("exported suite %s (%d episodes) to %s", name, s["n"], out)
     return out
-
-
-# ---------------------------------------------------------------------------------- JSONL
-def _reject_constant(token: str) -> Any:
-    raise ValueError(f"{token} is not valid JSON")
-
-
-def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _iter_jsonl(data: bytes) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    """Yield ``(line_number, record, None)`` or ``(line_number, None, problem)`` per line."""
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    for n, raw in enumerate(lines, start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            yield n, None, f"not valid UTF-8 (byte {err.start})"
-            continue
-        if not text.strip():
-            yield n, None, "empty line"
-            continue
-        try:
-            obj = json.loads(text, parse_constant=_reject_constant,
-                             object_pairs_hook=no_duplicate_keys)
-        except json.JSONDecodeError as err:
-            yield n, None, f"invalid JSON ({err.msg} at column {err.colno})"
-            continue
-        except ValueError as err:
-            yield n, None, f"invalid JSON ({err})"
-            continue
-        if not isinstance(obj, dict):
-            yield n, None, f"expected a JSON object, got {type(obj).__name__}"
-            continue
-        yield n, obj, None
-
-
-def load_jsonl(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a JSONL file of JSON objects.
-
-    Raises ``ValueError("<path>:<line>: <reason>")`` on the first corrupt, truncated, empty or
-    non-object line, and ``ValueError("<path>: <reason>")`` if the file cannot be read.
-    """
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as err:
-        raise ValueError(f"{p}: cannot read ({err.strerror or err})") from err
-    out = []
-    for n, obj, problem in _iter_jsonl(data):
-        if problem is not None:
-            raise ValueError(f"{p}:{n}: {problem}")
-        assert obj is not None
-        out.append(obj)
-    return out
-
-
-def validate_result_record(record: Any) -> list[str]:
-    """Schema problems of one result record (``result.schema.json``); empty list = valid."""
-    return schema_errors("result", record)
 
 
 # ---------------------------------------------------------------------------------- validate
