@@ -90,7 +90,7 @@ def run_variant(name: str, spec: str, suite: str, agents: Sequence[str], limit: 
     t0 = time.perf_counter()
     summary = evaluate(suite, list(agents), folder, agent_kwargs=kwargs, limit=limit,
                        workers=workers, progress=False, plots=False, timing=timing,
-                       force_workers=True)
+                       force_workers=True, overwrite=True)
     wall = time.perf_counter() - t0
     result: dict[str, Any] = {"wall_seconds": round(wall, 1), "agents": {}}
     for a in agents:

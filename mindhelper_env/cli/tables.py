@@ -123,6 +123,8 @@ def print_results(fmt_name: str, title: str, result: Mapping[str, Any]) -> None:
             sys.stdout.write(f"**{title}**\n\n" + "\n".join(lines) + "\n")
         sys.stdout.flush()
         return
+    if isinstance(result.get("trials"), Mapping):
+        title += f" (mean of {result['trials']['k']} trials; episodes per trial)"
     print_table(title, result["table"], result["metrics"])
     if isinstance(result.get("trials"), Mapping):
         print_trials(result["trials"])
