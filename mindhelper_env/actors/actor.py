@@ -412,9 +412,14 @@ class Actor:
             wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
             if any(world.holder(o) == self.id for o in wanted):
                 return True
-            # saw one put somewhere new (or learned of one) since getting stuck
-            return any(self.beliefs.get(o) is not None
-                       and self.beliefs.get(o) != self._stuck_beliefs.get(o) for o in wanted)
+            # saw one put somewhere new (or learned of one) since getting stuck; one that
+            # someone else picked up is not within reach yet (they may be bringing it over)
+            for o in wanted:
+                loc = self.beliefs.get(o)
+                if loc is not None and loc != self._stuck_beliefs.get(o) \
+                        and loc not in world.chars:
+                    return True
+            return False
         if act["type"] == "deliver":
             dest = int(act["dest"])
             return dest in world.graph.nodes and not world.is_closed_container(dest)
