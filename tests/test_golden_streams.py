@@ -75,12 +75,13 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 
 # Re-pinned (deliberately) for 0.4.0: interventions are timed by the issue of the first
 # acting program (records' actions carry "acts"; rewards and t_I move with it), every episode
-# runs to its horizon, and the generator is mh-gen-2.0 (the v2 families and suites).
+# runs to its horizon, and the generator is mh-gen-2.1 (the v2 families and suites; 2.1:
+# noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover).
 GOLDEN = {
-    "dev-home": "bf3452bc25e362cec7b60387271b2c9a526d2e73b2b53415404e456e2f98deef",
-    "dev-room": "2a3d5750c03d2ed5125fcb4b3a1ae215b6eb83fb0856ecb4f6cafae3945c761b",
-    "fresh-home": "20d83e93edae485a77f6de07c3723717a17904878f3696c2d9d6f7286b6a28a2",
-    "pool-home": "3b8a9f0f037952d242fe60aa0481fee377a71e828e266161785bae4ac43be402",
+    "dev-home": "97fe780f62aa12ad76917ce985748e796f237c3f42f44c360806cb447ee10532",
+    "dev-room": "522b69cb3ca3bcac148a779cbe2287e7911bfa46849bbbce639b4bb7e2607fb7",
+    "fresh-home": "a068057e94b4fe3da15435c1da86e2b79283a2337db036b8b5fd7db1b4d34b3a",
+    "pool-home": "be806a02fe6b4e1930e4b4b79d0be6103d5b351b87ed9f16b552b7bd468ee2c2",
 }
 
 

@@ -205,3 +205,31 @@ def test_object_placed_in_view_is_picked_up():
         assert not any(ln.line.startswith("[give]") for ln in sim.robot_lines)
         return
     pytest.fail("no episode with a low surface next to the shelf")
+
+
+@pytest.mark.parametrize("family", ["reach_helped", "reach_noticed", "blocked_helped",
+                                    "blocked_noticed"])
+@pytest.mark.parametrize("seed", range(4))
+def test_noticed_struggle_is_helped_only_after_the_deadline_would_be(family, seed):
+    # someone who noticed helps only after NOTICE_DELAY, past onset + DEADLINE_TICKS: a robot
+    # cannot wait to see whether anyone comes; the struggler waits for them meanwhile
+    from mindhelper_env.actors.actor import NOTICE_DELAY
+    from mindhelper_env.scenarios.generator import DEADLINE_TICKS
+
+    assert NOTICE_DELAY > DEADLINE_TICKS
+    spec = generate_episode(family, seed)
+    sim = Simulation(spec)
+    sim.run()
+    focus = spec["reference"]["focus_actor"]
+    cue = min(e.tick for e in sim.log if e.actor == focus and e.verb in ("stretch", "stand"))
+    others = [e for e in sim.log if e.ok and e.actor not in (focus,) and e.tick >= cue
+              and ((e.verb == "give" and e.args[-1] == focus)
+                   or (e.verb == "open" and family.startswith("blocked")
+                       and e.args[0] == spec["reference"]["target_object"]))]
+    assert others, "nobody helped the struggler in a silent twin"
+    first_visible = min(e.tick for e in sim.log if e.ok and e.actor == others[0].actor
+                        and e.tick > cue)
+    assert first_visible > cue + DEADLINE_TICKS
+    assert sim.focus.status == "done"
+    # exactly one struggle: the person waits for the help, they do not try again
+    assert sum(1 for e in sim.log if e.actor == focus and e.verb in ("stretch", "stand")) == 1

@@ -36,9 +36,13 @@ to where one believes the object (or an alternative) is — people check the usu
 
 **Noticing.** An adult who is not on the phone, has a free hand and stays in a room where
 someone stretches toward something out of reach or stands at a closed container with full
-hands notices it (at the tick it happens) and helps at once: fetches what the person is
-reaching for and hands it over, or opens the container; then goes back to what they were
-doing. What a stretching person wants is known to the people of the house (they share the
+hands notices it (at the tick it happens). They finish what they are doing first — they
+stay where they are for :data:`NOTICE_DELAY` ticks, nothing visible — and then help: fetch
+what the person is reaching for and hand it over, or open the container; then they go back
+to what they were doing. The delay is longer than the window in which the robot must
+decide, so that a robot cannot wait to see whether anyone comes: whether someone noticed
+must be read off the scene at the struggle (who is in the room, on the phone, with a free
+hand). What a stretching person wants is known to the people of the house (they share the
 task), not to the robot: a stretch names only the place.
 
 **Visible behaviour.** People use the containers they open and close them again. Besides
@@ -62,7 +66,7 @@ from mindhelper_env.world.script import ScriptLine
 if TYPE_CHECKING:
     from mindhelper_env.world.world import ActionResult, Event, World
 
-__all__ = ["Actor", "ACTOR_KINDS", "ACTIVITY_KEYS", "Marker"]
+__all__ = ["Actor", "ACTOR_KINDS", "ACTIVITY_KEYS", "Marker", "NOTICE_DELAY"]
 
 #: Reach height (metres) of each kind of person.
 ACTOR_KINDS: dict[str, float] = {"adult": 2.0, "child": 1.2, "wheelchair": 1.3}
@@ -78,6 +82,11 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "phone": (),
     "tell": ("person", "object", "place"),
 }
+
+#: Ticks an adult who noticed someone struggling takes before starting to help (longer than
+#: the generator's ``DEADLINE_TICKS``, which checks it).
+NOTICE_DELAY = 7
+
 
 @lru_cache(maxsize=4096)
 def _walk_line(class_name: str, target: int) -> ScriptLine:
@@ -146,6 +155,8 @@ class Actor:
     busy: bool = False
     #: the help under way for someone noticed struggling: (person, object, container)
     _helping: tuple[int, int | None, int | None] | None = None
+    #: ticks left before that help starts (:data:`NOTICE_DELAY`)
+    _help_wait: int = 0
     #: (room, free hand, busy) at the start of the tick: what noticing is judged by
     _snap: tuple[int | None, bool, bool] | None = None
     #: the tick a stuck person gives up (None: not stuck)
@@ -222,6 +233,7 @@ class Actor:
         if (self.kind != "adult" or self._helping is not None or snap is None
                 or not snap[1] or snap[2] or snap[0] != ev.room):
             return
+        self._help_wait = NOTICE_DELAY
         if ev.verb == "stand":
             self._helping = (ev.actor, None, ev.args[0])
             return
@@ -302,6 +314,9 @@ class Actor:
         me = world.chars[self.id]
         self._snap = (me.room, world.free_hand(self.id) is not None, self.busy)
         if self._helping is not None:
+            if self._help_wait > 0:
+                self._help_wait -= 1
+                return None
             line = self._help(world)
             if line is not None:
                 return line
@@ -397,9 +412,14 @@ class Actor:
             wanted = [int(act["object"]), *[int(o) for o in act.get("alternatives", ())]]
             if any(world.holder(o) == self.id for o in wanted):
                 return True
-            # saw one put somewhere new (or learned of one) since getting stuck
-            return any(self.beliefs.get(o) is not None
-                       and self.beliefs.get(o) != self._stuck_beliefs.get(o) for o in wanted)
+            # saw one put somewhere new (or learned of one) since getting stuck; one that
+            # someone else picked up is not within reach yet (they may be bringing it over)
+            for o in wanted:
+                loc = self.beliefs.get(o)
+                if loc is not None and loc != self._stuck_beliefs.get(o) \
+                        and loc not in world.chars:
+                    return True
+            return False
         if act["type"] == "deliver":
             dest = int(act["dest"])
             return dest in world.graph.nodes and not world.is_closed_container(dest)

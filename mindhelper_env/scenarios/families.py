@@ -451,6 +451,40 @@ def _before_the_look(d: Draft, a: int, l1: int, l2: int) -> None:
                            if p not in (l1, l2)]))
 
 
+def _put_away_other(d: Draft, who: int, room: int, avoid: tuple[int, ...], cls: str) -> None:
+    """``who`` puts something else (not of class ``cls``) away in another container of
+    ``room``, as the one who puts X away does: on both sides of the watched group each of the
+    two people takes something off a surface and puts it into a container; which of them
+    handled X is all that differs."""
+    boxes = [c for c in d.reachable_for(who, d.containers(room)) if c not in avoid]
+    spots = d.reachable_for(who, d.surfaces(room))
+    if boxes and spots:
+        box = d.pick(boxes)
+        pool = sorted(c for c in _FITS.get(d.g.nodes[box].key, _FITS["other"]) if c != cls)
+        if pool:
+            y = d.obj(d.pick(pool), d.pick(spots))
+            d.fetch(who, y, box, [d.world.anchor(y)])
+            return
+    d.idle(who, int(d.rng.integers(4, 7)))
+
+
+#: How often B moves X into a container (rather than onto a surface), by variant: chosen so
+#: that the containers opened and closed before the cue are as many in each help family as in
+#: its twins (``self_corrected`` puts X on a surface, where A sees it on the way back).
+_L2_BOX_SHARE = {"relocation": 0.5, "self_corrected": 0.0}
+
+
+def _new_place(d: Draft, a: int, variant: str, cands: list[int]) -> int:
+    """Where B moves X: one of ``cands``, within A's reach (A may fetch it there later), a
+    container with the variant's :data:`_L2_BOX_SHARE` (default 0.7) where there is one."""
+    cands = d.reachable_for(a, cands) or cands
+    boxes = [p for p in cands if "CAN_OPEN" in d.g.nodes[p].properties]
+    surfaces = [p for p in cands if p not in boxes]
+    if boxes and (not surfaces or d.chance(_L2_BOX_SHARE.get(variant, 0.7))):
+        return d.pick(boxes)  # out of sight on the way back (a surface may be passed)
+    return d.pick(surfaces)
+
+
 def _relocation(d: Draft, variant: str) -> None:
     """X is put away in container L1 while A sees it (A puts it there, or watches B do it);
     B moves X to L2 while A is away (or watching); the move may be told to people in earshot."""
@@ -463,32 +497,32 @@ def _relocation(d: Draft, variant: str) -> None:
     r1 = d.room_of(l1)
     a = d.person(kind=kind, room=r1)
     d.focus = a
-    # in the watched family A learns where X is only by watching B put it away; in its twin
-    # A puts it away themself, as in the relocation families, and watches it move
-    watched = variant == "watched"
+    # the watched group crosses who put X away with who saw it move: half the time A only
+    # watched B put X away (and the other puts something else away meanwhile, so that both
+    # people do the same things on both sides); the help family's A does not see the move,
+    # the twin's A does. Whether A put X there themself then says nothing.
+    in_watched_group = variant in ("watched", "watched_move_seen")
+    watched = in_watched_group and d.chance(0.5)
     # both sides of the watched group keep the same timing (the watching takes a while)
     slow = 8 if variant in ("watched", "watched_move_seen") else 0
     b = d.person(kind="adult", room=r1)  # B sees where X goes (every belief is perceived)
     x = d.obj(cls, d.pick([p for p in d.reachable_for(a, d.surfaces(r1))]))
     d.target = x
     d.keep.add(x)
-    boxes = [c for c in d.containers(r1) if c != l1]
     if watched:
-        # A learns where X is only by watching B put it away (checking a container of the
-        # room meanwhile, as the watcher in the twin does)
+        # A learns where X is only by watching B put it away, putting something else away
+        # meanwhile, as B does in the twin
         d.fetch(b, x, l1, [d.world.anchor(x)])
-        if d.reachable_for(a, boxes):
-            d.check(a, d.pick(d.reachable_for(a, boxes)))
-        d.idle(a, int(d.rng.integers(4, 7)))
+        _put_away_other(d, a, r1, (l1,), cls)
     else:
         d.fetch(a, x, l1, [d.world.anchor(x)])
-        if variant == "watched_move_seen" and boxes:
-            d.check(b, d.pick(boxes))
+        if in_watched_group:
+            _put_away_other(d, b, r1, (l1,), cls)
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
     stays_in_view = variant in ("witnessed", "watched_move_seen")
     if stays_in_view:
-        l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
+        l2 = _new_place(d, a, variant, [p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
                int(d.rng.integers(12, 18)) + slow)
         d.idle(b, int(d.rng.integers(5, 8)) + slow)
@@ -497,15 +531,16 @@ def _relocation(d: Draft, variant: str) -> None:
             cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
         else:
             cands = [p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
-            boxes = [p for p in cands if "CAN_OPEN" in d.g.nodes[p].properties]
-            if boxes and d.chance(0.7):
-                cands = boxes  # out of sight on the way back (a surface may be passed)
-        l2 = d.pick(cands)
+        l2 = _new_place(d, a, variant, cands)
         told = variant in ("told_away", "told")
         away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + slow
         d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
         d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + slow)
     d.fetch(b, x, l2, [l1])
+    if stays_in_view and d.chance(0.7):
+        # B goes on to another room, as B does after moving X out of the room where A is
+        # away (so where B is at the look says nothing)
+        d.goto(b, d.pick(d.furniture(d.pick(away))), int(d.rng.integers(4, 10)))
     if variant in ("told_away", "told"):
         # B tells someone else where X went: A hears it only when in that room (earshot)
         rooms = [r for r in d.rooms if r not in (r_away, r1)] or [r for r in d.rooms
@@ -620,17 +655,19 @@ def _emptied(d: Draft, variant: str) -> None:
     d.check(a, l1)  # A opens L1 and sees what it holds
     r_away = d.pick([r for r in d.rooms if r != r1])
     if variant == "witnessed":
-        l2 = d.pick([p for p in d.places(r1, max_top=1.5) if p != l1])
+        l2 = _new_place(d, a, variant, [p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
                int(d.rng.integers(16, 22)) + 4 * len(xs))
         d.idle(b, int(d.rng.integers(6, 9)))
     else:
         cands = [p for p in d.places(max_top=1.5) if d.room_of(p) not in (r_away,) and p != l1]
-        l2 = d.pick(cands)
+        l2 = _new_place(d, a, variant, cands)
         d.goto(a, d.pick(d.furniture(r_away)), int(d.rng.integers(16, 22)) + 4 * len(xs))
         d.idle(b, int(d.rng.integers(7, 10)) + d.world.distance(r1, r_away))
     for o in xs:
         d.fetch(b, o, l2, [l1])
+    if variant == "witnessed" and d.chance(0.7):
+        d.goto(b, d.pick(d.furniture(r_away)), int(d.rng.integers(4, 10)))  # as in relocation
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2,
                       "state": "full", "now": "empty"}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -808,9 +845,11 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
         d.goto(e, d.pick(d.furniture(d.world.chars[e].room)), 0 if not needs_help else 30)
         if not needs_help:
             d.phone(e, long_call)
+    # the struggler fails once and waits on both sides: help, when someone noticed, comes
+    # only after NOTICE_DELAY, past the robot's deadline
+    d.stuck_after_one_try(a, near=anchor)
     if needs_help:
         d.needs_help = True
-        d.stuck_after_one_try(a, near=anchor)
     else:
         d.mental_state = {"type": "none"}
     for _ in range(_others(d) - 1):
@@ -869,8 +908,10 @@ def _blocked(d: Draft, variant: str) -> None:
     d.target = box
     d.actor(a)["patience"] = int(d.rng.integers(5, 7))
     d.actor(a)["retry_wait"] = int(d.rng.integers(3, 5))
-    if d.chance(0.4):
-        d.goto(a, d.pick(d.furniture(d.world.chars[a].room)), int(d.rng.integers(1, 4)))
+    # a stop on the way first, on both sides: the struggle never comes before the calls of
+    # the room have started (a struggle that early would be noticed in every help draft,
+    # which then fails validation, so early cues would mark the silent twins)
+    d.goto(a, d.pick(d.furniture(d.world.chars[a].room)), int(d.rng.integers(2, 5)))
     d.deliver(a, [o1, o2], box)
     d.mental_state = {"type": "implicit_goal", "goal": f"open the {d.g.nodes[box].class_name}",
                       "object": box}

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from mindhelper_env.actors.actor import ACTOR_KINDS
+from mindhelper_env.actors.actor import ACTOR_KINDS, NOTICE_DELAY
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
 from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
@@ -49,6 +49,11 @@ __all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS
 MAX_ATTEMPTS = 80
 #: Ticks from onset to the deadline (inclusive window ``[onset, onset + DEADLINE_TICKS]``).
 DEADLINE_TICKS = 5
+# Someone who noticed a struggle helps only after the robot's last chance to act in time, so a
+# robot cannot wait and see whether anyone comes (decisions come a window of up to 3 ticks
+# after what they see).
+if NOTICE_DELAY <= DEADLINE_TICKS:  # pragma: no cover - a guard on the two constants
+    raise ImportError("actors.NOTICE_DELAY must exceed generator.DEADLINE_TICKS")
 #: Every episode lasts exactly this many ticks, whatever happens in it (help needed or not,
 #: given or not): episode length carries no label. Generation keeps only drafts whose
 #: people have finished (or given up) well before it, with help and without.
