@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("agents", ("mindhelper_env.agents", "mindhelper_env.wrappers")),
     ("evaluation", ("mindhelper_env.evaluation", "mindhelper_env.plots",
                     "mindhelper_env.ray_backend")),
-    ("validity", ("mindhelper_env.validity",)),
+    ("validity", ("mindhelper_env.validity", "mindhelper_env.validity_data")),
     # the Trigger env wraps MindClaw's engine and trains it: it sits above the agents (it
     # moves next to MindClaw with trigger training, docs/design.md)
     ("training", ("mindhelper_env.trigger_training", "mindhelper_env.envs.trigger")),
