@@ -238,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="record every model request and answer to this cassette")
     ev.add_argument("--replay", type=_path, default=None, metavar="FILE",
                     help="answer model requests from this cassette (no server, no cost)")
+    ev.add_argument("--report", action="store_true",  # report: see mindhelper_env/report
+                    help="also write the HTML report to OUT/report (needs the report extra)")
     ev.set_defaults(func=_cmd_evaluate)
 
     sc = sub.add_parser("score", parents=[common],
@@ -325,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     tt.add_argument("--no-progress", action="store_true", help="no progress bar")
     tt.set_defaults(func=_cmd_train_trigger)
 
+    from mindhelper_env.report import cli as report_cli  # report: `mindhelper report`
+
+    report_cli.add_parser(sub, [common])
     ls = sub.add_parser("list", parents=[common],
                         help="list environments, families, agents and suites")
     ls.add_argument("--json", action="store_true", help="print JSON")
@@ -554,6 +559,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             require_ray()
         except ImportError:
             raise CLIError(INSTALL_HINT) from None
+    if args.report:  # report: the extra is checked before any file is written
+        from mindhelper_env.report.cli import check_extra
+
+        check_extra()
     env_kwargs = {} if args.window_ticks is None else {"window_ticks": args.window_ticks}
     agent_kwargs = _agent_kwargs(args)
     summary = evaluate(
@@ -576,6 +585,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     failed = _model_warnings(summary.get("models"))
     code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
+    if args.report:  # report: the HTML report of this run, in OUT/report
+        from mindhelper_env.report.cli import after_evaluate
+
+        after_evaluate(args.out, args.workers)
     if args.json:
         _print_json(summary["table"])
         return code
@@ -757,6 +770,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
         _print_table(f"{args.suite}: scored from {len(args.files)} file(s)", result["table"],
                      result["metrics"])
         _print_breakdown(result["metrics"])
+        from mindhelper_env.report.cli import print_belief  # report: belief accuracy
+
+        print_belief(result["metrics"])
         _model_warnings(result.get("models"))
         _print_efficiency(result["metrics"], result.get("models"))
     return EXIT_OK

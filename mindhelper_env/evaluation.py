@@ -206,6 +206,7 @@ def _play(
     decisions = 0
     seconds = 0.0
     steps = 0
+    belief, snapshot = None, callable(getattr(agent, "belief_snapshot", None))
     while True:
         t0 = time.perf_counter()
         try:
@@ -222,6 +223,10 @@ def _play(
             _warn_fallback(name, "agent %s: act returned %s, not a string (counted fallback "
                            "to 'none')", name, type(action).__name__)
             action = "none"
+        if snapshot and belief is None:  # the agent's belief at t_I (report/belief.py)
+            from mindhelper_env.report.belief import belief_at_intervention
+
+            belief = belief_at_intervention(env, agent, action, info)
         obs, _reward, terminated, truncated, info = env.step(action)
         steps += 1
         if terminated or truncated:
@@ -254,6 +259,8 @@ def _play(
     if isinstance(ops, list):
         out["trigger_ops"] = [dict(op) for op in ops]
         _attach_labels(out, env)
+    if belief:
+        out["belief"] = belief
     trace = getattr(agent, "trace", None)
     if isinstance(trace, list) and trace:
         out["trace"] = _plain(trace, timing)
@@ -628,7 +635,9 @@ def headline(metrics_pct: Mapping[str, Any]) -> dict[str, Any]:
     from mindhelper_env.metrics import RATE_KEYS
 
     keys = list(HEADLINE_KEYS) + [k for k in RATE_KEYS if k not in HEADLINE_KEYS]
-    return {k: metrics_pct.get(k) for k in keys}
+    out = {k: metrics_pct.get(k) for k in keys}
+    out["belief_accuracy"] = (metrics_pct.get("belief") or {}).get("accuracy")
+    return out
 
 
 def summarize(
@@ -902,7 +911,8 @@ def _remove_stale_temporaries(out: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_plots_atomic(metrics: Mapping[str, Any], out: Path) -> list[str]:
+def _write_plots_atomic(metrics: Mapping[str, Any], out: Path,
+                        suite: str | None = None) -> list[str]:
     """Plots go to a private temporary folder, then each is renamed into ``out``."""
     import shutil
     import tempfile
@@ -912,7 +922,7 @@ def _write_plots_atomic(metrics: Mapping[str, Any], out: Path) -> list[str]:
     tmp = Path(tempfile.mkdtemp(prefix=".plots-", dir=out))
     try:
         names = []
-        for path in write_plots(metrics, tmp):
+        for path in write_plots(metrics, tmp, suite=suite):
             os.replace(path, out / path.name)
             names.append(path.name)
         return names
@@ -1134,7 +1144,7 @@ def _evaluate_locked(
     summary["plots"] = []
     if plots:
         try:
-            summary["plots"] = _write_plots_atomic(summary["metrics"], out)
+            summary["plots"] = _write_plots_atomic(summary["metrics"], out, suite)
         except ImportError as exc:
             logger.warning("plots skipped: %s", exc)
     summary["videos"] = []

@@ -73,6 +73,7 @@ __all__ = [
     "intervention_tick",
     "program_acts",
     "trigger_accuracy",
+    "belief_accuracy",
     "compute_metrics",
     "compute_table",
     "breakdown",
@@ -738,6 +739,62 @@ def trigger_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | N
     }
 
 
+def belief_accuracy(
+    records: Iterable[Mapping[str, Any]],
+    references: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """Belief accuracy at the intervention tick, pooled over episodes.
+
+    A record's optional ``belief`` block (written only for agents with a belief table:
+    MindClaw, the belief tracker) holds, at the tick the agent issued its first acting
+    program, the agent's table ``agent`` and every simulated person's true table ``truth``,
+    both ``{person: {object: place}}``. A (person, object) pair *matches* when both tables
+    hold it with the same place; a pair in only one table is a mismatch. ``accuracy`` is
+    matches over the union of pairs; ``task_accuracy`` the same over the pairs of the
+    episode's task object (``target_object`` of the reference, where ``references`` are
+    given and it has one). Returns ``None`` when no record has a ``belief`` block; an
+    accuracy with no pair to count is ``None``.
+    """
+    present = False
+    episodes = pairs = matches = task_pairs = task_matches = 0
+    for record in records:
+        block = record.get("belief")
+        if block is None:
+            continue
+        label = _episode_label(record)
+        if not isinstance(block, Mapping) or not isinstance(block.get("agent"), Mapping) \
+                or not isinstance(block.get("truth"), Mapping):
+            raise ValueError(f"episode {label!r}: 'belief' must be a dict with 'agent' and "
+                             "'truth' tables")
+        present = True
+        episodes += 1
+        target = None
+        if references is not None:
+            ref = references.get(str(record.get("episode_id"))) or {}
+            if ref.get("target_object") is not None:
+                target = str(ref["target_object"])
+        mine, truth = block["agent"], block["truth"]
+        for person in set(mine) | set(truth):
+            a_row = mine.get(person) or {}
+            t_row = truth.get(person) or {}
+            for obj in set(a_row) | set(t_row):
+                hit = obj in a_row and obj in t_row and a_row[obj] == t_row[obj]
+                pairs += 1
+                matches += hit
+                if target is not None and obj == target:
+                    task_pairs += 1
+                    task_matches += hit
+    if not present:
+        return None
+    return {
+        "episodes": episodes,
+        "pairs": pairs,
+        "task_pairs": task_pairs,
+        "accuracy": matches / pairs if pairs else None,
+        "task_accuracy": task_matches / task_pairs if task_pairs else None,
+    }
+
+
 def compute_metrics(
     records: Iterable[Mapping[str, Any]],
     references: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
@@ -772,6 +829,7 @@ def compute_metrics(
       ``parse_failures_per_episode``, ``tokens_estimated_episodes`` (episodes whose token
       counts are estimates because the server sent no usage);
     - ``trigger``: see :func:`trigger_accuracy` (``None`` for non-Trigger agents);
+    - ``belief``: see :func:`belief_accuracy` (``None`` for agents without a belief table);
     - ``breakdown``: :func:`breakdown` — ``{"task_type" | "ability" | "twin_group":
       {group: {"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}}}``;
     - ``per_family``: ``{family: headline block}`` sorted by family (the same keys as
@@ -803,6 +861,7 @@ def compute_metrics(
     result = _aggregate(outcomes)
     result["efficiency"] = _efficiency(outcomes)
     result["trigger"] = trigger_accuracy(records)
+    result["belief"] = belief_accuracy(records, refs)
     result["breakdown"] = breakdown(outcomes)
     if by_family:
         families: dict[str, list[dict[str, Any]]] = {}
@@ -862,6 +921,11 @@ def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
         for key in _TRIGGER_RATE_KEYS:
             if key in trigger:
                 trigger[key] = _percent(trigger[key])
+    belief = out.get("belief")
+    if isinstance(belief, dict):
+        for key in ("accuracy", "task_accuracy"):
+            if key in belief:
+                belief[key] = _percent(belief[key])
     groups = out.get("breakdown")
     if isinstance(groups, dict):
         for blocks in groups.values():
