@@ -206,7 +206,7 @@ def test_report_pages_leaderboard_and_episode_viewer(report):
     assert marked >= 1
     # MindClaw: the agent's belief beside the truth
     mc = AGENTS.index("mindclaw")
-    assert any("agent&#39;s view" in p.read_text(encoding="utf-8")
+    assert any("agent's view" in p.read_text(encoding="utf-8")
                for p in (out / "episodes" / f"a{mc}").glob("*.html"))
 
 
