@@ -317,3 +317,17 @@ def test_plots_name_suite_and_episodes_and_mark_the_ideal(run_dir, tmp_path):
     with Image.open(next(p for p in paths if p.name == "metrics.png")) as im:
         w, h = im.size
     assert w / h <= 2.6
+
+
+def test_report_parallel_equals_serial(run_dir, report, tmp_path):
+    """Replays and pages in worker processes write the same site, byte for byte."""
+    from mindhelper_env.report import write_report
+
+    out, _ = report
+    par = tmp_path / "par"
+    result = write_report(par, [run_dir], seed=0, resamples=500, workers=2)
+    assert result["pages"] == len(AGENTS) * 8
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(par) for p in par.rglob("*") if p.is_file())
+    for rel in files:
+        assert (par / rel).read_bytes() == (out / rel).read_bytes(), rel

@@ -440,8 +440,7 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
     table = {a: s["metrics"] for a, s in scored.items()}
     n = max(s["metrics"]["episodes"] for s in scored.values())
     subtitle = f"{suite}, {n} episodes"
-    charts = [{"file": "charts/intervals.svg", "title": "Headline metrics with 95 % intervals"},
-              {"file": "charts/per_family.svg", "title": "Per family"}]
+    charts = _CHARTS
     (out / "charts").mkdir(parents=True, exist_ok=True)
     plot_intervals({a: (s["metrics"], s["ci"]) for a, s in scored.items()},
                    out / "charts" / "intervals.svg", subtitle=subtitle)
@@ -495,16 +494,10 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
                                              resamples=resamples, seed=seed)})
     timings["score"] = time.perf_counter() - t
 
-    t = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     for sub in ("episodes", "media", "charts"):
         if (out / sub).is_dir() and not (out / sub).is_symlink():
             shutil.rmtree(out / sub)
-    charts = _charts(out, scored, suite)
-    timings["charts"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    env = _environment()
     all_ids = sorted({e for s in scored.values() for e in s["records"]},
                      key=lambda e: (len(e), e))
     families = sorted({refs[e]["family"] for e in all_ids})
@@ -513,6 +506,81 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
               "n_help": n_help, "n_silent": len(all_ids) - n_help, "seed": seed,
               "resamples": resamples, "families": families,
               "run_dirs": [str(d) for d in run_dirs]}
+    # The charts and the episode pages are drawn by forked workers that inherit this state
+    # (nothing is pickled but the job lists); the index and the episode list meanwhile here.
+    global _STATE
+    env = _environment()
+    env.get_template("episode.html.j2")  # compiled once, before the workers fork
+    _STATE = {"out": out, "scored": scored, "agents": agents, "refs": refs,
+              "replays": replays, "labels": labels, "slugs": slugs, "common": common,
+              "env": env}
+    jobs: list[list[tuple[str, str, str | None, str | None]]] = []
+    for a in labels:
+        (out / "episodes" / slugs[a]).mkdir(parents=True, exist_ok=True)
+        ordered = sorted(scored[a]["records"], key=lambda e: (len(e), e))
+        for k, e in enumerate(ordered):
+            jobs.append([(a, e, ordered[k - 1] if k else None,
+                          ordered[k + 1] if k + 1 < len(ordered) else None)])
+    n_chunks = max(1, min(len(jobs), workers * 4))
+    chunks: list[list[tuple[str, str, str | None, str | None]]] = [[] for _ in range(n_chunks)]
+    for k, job in enumerate(jobs):
+        chunks[k % n_chunks].extend(job)
+    methods = multiprocessing.get_all_start_methods()
+    pool = None
+    try:
+        if workers > 1 and "fork" in methods:
+            ctx = multiprocessing.get_context("fork")
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+            chart_job = pool.submit(_charts_job)
+            page_jobs = [pool.submit(_pages_job, c) for c in chunks if c]
+        t = time.perf_counter()
+        charts = _CHARTS
+        _write_index(env, out, scored, agents, refs, labels, slugs, pairs, charts, common,
+                     all_ids)
+        timings["index"] = time.perf_counter() - t
+        if pool is None:
+            t = time.perf_counter()
+            _charts_job()
+            timings["charts"] = time.perf_counter() - t
+            t = time.perf_counter()
+            pages = sum(_pages_job(c) for c in chunks if c)
+            timings["pages"] = time.perf_counter() - t
+        else:
+            t = time.perf_counter()
+            chart_job.result()
+            pages = sum(f.result() for f in page_jobs)
+            timings["charts+pages"] = time.perf_counter() - t
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        _STATE = None
+    total = time.perf_counter() - t0
+    logger.info("report: %d episode pages in %.1f s (%s)", pages, total,
+                ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    return {"index": out / "index.html", "pages": pages, "seconds": round(total, 3),
+            "timings": {k: round(v, 3) for k, v in timings.items()}}
+
+
+#: What the page workers inherit (set by :func:`write_report` only while it runs).
+_STATE: dict[str, Any] | None = None
+#: The charts of the index page (files under ``charts/``).
+_CHARTS = [{"file": "charts/intervals.svg", "title": "Headline metrics with 95 % intervals"},
+           {"file": "charts/per_family.svg", "title": "Per family"}]
+
+
+def _charts_job() -> int:
+    st = _STATE
+    assert st is not None
+    _charts(st["out"], st["scored"], st["common"]["suite"])
+    return len(_CHARTS)
+
+
+def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping[str, Any],
+                 refs: Mapping[str, Any], labels: Sequence[str], slugs: Mapping[str, str],
+                 pairs: list[dict[str, Any]], charts: list[dict[str, str]],
+                 common: Mapping[str, Any], all_ids: Sequence[str]) -> None:
+    """``index.html`` (leaderboard, floors, charts, breakdowns, paired comparisons) and
+    ``episodes.html`` (every episode, with filters)."""
     leaderboard = []
     for a in labels:
         m = scored[a]["metrics"]
@@ -527,20 +595,17 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
             "belief_episodes": belief.get("episodes"),
             "tokens": eff.get("tokens_per_episode"), "calls": eff.get("model_calls_per_episode"),
         })
-    breakdown = _breakdown_rows(scored, labels)
     index_html = env.get_template("index.html.j2").render(
         page="index", root=".", metrics=CI_METRICS, leaderboard=leaderboard,
-        floors=_floors(scored, agents, refs), breakdown=breakdown, pairs=pairs, charts=charts,
-        **common)
+        floors=_floors(scored, agents, refs), breakdown=_breakdown_rows(scored, labels),
+        pairs=pairs, charts=charts, **common)
     (out / "index.html").write_text(index_html, encoding="utf-8")
-
     rows = []
     for e in all_ids:
         ref = refs[e]
         cells = []
         for a in labels:
-            rec = scored[a]["records"].get(e)
-            if rec is None:
+            if e not in scored[a]["records"]:
                 cells.append(None)
                 continue
             o = _outcome_of(scored[a], e)
@@ -551,46 +616,40 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
     (out / "episodes.html").write_text(env.get_template("episodes.html.j2").render(
         page="episodes", root=".", rows=rows, **common), encoding="utf-8")
 
-    page_tpl = env.get_template("episode.html.j2")
-    pages = 0
-    for a in labels:
-        folder = out / "episodes" / slugs[a]
-        folder.mkdir(parents=True, exist_ok=True)
-        info = agents[a]
-        ordered = sorted(scored[a]["records"], key=lambda e: (len(e), e))
-        for k, e in enumerate(ordered):
-            rec = scored[a]["records"][e]
-            ref = refs[e]
-            o = _outcome_of(scored[a], e)
-            replay = replays.get(_replay_key(rec))
-            replay_error = replay if isinstance(replay, str) else None
-            replay = replay if isinstance(replay, dict) else None
-            others = []
-            for b in labels:
-                ob = _outcome_of(scored[b], e) if e in scored[b]["records"] else None
-                if ob is not None:
-                    others.append({"agent": b, "ok": correct(ob), "label": _outcome_label(ob),
-                                   "href": f"../{slugs[b]}/{e}.html", "self": b == a})
-            html = page_tpl.render(
-                page="episode", root="../..", agent=a, episode_id=e, ref=ref, record=rec,
-                outcome=o, outcome_label=_outcome_label(o), ok=correct(o),
-                replay=replay, replay_error=replay_error,
-                timeline=_timeline(replay, rec, ref, o),
-                windows=_windows(replay, rec, o["t_I"]),
-                beliefs=_belief_rows(replay, rec) if replay is not None else None,
-                calls=_model_calls(rec), media=_media(rec, info["run_dir"], out, slugs[a]),
-                others=others,
-                prev=f"{ordered[k - 1]}.html" if k else None,
-                next=f"{ordered[k + 1]}.html" if k + 1 < len(ordered) else None,
-                **common)
-            (folder / f"{e}.html").write_text(html, encoding="utf-8")
-            pages += 1
-    timings["pages"] = time.perf_counter() - t
-    total = time.perf_counter() - t0
-    logger.info("report: %d episode pages in %.1f s (%s)", pages, total,
-                ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
-    return {"index": out / "index.html", "pages": pages, "seconds": round(total, 3),
-            "timings": {k: round(v, 3) for k, v in timings.items()}}
+
+def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
+    """Write the episode pages ``(agent, episode, previous, next)``; returns how many."""
+    st = _STATE
+    assert st is not None
+    out, scored, refs, replays = st["out"], st["scored"], st["refs"], st["replays"]
+    labels, slugs, common = st["labels"], st["slugs"], st["common"]
+    page_tpl = st["env"].get_template("episode.html.j2")
+    for a, e, prev, nxt in items:
+        rec = scored[a]["records"][e]
+        ref = refs[e]
+        o = _outcome_of(scored[a], e)
+        replay = replays.get(_replay_key(rec))
+        replay_error = replay if isinstance(replay, str) else None
+        replay = replay if isinstance(replay, dict) else None
+        others = []
+        for b in labels:
+            if e in scored[b]["records"]:
+                ob = _outcome_of(scored[b], e)
+                others.append({"agent": b, "ok": correct(ob), "label": _outcome_label(ob),
+                               "href": f"../{slugs[b]}/{e}.html", "self": b == a})
+        html = page_tpl.render(
+            page="episode", root="../..", agent=a, episode_id=e, ref=ref, record=rec,
+            outcome=o, outcome_label=_outcome_label(o), ok=correct(o),
+            replay=replay, replay_error=replay_error,
+            timeline=_timeline(replay, rec, ref, o),
+            windows=_windows(replay, rec, o["t_I"]),
+            beliefs=_belief_rows(replay, rec) if replay is not None else None,
+            calls=_model_calls(rec),
+            media=_media(rec, st["agents"][a]["run_dir"], out, slugs[a]),
+            others=others, prev=f"{prev}.html" if prev else None,
+            next=f"{nxt}.html" if nxt else None, **common)
+        (out / "episodes" / slugs[a] / f"{e}.html").write_text(html, encoding="utf-8")
+    return len(items)
 
 
 def _outcome_of(scored_agent: dict[str, Any], episode_id: str) -> dict[str, Any]:

@@ -73,10 +73,9 @@ def check_extra() -> None:
 
 
 def _say(result: dict[str, Any]) -> None:
-    t = result["timings"]
+    stages = ", ".join(f"{k} {v:.1f} s" for k, v in result["timings"].items())
     sys.stderr.write(f"report: {result['index']} ({result['pages']} episode pages in "
-                     f"{result['seconds']:.1f} s: replay {t['replay']:.1f} s, scoring "
-                     f"{t['score']:.1f} s, charts {t['charts']:.1f} s, pages {t['pages']:.1f} s)\n")
+                     f"{result['seconds']:.1f} s: {stages})\n")
 
 
 def run(args: argparse.Namespace) -> int:
