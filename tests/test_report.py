@@ -80,6 +80,11 @@ def test_paired_bootstrap_difference_and_disagreements():
     part = paired_bootstrap(a[:5], b, seed=0)
     assert part["episodes"] == 5
     assert paired_bootstrap(a, b, seed=0) == p
+    # the report's B − A is the mirror of A − B, as if computed the other way round
+    from mindhelper_env.report.build import _reversed
+
+    b2 = _outcomes(13, 20, 15, 20)
+    assert _reversed(paired_bootstrap(a, b2, seed=5)) == paired_bootstrap(b2, a, seed=5)
 
 
 def test_correct_is_the_episode_going_right():

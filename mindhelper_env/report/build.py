@@ -489,9 +489,10 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
     pairs = []
     for i, a in enumerate(labels):
         for b in labels[i + 1:]:
-            pairs.append({"a": a, "b": b, "id": f"{slugs[a]}-{slugs[b]}",
-                          **paired_bootstrap(scored[a]["outcomes"], scored[b]["outcomes"],
-                                             resamples=resamples, seed=seed)})
+            p = paired_bootstrap(scored[a]["outcomes"], scored[b]["outcomes"],
+                                 resamples=resamples, seed=seed)
+            pairs.append({"a": a, "b": b, "id": f"{slugs[a]}-{slugs[b]}", **p})
+            pairs.append({"a": b, "b": a, "id": f"{slugs[b]}-{slugs[a]}", **_reversed(p)})
     timings["score"] = time.perf_counter() - t
 
     out.mkdir(parents=True, exist_ok=True)
@@ -650,6 +651,19 @@ def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
             next=f"{nxt}.html" if nxt else None, **common)
         (out / "episodes" / slugs[a] / f"{e}.html").write_text(html, encoding="utf-8")
     return len(items)
+
+
+def _reversed(pair: Mapping[str, Any]) -> dict[str, Any]:
+    """B − A from A − B: the same resamples, so the interval is the mirror image."""
+    metrics = {}
+    for k, m in pair["metrics"].items():
+        ci = m["ci"]
+        metrics[k] = {"a": m["b"], "b": m["a"],
+                      "diff": None if m["diff"] is None else round(-m["diff"], 2) + 0.0,
+                      "ci": None if ci is None else [round(-ci[1], 2) + 0.0,
+                                                     round(-ci[0], 2) + 0.0]}
+    return {"episodes": pair["episodes"], "disagree": pair["disagree"],
+            "a_only": pair["b_only"], "b_only": pair["a_only"], "metrics": metrics}
 
 
 def _outcome_of(scored_agent: dict[str, Any], episode_id: str) -> dict[str, Any]:
