@@ -1,9 +1,10 @@
 """How long ``evaluate --report`` spends on the report (``python benchmarks/bench_report.py``).
 
 Runs the issue's command once, ``evaluate --suite vh-dev-v2 --agents
-silent,random,reactive,belief-tracker,oracle,mindclaw`` (``--workers``, timing off), then
-builds its report ``--repeat`` times in fresh folders (:func:`mindhelper_env.report.write_report`,
-the step ``--report`` adds) and prints the median wall time of the evaluation and of the
+silent,random,reactive,belief-tracker,oracle,mindclaw`` in this process (``--workers``,
+default 1 as in the issue's command; timing off), then builds its report ``--repeat`` times in
+fresh folders as ``--report`` does (:func:`mindhelper_env.report.write_report`, replay and
+pages in one process per CPU) and prints the median wall time of the evaluation and of the
 report step, the report's CPU seconds (this process and its replay workers) and the median of
 each stage (replay, scoring, charts, pages). The goal: the report step under 10 s.
 """
@@ -33,7 +34,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default="vh-dev-v2")
     ap.add_argument("--agents", default=AGENTS)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=1,
+                    help="evaluate --workers (the issue's command uses the default, 1)")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,7 +47,7 @@ def main() -> None:
         walls, cpus, stages = [], [], []
         for k in range(args.repeat):
             c, t = _cpu(), time.perf_counter()
-            result = write_report(Path(tmp) / f"report{k}", [run], workers=args.workers)
+            result = write_report(Path(tmp) / f"report{k}", [run])  # as evaluate --report
             walls.append(time.perf_counter() - t)
             cpus.append(_cpu() - c)
             stages.append(result["timings"])

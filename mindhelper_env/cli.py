@@ -588,7 +588,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.report:  # report: the HTML report of this run, in OUT/report
         from mindhelper_env.report.cli import after_evaluate
 
-        after_evaluate(args.out, args.workers)
+        after_evaluate(args.out)
     if args.json:
         _print_json(summary["table"])
         return code

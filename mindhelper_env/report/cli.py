@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def after_evaluate(out: Path, workers: int | None = None) -> dict[str, Any]:
-    """``evaluate --report``: the report of ``out`` in ``out/report``."""
+    """``evaluate --report``: the report of ``out`` in ``out/report``, replayed in ``workers``
+    processes (default: the CPUs, whatever ``evaluate --workers`` was)."""
     from mindhelper_env.report.build import write_report
 
     result = write_report(Path(out) / REPORT_DIR, [Path(out)], workers=workers)
