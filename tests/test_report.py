@@ -281,12 +281,47 @@ def test_report_cli_errors_and_extra(run_dir, tmp_path, capsys, monkeypatch):
 def test_evaluate_report_writes_the_report(tmp_path, capsys):
     from mindhelper_env.cli import main
 
+    pytest.importorskip("imageio", reason='--videos needs the video extra')
     out = tmp_path / "run"
     assert main(["evaluate", "--suite", SUITE, "--agents", "silent,oracle", "--out", str(out),
-                 "--limit", "2", "--report", "--no-progress", "--no-timing"]) == 0
+                 "--limit", "2", "--report", "--no-progress", "--no-timing",
+                 "--videos", "1"]) == 0
     assert "report:" in capsys.readouterr().err
     assert (out / "report" / "index.html").is_file()
-    assert len(list((out / "report" / "episodes").rglob("*.html"))) == 4
+    pages = sorted((out / "report" / "episodes").rglob("*.html"))
+    assert len(pages) == 4
+    # the frames --videos saved are copied in and shown on the first episode's pages
+    first = [p for p in pages if p.name == "vh-dev-v2-0000.html"]
+    assert len(first) == 2
+    for page in first:
+        srcs = re.findall(r'<img src="([^"]+)"', page.read_text(encoding="utf-8"))
+        assert any(s.endswith(".gif") for s in srcs)
+        for src in srcs:
+            assert (page.parent / src).resolve().is_file(), src
+    assert "<img" not in next(p for p in pages if p.name == "vh-dev-v2-0001.html").read_text()
+
+
+def test_report_shows_model_calls(run_dir, tmp_path):
+    """A record whose trace holds model calls (direct-vlm's entries, MindClaw's calls)."""
+    from mindhelper_env.report import write_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text((run_dir / "run.json").read_text())
+    rec = json.loads((run_dir / "silent.jsonl").read_text().splitlines()[0])
+    rec["agent"] = "direct-vlm"
+    rec["trace"] = [{"window": 0, "tick": 0, "prompt_tokens": 812, "completion_tokens": 9,
+                     "outcome": "ok", "prompt": "direct-vlm/v3", "answer": "no & <none>"},
+                    {"window": 1, "tick": 3, "calls": [
+                        {"module": "reasoning", "prompt": "mindclaw-reasoning/v2",
+                         "prompt_tokens": 300, "completion_tokens": 4, "answer": "yes",
+                         "outcome": "ok"}]}]
+    (run / "direct-vlm.jsonl").write_text(json.dumps(rec) + "\n")
+    write_report(tmp_path / "rep", [run], resamples=200, workers=1)
+    page = next((tmp_path / "rep" / "episodes").rglob("*.html")).read_text(encoding="utf-8")
+    assert "Model calls" in page
+    assert "812" in page and "direct-vlm/v3" in page and "no &amp; &lt;none&gt;" in page
+    assert "reasoning" in page and "mindclaw-reasoning/v2" in page
 
 
 # ------------------------------------------------------------------------- plots
