@@ -96,6 +96,10 @@ class BeliefTrackerAgent(_OnceAgent):
         super().reset(seed=seed)
         self.trace: list[dict[str, Any]] = []
 
+    def belief_snapshot(self) -> dict[int, dict[int, int]]:
+        """Every person's belief table now (read-only copy of the tracker's)."""
+        return self.tracker.belief_snapshot()
+
     def decide(self, observation: Mapping[str, Any], info: Mapping[str, Any],
                cues: list[Any]) -> list[str]:
         self.trace.append({

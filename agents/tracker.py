@@ -347,6 +347,11 @@ class BeliefTracker:
                                  "was told" if args[0] == p.id else "overheard it")
 
     # ------------------------------------------------------------------ queries
+    def belief_snapshot(self) -> dict[int, dict[int, int]]:
+        """Read-only copy of every person's belief table: ``{person: {object: place}}``."""
+        return {pid: {obj: b.place for obj, b in p.beliefs.items()}
+                for pid, p in self.people.items()}
+
     def anchor_of(self, obj: int) -> int | None:
         """The furniture (or person) where the robot last saw ``obj``."""
         return self.where.get(obj)

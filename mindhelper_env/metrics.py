@@ -43,16 +43,24 @@ from __future__ import annotations
 
 import copy
 import math
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from mindhelper_env.similarity import (
+    Atom,
+    action_correctness,
+    atom_similarity,
+    atoms_from_lines,
+    bigram_f1,
+    lcs_f1,
+    sequence_similarity,
+    unigram_f1,
+)
 from mindhelper_env.world.script import (
     MOVEMENT_VERBS,
     is_silence,
-    normalize_class,
     parse_program,
 )
 
@@ -73,6 +81,7 @@ __all__ = [
     "intervention_tick",
     "program_acts",
     "trigger_accuracy",
+    "belief_accuracy",
     "compute_metrics",
     "compute_table",
     "breakdown",
@@ -80,8 +89,6 @@ __all__ = [
     "as_percentages",
 ]
 
-#: An action atom: ``(verb, (object_class, target_class, ...))`` with normalized class names.
-Atom = tuple[str, tuple[str, ...]]
 
 #: Keys a result record must have.
 REQUIRED_RECORD_KEYS: tuple[str, ...] = (
@@ -133,165 +140,8 @@ _TRIGGER_RATE_KEYS: tuple[str, ...] = ("op_accuracy", "op_accuracy_no_noop")
 #: Rates of a :func:`breakdown` group (converted by :func:`as_percentages`).
 BREAKDOWN_RATE_KEYS: tuple[str, ...] = ("PHA", "PHR", "PSR")
 
-# Weights of SR = (2*R1 + 3*R2 + 5*RL) / 10.
-_W_R1, _W_R2, _W_RL = 0.2, 0.3, 0.5
 
 
-# --------------------------------------------------------------------------------------
-# Action atoms and sequence similarity
-# --------------------------------------------------------------------------------------
-
-
-def atoms_from_lines(lines: Iterable[str]) -> list[Atom]:
-    """Action atoms ``verb(class[, class...])`` from script lines, in order.
-
-    Every verb is kept (including ``walk`` and ``find``); an atom is exactly the verb and
-    its argument class names, normalized with :func:`normalize_class` (node ids are
-    dropped). Each item may itself be a small program (lines separated by newlines or
-    ``;``). Lines that do not parse, ``none``, and non-string items are skipped.
-    """
-    atoms: list[Atom] = []
-    for item in lines:
-        if not isinstance(item, str) or is_silence(item):
-            continue
-        parsed, _errors = parse_program(item)
-        for line in parsed:
-            atoms.append((line.verb, tuple(normalize_class(c) for c in line.classes)))
-    return atoms
-
-
-def atom_similarity(a: Atom, b: Atom) -> float:
-    """Soft match score of two atoms, in ``[0, 1]``.
-
-    Different verbs score 0. Equal verbs score ``0.2 + 0.8 * k / max(len(a), len(b))``
-    where ``k`` is the number of positionally equal arguments; two argument-less atoms
-    with the same verb score 1.0.
-    """
-    verb_a, args_a = a
-    verb_b, args_b = b
-    if verb_a != verb_b:
-        return 0.0
-    longest = max(len(args_a), len(args_b))
-    if longest == 0:
-        return 1.0
-    equal = sum(1 for x, y in zip(args_a, args_b, strict=False) if x == y)
-    return 0.2 + 0.8 * equal / longest
-
-
-def _f1(matched: float, n_pred: int, n_ref: int) -> float:
-    """F1 of a soft match total: precision ``matched/n_pred``, recall ``matched/n_ref``."""
-    if n_pred == 0 or n_ref == 0 or matched <= 0.0:
-        return 0.0
-    precision = matched / n_pred
-    recall = matched / n_ref
-    return min(1.0, 2.0 * precision * recall / (precision + recall))
-
-
-def _greedy_match_total(scores: list[list[float]]) -> float:
-    """Sum of a greedy one-to-one matching on a score matrix (rows: pred, cols: ref).
-
-    Pairs are taken best score first (ties broken by row, then column index, so the
-    result is deterministic); each row and each column is used at most once.
-    """
-    pairs = sorted(
-        ((s, i, j) for i, row in enumerate(scores) for j, s in enumerate(row) if s > 0.0),
-        key=lambda p: (-p[0], p[1], p[2]),
-    )
-    used_rows: set[int] = set()
-    used_cols: set[int] = set()
-    total = 0.0
-    for s, i, j in pairs:
-        if i in used_rows or j in used_cols:
-            continue
-        used_rows.add(i)
-        used_cols.add(j)
-        total += s
-    return total
-
-
-def unigram_f1(pred: Sequence[Atom], ref: Sequence[Atom]) -> float:
-    """R1: soft unigram F1 with greedy one-to-one matching under :func:`atom_similarity`."""
-    if not pred or not ref:
-        return 0.0
-    scores = [[atom_similarity(p, r) for r in ref] for p in pred]
-    return _f1(_greedy_match_total(scores), len(pred), len(ref))
-
-
-def bigram_f1(pred: Sequence[Atom], ref: Sequence[Atom]) -> float:
-    """R2: soft bigram F1.
-
-    Bigrams are consecutive atom pairs; a bigram pair scores the mean of its two atom
-    similarities, and matching is greedy one-to-one as for :func:`unigram_f1`.
-
-    If either sequence has fewer than two atoms there are no bigrams to compare and
-    order carries no information, so R2 falls back to R1 (a one-atom reference answered
-    with the right atom is then not capped below 1.0). Empty sequences give 0.
-    """
-    if not pred or not ref:
-        return 0.0
-    if len(pred) < 2 or len(ref) < 2:
-        return unigram_f1(pred, ref)
-    sim = [[atom_similarity(p, r) for r in ref] for p in pred]
-    scores = [
-        [(sim[i][j] + sim[i + 1][j + 1]) / 2.0 for j in range(len(ref) - 1)]
-        for i in range(len(pred) - 1)
-    ]
-    return _f1(_greedy_match_total(scores), len(pred) - 1, len(ref) - 1)
-
-
-def lcs_f1(pred: Sequence[Atom], ref: Sequence[Atom]) -> float:
-    """RL: longest-common-subsequence F1 with soft atom matches.
-
-    The "LCS length" is the maximum total :func:`atom_similarity` over order-preserving
-    one-to-one alignments (dynamic programming); precision divides it by ``len(pred)``,
-    recall by ``len(ref)``. Empty sequences give 0.
-    """
-    if not pred or not ref:
-        return 0.0
-    n_ref = len(ref)
-    prev = [0.0] * (n_ref + 1)
-    for p in pred:
-        cur = [0.0] * (n_ref + 1)
-        for j, r in enumerate(ref, start=1):
-            cur[j] = max(prev[j], cur[j - 1], prev[j - 1] + atom_similarity(p, r))
-        prev = cur
-    return _f1(prev[n_ref], len(pred), n_ref)
-
-
-def sequence_similarity(pred_atoms: Sequence[Atom], ref_atoms: Sequence[Atom]) -> float:
-    """SR for one episode: ``(2*R1 + 3*R2 + 5*RL) / 10``, in ``[0, 1]``.
-
-    See :func:`unigram_f1`, :func:`bigram_f1` and :func:`lcs_f1` for the three terms.
-    An empty prediction scores 0. An empty reference also scores 0 here, but SR is only
-    aggregated over episodes whose reference is non-empty (see :func:`episode_outcome`).
-    Identical non-empty sequences score exactly 1.0.
-    """
-    if not pred_atoms or not ref_atoms:
-        return 0.0
-    r1 = unigram_f1(pred_atoms, ref_atoms)
-    r2 = bigram_f1(pred_atoms, ref_atoms)
-    rl = lcs_f1(pred_atoms, ref_atoms)
-    value = _W_R1 * r1 + _W_R2 * r2 + _W_RL * rl
-    if math.isclose(value, 1.0, rel_tol=0.0, abs_tol=1e-12):
-        return 1.0
-    return min(1.0, max(0.0, value))
-
-
-def action_correctness(pred_atoms: Sequence[Atom], ref_atoms: Sequence[Atom]) -> float:
-    """AC = |A* ∩ Â| / |A*|: share of reference atoms that were predicted.
-
-    The intersection is a multiset (``Counter``) intersection of exact atoms, so a
-    reference atom that occurs twice must be predicted twice to count twice. An empty
-    reference gives 0 (such episodes are excluded from the AC average).
-    """
-    if not ref_atoms:
-        return 0.0
-    common = Counter(pred_atoms) & Counter(ref_atoms)
-    return sum(common.values()) / len(ref_atoms)
-
-
-# --------------------------------------------------------------------------------------
-# Input validation helpers
 # --------------------------------------------------------------------------------------
 
 
@@ -738,6 +588,62 @@ def trigger_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, Any] | N
     }
 
 
+def belief_accuracy(
+    records: Iterable[Mapping[str, Any]],
+    references: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any] | None:
+    """Belief accuracy at the intervention tick, pooled over episodes.
+
+    A record's optional ``belief`` block (written only for agents with a belief table:
+    MindClaw, the belief tracker) holds, at the tick the agent issued its first acting
+    program, the agent's table ``agent`` and every simulated person's true table ``truth``,
+    both ``{person: {object: place}}``. A (person, object) pair *matches* when both tables
+    hold it with the same place; a pair in only one table is a mismatch. ``accuracy`` is
+    matches over the union of pairs; ``task_accuracy`` the same over the pairs of the
+    episode's task object (``target_object`` of the reference, where ``references`` are
+    given and it has one). Returns ``None`` when no record has a ``belief`` block; an
+    accuracy with no pair to count is ``None``.
+    """
+    present = False
+    episodes = pairs = matches = task_pairs = task_matches = 0
+    for record in records:
+        block = record.get("belief")
+        if block is None:
+            continue
+        label = _episode_label(record)
+        if not isinstance(block, Mapping) or not isinstance(block.get("agent"), Mapping) \
+                or not isinstance(block.get("truth"), Mapping):
+            raise ValueError(f"episode {label!r}: 'belief' must be a dict with 'agent' and "
+                             "'truth' tables")
+        present = True
+        episodes += 1
+        target = None
+        if references is not None:
+            ref = references.get(str(record.get("episode_id"))) or {}
+            if ref.get("target_object") is not None:
+                target = str(ref["target_object"])
+        mine, truth = block["agent"], block["truth"]
+        for person in set(mine) | set(truth):
+            a_row = mine.get(person) or {}
+            t_row = truth.get(person) or {}
+            for obj in set(a_row) | set(t_row):
+                hit = obj in a_row and obj in t_row and a_row[obj] == t_row[obj]
+                pairs += 1
+                matches += hit
+                if target is not None and obj == target:
+                    task_pairs += 1
+                    task_matches += hit
+    if not present:
+        return None
+    return {
+        "episodes": episodes,
+        "pairs": pairs,
+        "task_pairs": task_pairs,
+        "accuracy": matches / pairs if pairs else None,
+        "task_accuracy": task_matches / task_pairs if task_pairs else None,
+    }
+
+
 def compute_metrics(
     records: Iterable[Mapping[str, Any]],
     references: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]],
@@ -772,6 +678,7 @@ def compute_metrics(
       ``parse_failures_per_episode``, ``tokens_estimated_episodes`` (episodes whose token
       counts are estimates because the server sent no usage);
     - ``trigger``: see :func:`trigger_accuracy` (``None`` for non-Trigger agents);
+    - ``belief``: see :func:`belief_accuracy` (``None`` for agents without a belief table);
     - ``breakdown``: :func:`breakdown` — ``{"task_type" | "ability" | "twin_group":
       {group: {"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}}}``;
     - ``per_family``: ``{family: headline block}`` sorted by family (the same keys as
@@ -803,6 +710,7 @@ def compute_metrics(
     result = _aggregate(outcomes)
     result["efficiency"] = _efficiency(outcomes)
     result["trigger"] = trigger_accuracy(records)
+    result["belief"] = belief_accuracy(records, refs)
     result["breakdown"] = breakdown(outcomes)
     if by_family:
         families: dict[str, list[dict[str, Any]]] = {}
@@ -862,6 +770,11 @@ def as_percentages(metrics: Mapping[str, Any]) -> dict[str, Any]:
         for key in _TRIGGER_RATE_KEYS:
             if key in trigger:
                 trigger[key] = _percent(trigger[key])
+    belief = out.get("belief")
+    if isinstance(belief, dict):
+        for key in ("accuracy", "task_accuracy"):
+            if key in belief:
+                belief[key] = _percent(belief[key])
     groups = out.get("breakdown")
     if isinstance(groups, dict):
         for blocks in groups.values():

@@ -4,7 +4,8 @@ Every function takes ``{agent: metrics}`` where ``metrics`` is a
 :func:`mindhelper_env.metrics.compute_metrics` result converted with
 :func:`~mindhelper_env.metrics.as_percentages` (the ``"metrics"`` block of an evaluation's
 ``summary.json``). Missing values (``None``: no episode to measure) are drawn as empty bars
-labelled ``n/a``.
+labelled ``n/a``. Every title names the suite (when given) and the number of episodes.
+A path ending in ``.svg`` gives an SVG (what the HTML report embeds), any other a PNG.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ __all__ = [
     "plot_silent_all",
     "plot_family",
     "plot_breakdown",
+    "plot_intervals",
+    "plot_tokens",
     "write_plots",
 ]
 
@@ -48,81 +51,166 @@ def _value(x: Any) -> float:
 def _grouped_bars(
     ax: Any, groups: Sequence[str], series: Mapping[str, Sequence[Any]], *, ylabel: str
 ) -> None:
-    """Bars of each series side by side for each group; ``None`` values marked ``n/a``."""
+    """Bars of each series side by side for each group; ``None`` values marked ``n/a``.
+    Value labels stand upright above narrow bars so neighbours never overlap."""
     import numpy as np
 
     n = max(1, len(series))
     width = 0.8 / n
     x = np.arange(len(groups))
+    upright = n > 3
     for k, (label, values) in enumerate(series.items()):
         pos = x - 0.4 + width * (k + 0.5)
         bars = ax.bar(pos, [_value(v) for v in values], width, label=label)
         for bar, v in zip(bars, values, strict=True):
             text = "n/a" if v is None else f"{float(v):.0f}"
-            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-                        ha="center", va="bottom", fontsize=7, xytext=(0, 1),
-                        textcoords="offset points")
+            ax.annotate(
+                text,
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 2),
+                textcoords="offset points",
+                rotation=90 if upright else 0,
+            )
     ax.set_xticks(x)
-    ax.set_xticklabels(groups, fontsize=8)
+    ax.set_xticklabels(groups, fontsize=10)
     # Head room above 100 % so the legend never covers a bar.
-    ax.set_ylim(0, 125)
+    ax.set_ylim(0, 130)
     ax.set_yticks(range(0, 101, 20))
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(ylabel, fontsize=10)
+    ax.tick_params(axis="y", labelsize=9)
     ax.grid(axis="y", alpha=0.3)
     if len(series) > 1:
-        ax.legend(fontsize=8, loc="upper center", ncol=min(len(series), 6), frameon=False)
+        ax.legend(fontsize=9, loc="upper center", ncol=min(len(series), 6), frameon=False)
 
 
-def plot_metrics(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Bar chart of PHA, PHR, TA, SR, AC, PIR, PSR, PIA (%) per agent (PHA first, then the paper's Table II)."""
+def _episodes(table: Mapping[str, Mapping[str, Any]]) -> int:
+    """The most episodes any agent played (the count a title names)."""
+    return max((int(m.get("episodes") or 0) for m in table.values()), default=0)
+
+
+def _title(
+    ax: Any, title: str, table: Mapping[str, Mapping[str, Any]], subtitle: str | None
+) -> None:
+    """``title`` over a second line naming the suite and episode count."""
+    if subtitle is None:
+        subtitle = f"{_episodes(table)} episodes"
+    ax.set_title(f"{title}\n{subtitle}", fontsize=11)
+
+
+def plot_metrics(
+    table: Mapping[str, Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    subtitle: str | None = None,
+) -> Path:
+    """Bar chart of PHA, PHR, TA, SR, AC, PIR, PSR, PIA (%) per agent (PHA first, then the
+    paper's Table II); at most 12 x 5.5 inches whatever the number of agents."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(TABLE_METRICS) * max(1, len(table)) / 2),
-                                    4.0))
+    n = max(1, len(table))
+    fig, ax = plt.subplots(figsize=(min(12.0, 6.0 + 0.9 * n), 5.5))
     series = {agent: [m.get(k) for k in TABLE_METRICS] for agent, m in table.items()}
     _grouped_bars(ax, list(TABLE_METRICS), series, ylabel="%")
-    ax.set_title("Action evaluation and precision intervention")
+    _title(ax, "Action evaluation and precision intervention", table, subtitle)
     return _save(plt, fig, path)
 
 
 def _save(plt: Any, fig: Any, path: str | os.PathLike[str]) -> Path:
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=120)
+    if out.suffix.lower() == ".svg":
+        import matplotlib
+
+        # the same figure gives the same bytes (no date, fixed ids); no metadata links
+        with matplotlib.rc_context({"svg.hashsalt": "mindhelper", "svg.fonttype": "none"}):
+            fig.savefig(
+                out,
+                format="svg",
+                metadata={"Date": None, "Creator": None, "Format": None, "Type": None},
+            )
+    else:
+        fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
 
 
-def plot_silent_all(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Share of all episodes in which each agent never acted (the paper's Fig. 5)."""
+def plot_silent_all(
+    table: Mapping[str, Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    subtitle: str | None = None,
+) -> Path:
+    """Share of all episodes in which each agent never acted (the paper's Fig. 5), with a
+    dashed line at the ideal: the share of episodes that need no help (an agent that acts
+    exactly when help is needed is silent in those and only those)."""
     plt = _pyplot()
     agents = list(table)
     values = [table[a].get("silent_all") for a in agents]
-    fig, ax = plt.subplots(figsize=(max(5.5, 0.9 * len(agents) + 2), 3.5))
+    fig, ax = plt.subplots(figsize=(min(10.0, max(6.0, 1.0 * len(agents) + 2.5)), 4.5))
     bars = ax.bar(agents, [_value(v) for v in values], color="tab:gray")
     for bar, v in zip(bars, values, strict=True):
-        ax.annotate("n/a" if v is None else f"{float(v):.2f}",
-                    (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center",
-                    va="bottom", fontsize=8, xytext=(0, 1), textcoords="offset points")
-    ax.set_ylim(0, 110)
+        ax.annotate(
+            "n/a" if v is None else f"{float(v):.1f}",
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            xytext=(0, 2),
+            textcoords="offset points",
+        )
+    ideal = None
+    for m in table.values():
+        if m.get("episodes"):
+            ideal = 100.0 * float(m.get("n_silent") or 0) / float(m["episodes"])
+            break
+    if ideal is not None:
+        ax.axhline(
+            ideal,
+            color="tab:green",
+            linestyle="--",
+            linewidth=1.5,
+            label=f"ideal: {ideal:.0f} % (the episodes that need no help)",
+        )
+        ax.legend(fontsize=9, loc="upper right", frameon=False)
+    ax.set_ylim(0, 115)
     ax.set_yticks(range(0, 101, 20))
-    ax.set_ylabel("silent in episode (%)")
-    ax.set_title("Episodes with no intervention at all (silent-all)", fontsize=10)
+    ax.set_ylabel("silent in episode (%)", fontsize=10)
+    ax.tick_params(axis="x", labelsize=10, rotation=20 if len(agents) > 5 else 0)
+    _title(ax, "Episodes with no intervention at all (silent-all)", table, subtitle)
     ax.grid(axis="y", alpha=0.3)
     return _save(plt, fig, path)
 
 
-def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Per-family PIR (families that need help) or PSR (the others), per agent."""
+def plot_family(
+    table: Mapping[str, Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    subtitle: str | None = None,
+) -> Path:
+    """Per-family PHR (families that need help) or PSR (the others), per agent: horizontal
+    bars, one row per family labelled with its metric and episode count."""
+    import numpy as np
+
     plt = _pyplot()
     families: list[str] = []
     for m in table.values():
         for fam in m.get("per_family") or {}:
             if fam not in families:
                 families.append(fam)
-    # Families that need help first (reported as PIR), then the silent ones (PSR).
+
+    # Families that need help first (reported as PHR), then the silent ones (PSR).
     def needs_help(fam: str) -> bool:
-        return any(((m.get("per_family") or {}).get(fam) or {}).get("n_help")
-                   for m in table.values())
+        return any(
+            ((m.get("per_family") or {}).get(fam) or {}).get("n_help") for m in table.values()
+        )
+
+    def count(fam: str) -> int:
+        return max(
+            int(((m.get("per_family") or {}).get(fam) or {}).get("episodes") or 0)
+            for m in table.values()
+        )
 
     families.sort(key=lambda f: (not needs_help(f), f))
 
@@ -132,17 +220,54 @@ def plot_family(table: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[
             return None
         return block.get("PHR") if block.get("n_help") else block.get("PSR")
 
-    labels = [textwrap.fill(f.replace("_", " "), 13) + f"\n({'PHR' if needs_help(f) else 'PSR'})"
-              for f in families]
-    series = {agent: [family_value(m, f) for f in families] for agent, m in table.items()}
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.3 * max(1, len(families))), 4.8))
-    _grouped_bars(ax, labels, series, ylabel="%")
-    ax.set_title("Per family: PHR where help is needed, PSR where it is not")
+    labels = [
+        f"{f.replace('_', ' ')}  ({'PHR' if needs_help(f) else 'PSR'}, n={count(f)})"
+        for f in families
+    ]
+    agents = list(table)
+    grid = np.array(
+        [
+            [np.nan if (v := family_value(table[a], f)) is None else float(v) for a in agents]
+            for f in families
+        ],
+        dtype=float,
+    ).reshape(len(families), len(agents))
+    fig, ax = plt.subplots(
+        figsize=(min(14.0, 4.5 + 1.1 * max(1, len(agents))), max(3.0, 0.34 * len(families) + 1.6))
+    )
+    ax.imshow(np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
+    for i in range(len(families)):
+        for j in range(len(agents)):
+            v = grid[i, j]
+            ax.text(
+                j,
+                i,
+                "n/a" if np.isnan(v) else f"{v:.0f}",
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="black",
+            )
+    ax.set_xticks(range(len(agents)))
+    ax.set_xticklabels(
+        agents,
+        fontsize=10,
+        rotation=20 if len(agents) > 4 else 0,
+        ha="right" if len(agents) > 4 else "center",
+    )
+    ax.set_yticks(range(len(families)))
+    ax.set_yticklabels(labels, fontsize=9)
+    ax.tick_params(top=False, bottom=True)
+    _title(ax, "Per family (%): PHR where help is needed, PSR where it is not", table, subtitle)
     return _save(plt, fig, path)
 
 
-def plot_breakdown(table: Mapping[str, Mapping[str, Any]],
-                   path: str | os.PathLike[str]) -> Path:
+def plot_breakdown(
+    table: Mapping[str, Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    subtitle: str | None = None,
+) -> Path:
     """PHA per task type, ability and twin group (the ``breakdown`` block), per agent.
 
     Groups with no episode for any agent are left out; each label gives the group's
@@ -166,13 +291,19 @@ def plot_breakdown(table: Mapping[str, Mapping[str, Any]],
         return block.get("PHA")
 
     series = {agent: [value(m, k) for k in keys] for agent, m in table.items()}
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.2 * max(1, len(keys))), 4.8))
+    fig, ax = plt.subplots(figsize=(min(16.0, max(8.0, 1.15 * max(1, len(keys)))), 5.5))
     _grouped_bars(ax, labels, series, ylabel="PHA (%)")
-    ax.set_title("PHA per task type, ability and twin group (episodes help/silent)")
+    ax.tick_params(axis="x", labelsize=8)
+    _title(ax, "PHA per task type, ability and twin group (episodes help/silent)", table, subtitle)
     return _save(plt, fig, path)
 
 
-def plot_tokens(metrics: Mapping[str, Mapping[str, Any]], path: str | os.PathLike[str]) -> Path:
+def plot_tokens(
+    metrics: Mapping[str, Mapping[str, Any]],
+    path: str | os.PathLike[str],
+    *,
+    subtitle: str | None = None,
+) -> Path:
     """Prompt and completion tokens per episode of each agent (the efficiency figure)."""
     plt = _pyplot()
     agents = list(metrics)
@@ -184,33 +315,98 @@ def plot_tokens(metrics: Mapping[str, Mapping[str, Any]], path: str | os.PathLik
     bars = ax.bar(agents, completion, bottom=prompt, label="completion", color="tab:orange")
     for bar, p_, c_, e in zip(bars, prompt, completion, eff, strict=True):
         calls = e.get("model_calls_per_episode") or 0
-        ax.annotate(f"{p_ + c_:.0f}\n({calls:.1f} calls)",
-                    (bar.get_x() + bar.get_width() / 2, p_ + c_), ha="center", va="bottom",
-                    fontsize=8, xytext=(0, 1), textcoords="offset points")
+        ax.annotate(
+            f"{p_ + c_:.0f}\n({calls:.1f} calls)",
+            (bar.get_x() + bar.get_width() / 2, p_ + c_),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+            xytext=(0, 1),
+            textcoords="offset points",
+        )
     ax.set_ylabel("tokens per episode")
-    ax.set_title("Model tokens per episode", fontsize=10)
+    _title(ax, "Model tokens per episode", metrics, subtitle)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     return _save(plt, fig, path)
 
 
-def write_plots(table: Mapping[str, Mapping[str, Any]], out_dir: str | os.PathLike[str]) -> list[Path]:
+def plot_intervals(
+    table: Mapping[str, tuple[Mapping[str, Any], Mapping[str, Any]]],
+    path: str | os.PathLike[str],
+    *,
+    subtitle: str | None = None,
+    keys: Sequence[str] = ("PHA", "PHR", "PSR", "PIA"),
+) -> Path:
+    """Each agent's PHA, PHR, PSR and PIA as a dot with its 95 % interval (the report's
+    chart). ``table`` maps an agent to ``(metrics in %, {metric: [low, high] | None})``."""
+    import numpy as np
+
+    plt = _pyplot()
+    agents = list(table)
+    n = max(1, len(agents))
+    fig, ax = plt.subplots(figsize=(10.0, 4.8))
+    x = np.arange(len(keys))
+    step = 0.8 / n
+    for k, agent in enumerate(agents):
+        metrics, ci = table[agent]
+        pos = x - 0.4 + step * (k + 0.5)
+        values = [metrics.get(m) for m in keys]
+        lows = [(ci.get(m) or [None, None])[0] for m in keys]
+        highs = [(ci.get(m) or [None, None])[1] for m in keys]
+        yv = np.array([np.nan if v is None else float(v) for v in values])
+        err = np.array(
+            [
+                [
+                    0.0 if v is None or lo is None else float(v) - float(lo)
+                    for v, lo in zip(values, lows, strict=True)
+                ],
+                [
+                    0.0 if v is None or hi is None else float(hi) - float(v)
+                    for v, hi in zip(values, highs, strict=True)
+                ],
+            ]
+        )
+        ax.errorbar(pos, yv, yerr=np.maximum(err, 0.0), fmt="o", capsize=3, label=agent)
+    ax.set_xticks(x)
+    ax.set_xticklabels(list(keys), fontsize=10)
+    ax.set_ylim(-3, 103)
+    ax.set_ylabel("% (95 % bootstrap interval)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _title(
+        ax, "Headline metrics with 95 % intervals", {a: t[0] for a, t in table.items()}, subtitle
+    )
+    return _save(plt, fig, path)
+
+
+def write_plots(
+    table: Mapping[str, Mapping[str, Any]],
+    out_dir: str | os.PathLike[str],
+    *,
+    suite: str | None = None,
+) -> list[Path]:
     """Write ``metrics.png``, ``silent_all.png``, ``per_family.png``, ``breakdown.png``
     (when the metrics have a ``breakdown``) and, when any agent called a model,
-    ``tokens.png`` into ``out_dir``.
+    ``tokens.png`` into ``out_dir``; every title names ``suite`` (when given) and the
+    episode count.
 
     Raises ``ImportError`` with an install hint when matplotlib is missing.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    n = _episodes(table)
+    subtitle = f"{suite}, {n} episodes" if suite else f"{n} episodes"
     paths = [
-        plot_metrics(table, out / "metrics.png"),
-        plot_silent_all(table, out / "silent_all.png"),
-        plot_family(table, out / "per_family.png"),
+        plot_metrics(table, out / "metrics.png", subtitle=subtitle),
+        plot_silent_all(table, out / "silent_all.png", subtitle=subtitle),
+        plot_family(table, out / "per_family.png", subtitle=subtitle),
     ]
     if any(m.get("breakdown") for m in table.values()):
-        paths.append(plot_breakdown(table, out / "breakdown.png"))
-    if any(((m.get("efficiency") or {}).get("model_calls_per_episode") or 0) > 0
-           for m in table.values()):
-        paths.append(plot_tokens(table, out / "tokens.png"))
+        paths.append(plot_breakdown(table, out / "breakdown.png", subtitle=subtitle))
+    if any(
+        ((m.get("efficiency") or {}).get("model_calls_per_episode") or 0) > 0
+        for m in table.values()
+    ):
+        paths.append(plot_tokens(table, out / "tokens.png", subtitle=subtitle))
     return paths

@@ -32,13 +32,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("actors", ("mindhelper_env.actors",)),
     ("simulation", ("mindhelper_env.backends",)),
     ("scenarios", ("mindhelper_env.scenarios",)),
-    ("scoring", ("mindhelper_env.metrics", "mindhelper_env.scenarios.trigger_labels")),
+    ("scoring", ("mindhelper_env.metrics", "mindhelper_env.similarity",
+                 "mindhelper_env.scenarios.trigger_labels")),
     ("render", ("mindhelper_env.render",)),
     ("envs", ("mindhelper_env.envs",)),
     ("models", ("mindhelper_env.models",)),
     ("agents", ("mindhelper_env.agents", "mindhelper_env.wrappers")),
     ("evaluation", ("mindhelper_env.evaluation", "mindhelper_env.plots",
                     "mindhelper_env.ray_backend")),
+    # the HTML report replays recorded episodes and reads evaluate's result files
+    ("report", ("mindhelper_env.report",)),
     ("validity", ("mindhelper_env.validity", "mindhelper_env.validity_data")),
     # the Trigger env wraps MindClaw's engine and trains it: it sits above the agents (it
     # moves next to MindClaw with trigger training, docs/design.md)

@@ -131,6 +131,10 @@ class MindClawAgent:
     def memory(self) -> MindMemory:
         return self.engine.memory
 
+    def belief_snapshot(self) -> dict[int, dict[int, int]]:
+        """The committed belief table now (read-only copy; see :class:`MindMemory`)."""
+        return self.engine.memory.belief_snapshot()
+
     def reset(self, *, seed: int | None = None) -> None:
         self.usage = Usage()
         for module in (self.engine.observation, self.engine.reasoning, self.engine.action):

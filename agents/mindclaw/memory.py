@@ -126,6 +126,12 @@ class MindMemory:
         self.actor_beliefs: dict[int, dict[int, Fact]] = {}
         self.perception = Perception(0)
 
+    def belief_snapshot(self) -> dict[int, dict[int, int]]:
+        """Read-only copy of the committed belief table: ``{person: {object: place}}``
+        (erased rows left out)."""
+        return {pid: {obj: f.location for obj, f in table.items() if f.location is not None}
+                for pid, table in self.actor_beliefs.items()}
+
     # ------------------------------------------------------------------ perception
     def perceive(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> Perception:
         """Run the tracker on one window; return the pending changes and the cue contexts."""

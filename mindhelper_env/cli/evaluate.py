@@ -91,6 +91,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="record every model request and answer to this cassette")
     ev.add_argument("--replay", type=path_arg, default=None, metavar="FILE",
                     help="answer model requests from this cassette (no server, no cost)")
+    ev.add_argument("--report", action="store_true",
+                    help="also write the HTML report to OUT/report (needs the report extra)")
     ev.set_defaults(func=run)
 
 
@@ -206,12 +208,20 @@ def run(args: argparse.Namespace) -> int:
         check_extras(settings)
     except ImportError as exc:
         raise CLIError(str(exc)) from None
+    if args.report:  # the report extra is checked before any file is written
+        from mindhelper_env.report.cli import check_extra
+
+        check_extra()
     if args.resume and not (args.out / "run.json").is_file():
         raise CLIError(f"argument --resume: {args.out / 'run.json'}: missing, so there is no "
                        f"run in {args.out} to resume (drop --resume to start one)")
     summary = evaluate(settings)
     failed = model_warnings(summary.get("models"))
     code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
+    if args.report:  # the HTML report of this run, in OUT/report
+        from mindhelper_env.report.cli import after_evaluate
+
+        after_evaluate(args.out)
     print_results(args.format, f"{args.suite}: {args.out}", summary)
     if args.format != "rich":
         return code

@@ -38,6 +38,7 @@ from mindhelper_env.cli import (
     mine_skills,
     play,
     render,
+    report,
     score,
     suite,
     train_trigger,
@@ -66,6 +67,7 @@ COMMANDS: tuple[Any, ...] = (
     train_trigger,
     listing,
     mine_skills,
+    report,
 )
 
 

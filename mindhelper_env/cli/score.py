@@ -28,6 +28,9 @@ def run(args: argparse.Namespace) -> int:
     result = score_files(args.files, args.suite)
     print_results(args.format, f"{args.suite}: scored from {len(args.files)} file(s)", result)
     if args.format == "rich":
+        from mindhelper_env.report.cli import print_belief
+
+        print_belief(result["metrics"])
         model_warnings(result.get("models"))
         print_efficiency(result["metrics"], result.get("models"))
     return EXIT_OK

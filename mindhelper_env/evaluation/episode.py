@@ -125,6 +125,7 @@ def play_episode(
     decisions = 0
     seconds = 0.0
     steps = 0
+    belief, snapshot = None, callable(getattr(agent, "belief_snapshot", None))
     while True:
         t0 = time.perf_counter()
         try:
@@ -141,6 +142,10 @@ def play_episode(
             _warn_fallback(name, "agent %s: act returned %s, not a string (counted fallback "
                            "to 'none')", name, type(action).__name__)
             action = "none"
+        if snapshot and belief is None:  # the agent's belief at t_I (belief.py)
+            from mindhelper_env.evaluation.belief import belief_at_intervention
+
+            belief = belief_at_intervention(env, agent, action, info)
         obs, _reward, terminated, truncated, info = env.step(action)
         steps += 1
         if terminated or truncated:
@@ -175,6 +180,8 @@ def play_episode(
     if isinstance(ops, list):
         out["trigger_ops"] = [dict(op) for op in ops]
         _attach_labels(out, env)
+    if belief:
+        out["belief"] = belief
     trace = getattr(agent, "trace", None)
     if isinstance(trace, list) and trace:
         out["trace"] = _plain(trace, timing)

@@ -107,7 +107,8 @@ def _remove_stale_temporaries(out: Path) -> None:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_plots_atomic(metrics: Mapping[str, Any], out: Path) -> list[str]:
+def _write_plots_atomic(metrics: Mapping[str, Any], out: Path,
+                        suite: str | None = None) -> list[str]:
     """Plots go to a private temporary folder, then each is renamed into ``out``."""
     import shutil
     import tempfile
@@ -117,7 +118,7 @@ def _write_plots_atomic(metrics: Mapping[str, Any], out: Path) -> list[str]:
     tmp = Path(tempfile.mkdtemp(prefix=".plots-", dir=out))
     try:
         names = []
-        for path in write_plots(metrics, tmp):
+        for path in write_plots(metrics, tmp, suite=suite):
             os.replace(path, out / path.name)
             names.append(path.name)
         return names
@@ -328,7 +329,7 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     summary["plots"] = []
     if settings.plots:
         try:
-            summary["plots"] = _write_plots_atomic(summary["metrics"], out)
+            summary["plots"] = _write_plots_atomic(summary["metrics"], out, settings.suite)
         except ImportError as exc:
             logger.warning("plots skipped: %s", exc)
     summary["videos"] = []

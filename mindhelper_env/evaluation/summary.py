@@ -34,7 +34,9 @@ def headline(metrics_pct: Mapping[str, Any]) -> dict[str, Any]:
     from mindhelper_env.metrics import RATE_KEYS
 
     keys = list(HEADLINE_KEYS) + [k for k in RATE_KEYS if k not in HEADLINE_KEYS]
-    return {k: metrics_pct.get(k) for k in keys}
+    out = {k: metrics_pct.get(k) for k in keys}
+    out["belief_accuracy"] = (metrics_pct.get("belief") or {}).get("accuracy")
+    return out
 
 
 def summarize(

@@ -1,0 +1,701 @@
+"""Build the static HTML report of one or more evaluation folders (see docs/report.md).
+
+The steps: read each folder's ``run.json`` and result files; replay every distinct
+(episode, programs) pair once (:mod:`mindhelper_env.report.replay`, in a process pool),
+which also gives the references; score every agent (:mod:`mindhelper_env.metrics`) with
+bootstrap intervals (:mod:`mindhelper_env.report.stats`); render the Jinja2 templates of
+``report/templates`` into ``index.html`` (leaderboard, floors, breakdowns, paired
+comparisons), ``episodes.html`` (every episode, with filters) and one page per episode and
+agent under ``episodes/``; charts are SVG files drawn by matplotlib. Nothing refers to the
+network: the pages open from disk.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from mindhelper_env.report.hints import EXTRA_HINT
+from mindhelper_env.report.stats import (
+    CI_METRICS,
+    DEFAULT_RESAMPLES,
+    bootstrap,
+    correct,
+    paired_bootstrap,
+)
+
+__all__ = ["ReportError", "check_report_extra", "write_report", "load_runs", "EXTRA_HINT"]
+
+logger = logging.getLogger(__name__)
+
+#: The trivial floors: (label, agent of the run that plays it, how it behaves).
+FLOORS = (("always silent", "silent", "never acts"),
+          ("first cue", "reactive", "intervenes at the first visible struggle"),
+          ("random", "random", "acts at random (p = 0.1 per window)"))
+_METRIC_LABELS = {"harm_rate": "harm", "silent_all": "silent-all"}
+
+
+class ReportError(ValueError):
+    """A run folder the report cannot use (the message names it)."""
+
+
+def check_report_extra() -> None:
+    """Raise ``ImportError`` with the install hint when Jinja2 or matplotlib is missing."""
+    import importlib.util
+
+    for module in ("jinja2", "matplotlib"):
+        if importlib.util.find_spec(module) is None:
+            raise ImportError(f"{EXTRA_HINT} ({module} is not installed)")
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    out = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:
+                raise ReportError(f"{path}:{lineno}: not JSON ({exc})") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("episode_id"), str):
+                raise ReportError(f"{path}:{lineno}: not a result record")
+            out.append(rec)
+    return out
+
+
+def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
+    """``{"suite", "settings", "agents": {label: {"records", "run_dir", "name"}}}``.
+
+    Every folder needs a ``run.json`` (what ``evaluate`` writes) and all must be of one
+    suite. The agents are those of ``summary.json``'s ``files`` (else every ``*.jsonl``); an
+    agent name met in two folders is labelled ``name (folder)``."""
+    if not run_dirs:
+        raise ReportError("no run folder given")
+    suite = None
+    settings: dict[str, Any] = {}
+    agents: dict[str, dict[str, Any]] = {}
+    seen_names: dict[str, int] = {}
+    for raw in run_dirs:
+        d = Path(raw)
+        run_file = d / "run.json"
+        if not run_file.is_file():
+            raise ReportError(f"{d}: no run.json (not a folder written by mindhelper evaluate)")
+        try:
+            run = json.loads(run_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ReportError(f"{run_file}: not JSON ({exc})") from None
+        if suite is not None and run.get("suite") != suite:
+            raise ReportError(f"{d}: suite {run.get('suite')!r}, not {suite!r} "
+                              "(one suite per report)")
+        suite = run.get("suite")
+        settings.setdefault("env_id", run.get("env_id", "MindHelper-VirtualHome-v0"))
+        settings.setdefault("env_kwargs", run.get("env_kwargs") or {})
+        files: list[Path] = []
+        summary_file = d / "summary.json"
+        if summary_file.is_file():
+            try:
+                files = [d / f for f in json.loads(summary_file.read_text()).get("files", {})
+                         .values()]
+            except ValueError:
+                files = []
+        if not files:
+            files = sorted(p for p in d.glob("*.jsonl") if not p.name.startswith("."))
+        for path in files:
+            if not path.is_file():
+                continue
+            records = _read_jsonl(path)
+            if not records:
+                continue
+            name = str(records[0].get("agent") or path.stem)
+            seen_names[name] = seen_names.get(name, 0) + 1
+            label = name if name not in agents else f"{name} ({d.name})"
+            agents[label] = {"records": sorted(records, key=lambda r: r.get("index", 0)),
+                             "run_dir": d, "name": name, "seed": int(run.get("seed", 0))}
+    if not agents:
+        raise ReportError(f"no result records in {', '.join(str(d) for d in run_dirs)}")
+    return {"suite": suite, "settings": settings, "agents": agents}
+
+
+# ------------------------------------------------------------------------------ replays
+
+
+def _replay_chunk(env_id: str, env_kwargs: dict[str, Any],
+                  items: list[tuple[str, dict[str, Any], int]]) -> list[tuple[str, Any]]:
+    """Worker: replay ``(key, record, seed)`` items; ``(key, result | error string)``."""
+    from mindhelper_env.report.replay import Replayer
+
+    rp = Replayer(env_id, env_kwargs)
+    out: list[tuple[str, Any]] = []
+    try:
+        for key, record, seed in items:
+            try:
+                out.append((key, rp.replay(record, seed=seed)))
+            except Exception as exc:  # one bad record must not stop the report
+                out.append((key, f"{type(exc).__name__}: {exc}"))
+    finally:
+        rp.close()
+    return out
+
+
+def _replay_key(record: Mapping[str, Any]) -> str:
+    return json.dumps([record.get("index"), record.get("actions")], sort_keys=True)
+
+
+def _replay_all(agents: Mapping[str, Any], settings: Mapping[str, Any],
+                workers: int) -> dict[str, Any]:
+    """Every distinct (episode, programs) replayed once; chunks hold whole episodes so a
+    worker generates each episode once."""
+    by_index: dict[int, dict[str, tuple[dict[str, Any], int]]] = {}
+    for info in agents.values():
+        for rec in info["records"]:
+            key = _replay_key(rec)
+            seed = info["seed"] + int(rec.get("index", 0))
+            by_index.setdefault(int(rec.get("index", 0)), {}).setdefault(key, (rec, seed))
+    indices = sorted(by_index)
+    n_chunks = max(1, min(len(indices), workers * 4))
+    chunks: list[list[tuple[str, dict[str, Any], int]]] = [[] for _ in range(n_chunks)]
+    for k, index in enumerate(indices):
+        chunks[k % n_chunks].extend((key, rec, seed) for key, (rec, seed)
+                                    in by_index[index].items())
+    env_id, env_kwargs = str(settings["env_id"]), dict(settings["env_kwargs"])
+    results: dict[str, Any] = {}
+    if workers <= 1 or len(chunks) <= 1:
+        for chunk in chunks:
+            results.update(_replay_chunk(env_id, env_kwargs, chunk))
+        return results
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        futures = [pool.submit(_replay_chunk, env_id, env_kwargs, c) for c in chunks if c]
+        for f in futures:
+            results.update(f.result())
+    return results
+
+
+# ------------------------------------------------------------------------------ scoring
+
+
+def _pct(x: Any) -> Any:
+    return None if x is None else round(float(x) * 100, 2)
+
+
+def _outcome_label(o: Mapping[str, Any]) -> str:
+    if o["needs_help"]:
+        if o["helpful_precise"]:
+            return "helped in time"
+        if o["precise"]:
+            return "in time, not helpful" if not o["harm"] else "in time, harmful"
+        return "premature" if o["premature"] else "late" if o["late"] else "missed"
+    return "silent (correct)" if o["silent"] else "false alarm"
+
+
+def _score(agents: Mapping[str, Any], refs: Mapping[str, Any], *, seed: int,
+           resamples: int) -> dict[str, Any]:
+    from mindhelper_env.metrics import as_percentages, compute_metrics, episode_outcome
+
+    scored: dict[str, Any] = {}
+    for label, info in agents.items():
+        records = [r for r in info["records"] if r["episode_id"] in refs]
+        clean = [{**r, "agent": label} for r in records]
+        metrics = as_percentages(compute_metrics(clean, refs))
+        outcomes = [episode_outcome(r, refs[r["episode_id"]]) for r in records]
+        scored[label] = {"metrics": metrics, "outcomes": outcomes,
+                         "ci": bootstrap(outcomes, resamples=resamples, seed=seed),
+                         "records": {r["episode_id"]: r for r in records}}
+    return scored
+
+
+def _floors(scored: Mapping[str, Any], agents: Mapping[str, Any],
+            refs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The trivial floors: from the run when it has the agent, else ``always silent``
+    computed from the references (it never acts: PHR 0, PSR 100; a help episode fails
+    without help by the suite's validation) and the others marked as not in the run."""
+    first = next(iter(scored.values()))
+    ids = [o["episode_id"] for o in first["outcomes"]]
+    rows = []
+    for label, agent, how in FLOORS:
+        match = next((a for a, info in agents.items() if info["name"] == agent), None)
+        if match is not None:
+            m = scored[match]["metrics"]
+            rows.append({"label": label, "how": how, "source": f"from the run ({match})",
+                         "values": {k: m.get(k) for k in CI_METRICS}})
+        elif agent == "silent":
+            n_help = sum(1 for e in ids if refs[e]["needs_intervention"])
+            n_sil = len(ids) - n_help
+            vals = {"PHA": 50.0 if n_help and n_sil else (0.0 if n_help else 100.0),
+                    "PHR": 0.0 if n_help else None, "PIR": 0.0 if n_help else None,
+                    "PSR": 100.0 if n_sil else None, "PIA": None, "TA": 0.0 if n_help else None,
+                    "SR": 0.0 if n_help else None, "AC": 0.0 if n_help else None,
+                    "harm_rate": 0.0, "silent_all": 100.0}
+            vals["PIA"] = vals["PHA"]
+            rows.append({"label": label, "how": how, "values": vals,
+                         "source": "computed (never acts; help episodes fail without help)"})
+        else:
+            rows.append({"label": label, "how": how, "values": {},
+                         "source": f"not in these runs (add --agents {agent})"})
+    return rows
+
+
+# ------------------------------------------------------------------------------ pages
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("mindhelper_env.report", "templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters["num"] = lambda v, d=1: "n/a" if v is None else f"{float(v):.{d}f}"
+    env.filters["label"] = lambda k: _METRIC_LABELS.get(k, k)
+    return env
+
+
+def _name_of(names: Mapping[int, str], nid: Any) -> str | None:
+    if nid is None:
+        return None
+    try:
+        return names.get(int(nid), f"({nid})")
+    except (TypeError, ValueError):
+        return str(nid)
+
+
+def _agent_belief_timeline(record: Mapping[str, Any], target: int | None,
+                           names: Mapping[int, str]) -> dict[int, list[tuple[int, Any]]] | None:
+    """The agent's belief about the task object over time, per person: from a MindClaw
+    trace's committed changes ``[(tick, place name)]``; ``None`` when there is none."""
+    trace = record.get("trace")
+    if target is None or not isinstance(trace, list):
+        return None
+    out: dict[int, list[tuple[int, Any]]] = {}
+    found = False
+    for entry in trace:
+        if not isinstance(entry, Mapping):
+            continue
+        for ch in entry.get("changes") or []:
+            if not isinstance(ch, Mapping) or ch.get("actor") is None:
+                continue
+            found = True
+            if ch.get("object") == target:
+                tick = int(entry.get("tick", ch.get("tick", 0)))
+                out.setdefault(int(ch["actor"]), []).append((tick, _name_of(names, ch["new"])))
+    return out if found else None
+
+
+def _belief_rows(replay: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """Tick-by-tick truth (rows only where something changes) with the agent's belief."""
+    names = replay["names"]
+    target = (replay.get("target") or {}).get("id")
+    people = replay["people"]
+    agent_tl = _agent_belief_timeline(record, target, names)
+    snap = record.get("belief") if isinstance(record.get("belief"), Mapping) else None
+    rows = []
+    last = None
+    for state in replay["truth"]:
+        tick = state["tick"]
+        cells = []
+        for p in people:
+            true = state["beliefs"].get(p["id"])
+            mine = None
+            if agent_tl is not None:
+                for t, place in agent_tl.get(p["id"], []):
+                    if t <= tick:
+                        mine = place
+            cells.append({"truth": true, "false": true is not None and true != state["location"],
+                          "agent": mine,
+                          "agent_wrong": agent_tl is not None and mine != true})
+        sig = (state["location"], tuple((c["truth"], c["agent"]) for c in cells))
+        if sig != last:
+            rows.append({"tick": tick, "location": state["location"], "cells": cells})
+            last = sig
+    snapshot = None
+    if snap and target is not None:
+        tick = int(snap.get("tick", 0))
+        snapshot = {"tick": tick, "people": []}
+        for p in people:
+            a = (snap.get("agent") or {}).get(str(p["id"]), {}).get(str(target))
+            t = (snap.get("truth") or {}).get(str(p["id"]), {}).get(str(target))
+            snapshot["people"].append({"name": p["name"], "agent": _name_of(names, a),
+                                       "truth": _name_of(names, t), "match": a == t})
+    return {"rows": rows, "has_agent": agent_tl is not None, "snapshot": snapshot}
+
+
+def _model_calls(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Model calls the record's trace holds (MindClaw's ``calls``, direct-vlm's entries)."""
+    out = []
+    for entry in record.get("trace") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        calls = entry.get("calls")
+        if isinstance(calls, list):
+            for c in calls:
+                if isinstance(c, Mapping):
+                    out.append({"window": entry.get("window"), "tick": entry.get("tick"), **c})
+        elif "prompt_tokens" in entry:
+            out.append(dict(entry))
+    keys = ("window", "tick", "module", "prompt", "prompt_chars", "prompt_tokens",
+            "completion_tokens", "answer", "outcome")
+    return [{k: c.get(k) for k in keys} for c in out]
+
+
+def _timeline(replay: Mapping[str, Any] | None, record: Mapping[str, Any],
+              ref: Mapping[str, Any], outcome: Mapping[str, Any]) -> dict[str, Any]:
+    """Coordinates of the episode's timeline SVG (the template draws it)."""
+    ticks = max(int(record.get("ticks") or 0), 1)
+    width, left, right = 900, 110, 20
+    scale = (width - left - right) / ticks
+
+    def x(t: float) -> float:
+        return round(left + t * scale, 1)
+
+    window = ref.get("window")
+    lanes = []
+    if replay is not None:
+        for p in replay["people"]:
+            segs = []
+            for state in replay["truth"]:
+                b = state["beliefs"].get(p["id"])
+                kind = "none" if b is None else "true" if b == state["location"] else "false"
+                if segs and segs[-1]["kind"] == kind:
+                    segs[-1]["end"] = state["tick"] + 1
+                else:
+                    segs.append({"kind": kind, "start": state["tick"], "end": state["tick"] + 1})
+            lanes.append({"name": p["name"], "segments": [
+                {"kind": s["kind"], "x": x(s["start"]),
+                 "w": max(round((min(s["end"], ticks) - s["start"]) * scale, 1), 0.5)}
+                for s in segs if s["start"] < ticks]})
+    issued = [{"x": x(int(a["tick"])), "tick": int(a["tick"]), "acts": bool(a.get("acts"))}
+              for a in record.get("actions") or []]
+    executed = [{"x": x(int(e["tick"]) + 0.5), "ok": bool(e.get("ok")), "tick": int(e["tick"]),
+                 "line": e.get("line")} for e in record.get("executed") or []]
+    lane_h = 18
+    top = 40
+    height = top + lane_h * (len(lanes) + 2) + 30
+    return {
+        "width": width, "height": height, "left": left, "top": top, "lane_h": lane_h,
+        "x_end": x(ticks),
+        "grid": [{"x": x(t), "t": t} for t in range(0, ticks + 1, 3)],
+        "labels": [{"x": x(t), "t": t} for t in range(0, ticks + 1, 12)],
+        "window": None if not window else {
+            "x": x(int(window["onset_tick"])),
+            "w": round((int(window["deadline_tick"]) - int(window["onset_tick"]) + 1) * scale, 1),
+            "onset": int(window["onset_tick"]), "deadline": int(window["deadline_tick"])},
+        "lanes": lanes,
+        "robot_y": top + lane_h * len(lanes),
+        "issued": issued, "executed": executed,
+        "t_I": None if outcome["t_I"] is None else {"x": x(int(outcome["t_I"])),
+                                                    "t": int(outcome["t_I"])},
+    }
+
+
+def _windows(replay: Mapping[str, Any] | None, record: Mapping[str, Any],
+             t_i: int | None) -> list[dict[str, Any]]:
+    if replay is None:
+        return []
+    executed = record.get("executed") or []
+    out = []
+    for w in replay["windows"]:
+        lines = [e for e in executed if w["tick"] <= int(e["tick"]) < w["end"]] \
+            if w["window"] >= 0 else []
+        out.append({**w, "executed": lines,
+                    "scored": t_i is not None and w["window"] >= 0 and w["tick"] == t_i})
+    return out
+
+
+def _media(record: Mapping[str, Any], run_dir: Path, out: Path, slug: str) -> list[str]:
+    """Frames the run saved (``evaluate --videos``): copied into the report."""
+    from mindhelper_env.evaluation.safety import agent_file_stem
+
+    found = []
+    stem = f"{agent_file_stem(str(record.get('agent')))}-{record['episode_id']}"
+    for sub in ("videos", "frames"):
+        folder = run_dir / sub
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.glob(stem + "*")):
+            if path.suffix.lower() in (".gif", ".png", ".jpg", ".jpeg", ".webp") \
+                    and path.is_file() and not path.is_symlink():
+                dest = out / "media" / slug
+                dest.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest / path.name)
+                found.append(f"../../media/{slug}/{path.name}")
+    return found
+
+
+def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, str]]:
+    from mindhelper_env.plots import plot_family, plot_intervals
+
+    table = {a: s["metrics"] for a, s in scored.items()}
+    n = max(s["metrics"]["episodes"] for s in scored.values())
+    subtitle = f"{suite}, {n} episodes"
+    charts = _CHARTS
+    (out / "charts").mkdir(parents=True, exist_ok=True)
+    plot_intervals({a: (s["metrics"], s["ci"]) for a, s in scored.items()},
+                   out / "charts" / "intervals.svg", subtitle=subtitle)
+    plot_family(table, out / "charts" / "per_family.svg", subtitle=subtitle)
+    return charts
+
+
+def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.PathLike[str]],
+                 *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES,
+                 workers: int | None = None) -> dict[str, Any]:
+    """Write the report of ``run_dirs`` into ``out_dir``; returns ``{"index", "pages",
+    "seconds", "timings"}``. Raises ``ImportError`` (:data:`EXTRA_HINT`) without the
+    ``report`` extra and :class:`ReportError` for an unusable folder, before writing."""
+    check_report_extra()
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    runs = load_runs(run_dirs)
+    suite, settings, agents = runs["suite"], runs["settings"], runs["agents"]
+    out = Path(out_dir)
+    if out.is_symlink():
+        raise ReportError(f"{out}: a symbolic link (refused)")
+    workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
+
+    t = time.perf_counter()
+    replays = _replay_all(agents, settings, workers)
+    timings["replay"] = time.perf_counter() - t
+    refs: dict[str, Any] = {}
+    for value in replays.values():
+        if isinstance(value, dict):
+            ref = value["reference"]
+            refs.setdefault(ref["episode_id"], ref)
+    missing = {r["episode_id"] for a in agents.values() for r in a["records"]} - set(refs)
+    if missing:
+        from mindhelper_env.scenarios import suites as _suites
+
+        for info in agents.values():
+            for r in info["records"]:
+                if r["episode_id"] in missing and r["episode_id"] not in refs:
+                    refs[r["episode_id"]] = _suites.reference_record(
+                        _suites.suite_episode(suite, int(r["index"])))
+
+    t = time.perf_counter()
+    scored = _score(agents, refs, seed=seed, resamples=resamples)
+    labels = list(scored)
+    slugs = {a: f"a{k}" for k, a in enumerate(labels)}
+    pairs = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            p = paired_bootstrap(scored[a]["outcomes"], scored[b]["outcomes"],
+                                 resamples=resamples, seed=seed)
+            pairs.append({"a": a, "b": b, "id": f"{slugs[a]}-{slugs[b]}", **p})
+            pairs.append({"a": b, "b": a, "id": f"{slugs[b]}-{slugs[a]}", **_reversed(p)})
+    timings["score"] = time.perf_counter() - t
+
+    out.mkdir(parents=True, exist_ok=True)
+    for sub in ("episodes", "media", "charts"):
+        if (out / sub).is_dir() and not (out / sub).is_symlink():
+            shutil.rmtree(out / sub)
+    all_ids = sorted({e for s in scored.values() for e in s["records"]},
+                     key=lambda e: (len(e), e))
+    families = sorted({refs[e]["family"] for e in all_ids})
+    n_help = sum(1 for e in all_ids if refs[e]["needs_intervention"])
+    common = {"suite": suite, "agents": labels, "slugs": slugs, "n_episodes": len(all_ids),
+              "n_help": n_help, "n_silent": len(all_ids) - n_help, "seed": seed,
+              "resamples": resamples, "families": families,
+              "run_dirs": [str(d) for d in run_dirs]}
+    # The charts and the episode pages are drawn by forked workers that inherit this state
+    # (nothing is pickled but the job lists); the index and the episode list meanwhile here.
+    global _STATE
+    env = _environment()
+    env.get_template("episode.html.j2")  # compiled once, before the workers fork
+    _STATE = {"out": out, "scored": scored, "agents": agents, "refs": refs,
+              "replays": replays, "labels": labels, "slugs": slugs, "common": common,
+              "env": env}
+    jobs: list[list[tuple[str, str, str | None, str | None]]] = []
+    for a in labels:
+        (out / "episodes" / slugs[a]).mkdir(parents=True, exist_ok=True)
+        ordered = sorted(scored[a]["records"], key=lambda e: (len(e), e))
+        for k, e in enumerate(ordered):
+            jobs.append([(a, e, ordered[k - 1] if k else None,
+                          ordered[k + 1] if k + 1 < len(ordered) else None)])
+    n_chunks = max(1, min(len(jobs), workers * 4))
+    chunks: list[list[tuple[str, str, str | None, str | None]]] = [[] for _ in range(n_chunks)]
+    for k, job in enumerate(jobs):
+        chunks[k % n_chunks].extend(job)
+    methods = multiprocessing.get_all_start_methods()
+    pool = None
+    try:
+        if workers > 1 and "fork" in methods:
+            ctx = multiprocessing.get_context("fork")
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+            chart_job = pool.submit(_charts_job)
+            page_jobs = [pool.submit(_pages_job, c) for c in chunks if c]
+        t = time.perf_counter()
+        charts = _CHARTS
+        _write_index(env, out, scored, agents, refs, labels, slugs, pairs, charts, common,
+                     all_ids)
+        timings["index"] = time.perf_counter() - t
+        if pool is None:
+            t = time.perf_counter()
+            _charts_job()
+            timings["charts"] = time.perf_counter() - t
+            t = time.perf_counter()
+            pages = sum(_pages_job(c) for c in chunks if c)
+            timings["pages"] = time.perf_counter() - t
+        else:
+            t = time.perf_counter()
+            chart_job.result()
+            pages = sum(f.result() for f in page_jobs)
+            timings["charts+pages"] = time.perf_counter() - t
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        _STATE = None
+    total = time.perf_counter() - t0
+    logger.info("report: %d episode pages in %.1f s (%s)", pages, total,
+                ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    return {"index": out / "index.html", "pages": pages, "seconds": round(total, 3),
+            "timings": {k: round(v, 3) for k, v in timings.items()}}
+
+
+#: What the page workers inherit (set by :func:`write_report` only while it runs).
+_STATE: dict[str, Any] | None = None
+#: The charts of the index page (files under ``charts/``).
+_CHARTS = [{"file": "charts/intervals.svg", "title": "Headline metrics with 95 % intervals"},
+           {"file": "charts/per_family.svg", "title": "Per family"}]
+
+
+def _charts_job() -> int:
+    st = _STATE
+    assert st is not None
+    _charts(st["out"], st["scored"], st["common"]["suite"])
+    return len(_CHARTS)
+
+
+def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping[str, Any],
+                 refs: Mapping[str, Any], labels: Sequence[str], slugs: Mapping[str, str],
+                 pairs: list[dict[str, Any]], charts: list[dict[str, str]],
+                 common: Mapping[str, Any], all_ids: Sequence[str]) -> None:
+    """``index.html`` (leaderboard, floors, charts, breakdowns, paired comparisons) and
+    ``episodes.html`` (every episode, with filters)."""
+    leaderboard = []
+    for a in labels:
+        m = scored[a]["metrics"]
+        eff = m.get("efficiency") or {}
+        belief = m.get("belief") or {}
+        leaderboard.append({
+            "agent": a, "slug": slugs[a], "episodes": m["episodes"], "n_help": m["n_help"],
+            "n_silent": m["n_silent"],
+            "cells": [{"key": k, "value": m.get(k), "ci": scored[a]["ci"].get(k)}
+                      for k in CI_METRICS],
+            "belief": belief.get("accuracy"), "belief_task": belief.get("task_accuracy"),
+            "belief_episodes": belief.get("episodes"),
+            "tokens": eff.get("tokens_per_episode"), "calls": eff.get("model_calls_per_episode"),
+        })
+    index_html = env.get_template("index.html.j2").render(
+        page="index", root=".", metrics=CI_METRICS, leaderboard=leaderboard,
+        floors=_floors(scored, agents, refs), breakdown=_breakdown_rows(scored, labels),
+        pairs=pairs, charts=charts, **common)
+    (out / "index.html").write_text(index_html, encoding="utf-8")
+    rows = []
+    for e in all_ids:
+        ref = refs[e]
+        cells = []
+        for a in labels:
+            if e not in scored[a]["records"]:
+                cells.append(None)
+                continue
+            o = _outcome_of(scored[a], e)
+            cells.append({"ok": correct(o), "label": _outcome_label(o),
+                          "href": f"episodes/{slugs[a]}/{e}.html"})
+        rows.append({"id": e, "family": ref["family"], "help": ref["needs_intervention"],
+                     "cells": cells})
+    (out / "episodes.html").write_text(env.get_template("episodes.html.j2").render(
+        page="episodes", root=".", rows=rows, **common), encoding="utf-8")
+
+
+def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
+    """Write the episode pages ``(agent, episode, previous, next)``; returns how many."""
+    st = _STATE
+    assert st is not None
+    out, scored, refs, replays = st["out"], st["scored"], st["refs"], st["replays"]
+    labels, slugs, common = st["labels"], st["slugs"], st["common"]
+    page_tpl = st["env"].get_template("episode.html.j2")
+    for a, e, prev, nxt in items:
+        rec = scored[a]["records"][e]
+        ref = refs[e]
+        o = _outcome_of(scored[a], e)
+        replay = replays.get(_replay_key(rec))
+        replay_error = replay if isinstance(replay, str) else None
+        replay = replay if isinstance(replay, dict) else None
+        others = []
+        for b in labels:
+            if e in scored[b]["records"]:
+                ob = _outcome_of(scored[b], e)
+                others.append({"agent": b, "ok": correct(ob), "label": _outcome_label(ob),
+                               "href": f"../{slugs[b]}/{e}.html", "self": b == a})
+        html = page_tpl.render(
+            page="episode", root="../..", agent=a, episode_id=e, ref=ref, record=rec,
+            outcome=o, outcome_label=_outcome_label(o), ok=correct(o),
+            replay=replay, replay_error=replay_error,
+            timeline=_timeline(replay, rec, ref, o),
+            windows=_windows(replay, rec, o["t_I"]),
+            beliefs=_belief_rows(replay, rec) if replay is not None else None,
+            calls=_model_calls(rec),
+            media=_media(rec, st["agents"][a]["run_dir"], out, slugs[a]),
+            others=others, prev=f"{prev}.html" if prev else None,
+            next=f"{nxt}.html" if nxt else None, **common)
+        (out / "episodes" / slugs[a] / f"{e}.html").write_text(html, encoding="utf-8")
+    return len(items)
+
+
+def _reversed(pair: Mapping[str, Any]) -> dict[str, Any]:
+    """B − A from A − B: the same resamples, so the interval is the mirror image."""
+    metrics = {}
+    for k, m in pair["metrics"].items():
+        ci = m["ci"]
+        metrics[k] = {"a": m["b"], "b": m["a"],
+                      "diff": None if m["diff"] is None else round(-m["diff"], 2) + 0.0,
+                      "ci": None if ci is None else [round(-ci[1], 2) + 0.0,
+                                                     round(-ci[0], 2) + 0.0]}
+    return {"episodes": pair["episodes"], "disagree": pair["disagree"],
+            "a_only": pair["b_only"], "b_only": pair["a_only"], "metrics": metrics}
+
+
+def _outcome_of(scored_agent: dict[str, Any], episode_id: str) -> dict[str, Any]:
+    cache = scored_agent.get("_by_id")
+    if cache is None:
+        cache = scored_agent["_by_id"] = {o["episode_id"]: o for o in scored_agent["outcomes"]}
+    return cache[episode_id]
+
+
+def _breakdown_rows(scored: Mapping[str, Any], labels: Sequence[str]) -> list[dict[str, Any]]:
+    """Sections (family, task type, ability) of rows ``{name, episodes, n_help, n_silent,
+    values: [PHA, PHR, PSR per agent]}``; counts are the first agent's that has the group."""
+    sections = []
+    first = scored[labels[0]]["metrics"]
+    fams = sorted({f for a in labels for f in (scored[a]["metrics"].get("per_family") or {})})
+    rows = []
+    for f in fams:
+        counts = next((scored[a]["metrics"]["per_family"][f] for a in labels
+                       if f in (scored[a]["metrics"].get("per_family") or {})), {})
+        rows.append({"name": f, "episodes": counts.get("episodes", 0),
+                     "n_help": counts.get("n_help", 0), "n_silent": counts.get("n_silent", 0),
+                     "values": [((scored[a]["metrics"].get("per_family") or {}).get(f) or {})
+                                for a in labels]})
+    sections.append({"title": "family", "rows": rows,
+                     "note": "help families: PHR; silent families: PSR"})
+    for key, title in (("task_type", "task type"), ("ability", "ability"),
+                       ("twin_group", "twin group")):
+        rows = []
+        for name, block in ((first.get("breakdown") or {}).get(key) or {}).items():
+            rows.append({"name": name, "episodes": block.get("episodes", 0),
+                         "n_help": block.get("n_help", 0), "n_silent": block.get("n_silent", 0),
+                         "values": [((scored[a]["metrics"].get("breakdown") or {}).get(key) or {})
+                                    .get(name) or {} for a in labels]})
+        sections.append({"title": title, "rows": rows, "note": "PHA (PHR / PSR)"})
+    return sections
