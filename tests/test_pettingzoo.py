@@ -205,6 +205,14 @@ def test_pettingzoo_api(people):
     parallel_api_test(parallel_env(people), num_cycles=1000)
 
 
+@pytest.mark.filterwarnings("ignore:No agents present but not all possible_agents")
+def test_pettingzoo_aec_conversion():
+    from pettingzoo.test import api_test
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    api_test(parallel_to_aec(parallel_env()), num_cycles=300)
+
+
 @pytest.mark.parametrize("people", [None, ALL_EXTERNAL], ids=["scripted", "external"])
 def test_pettingzoo_seed(people):
     parallel_seed_test(lambda: parallel_env(people))
