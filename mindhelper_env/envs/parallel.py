@@ -4,7 +4,7 @@
 ``pettingzoo.ParallelEnv`` over ``MindHelper-VirtualHome-v0``: one ``step`` is one
 observation window for everyone. The agents are ``"robot"`` and ``"person_0"`` ..
 ``"person_{n-1}"``, the episode's people in id order (``possible_agents`` lists
-``max_people`` of them; an episode has 1–6).
+``max_people`` of them, 8 by default; an episode with more raises).
 
 * **The robot** is the single-agent env's agent, unchanged: the same observation, reward,
   termination and ``info`` (the final one with ``episode_record``) as
