@@ -121,6 +121,7 @@ class BeliefTracker:
         #: belief-table changes of the last :meth:`update` (for traces): (person, object,
         #: old place or None, new place or None)
         self.changes: list[tuple[int, int, int | None, int | None]] = []
+        self.parsed: tuple[Any, list[dict[str, Any]]] | None = None
 
     # ------------------------------------------------------------------ input
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
@@ -138,6 +139,9 @@ class BeliefTracker:
                 self._look_around(p, -1)
             return []
         events = parse_events(obs)
+        #: the observation last parsed and its events (read-only; MindClaw's memory reuses
+        #: them instead of parsing the JSON again)
+        self.parsed = (obs, events)
         new: list[Cue] = []
         by_tick: dict[int, list[dict[str, Any]]] = {}
         for ev in events:

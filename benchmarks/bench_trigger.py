@@ -1,7 +1,16 @@
 """The learned Trigger: training speed, time to target, and suite scores.
 
-Run: ``python benchmarks/bench_trigger.py [--parts speed,train,suite] [--repeats 3]``
-(needs the ``rl`` extra for ``speed`` and ``train``). Reports medians over repeats.
+Run: ``python benchmarks/bench_trigger.py [--parts ratio,speed,train,suite] [--repeats 3]``
+(needs the ``rl`` extra for ``ratio``, ``speed`` and ``train``). Reports medians over
+repeats.
+
+* ``ratio``: MaskablePPO learning with 2 envs (DummyVecEnv, ``n_steps=512``,
+  ``batch_size=256``) on ``MindHelper-Trigger-v0`` from a **cold** episode pool (a fresh
+  ``MINDHELPER_CACHE_DIR`` per run and the env's default pool, as a user's first run has
+  it) against the same learner on sb3-contrib's ``InvalidActionEnvDiscrete`` (the peer),
+  run interleaved (peer, ours, peer, ours, ...) so that both see the same machine load;
+  env steps/s of each (the whole ``learn`` call, from a model built on fresh envs) and the
+  ratio ours / peer of each pair and of the medians;
 
 * ``speed``: env steps/s of ``MindHelper-Trigger-v0`` alone (masked random actions) and of
   ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
@@ -72,6 +81,67 @@ def bench_ppo(n_steps: int = 30_720) -> float:
     return rate
 
 
+def _ppo_rate(vec, n_steps: int) -> float:
+    """Env steps/s of one ``MaskablePPO.learn(n_steps)`` on ``vec``, from fresh weights."""
+    import torch
+    from sb3_contrib import MaskablePPO
+
+    torch.set_num_threads(1)
+    model = MaskablePPO("MlpPolicy", vec, n_steps=512, batch_size=256, n_epochs=4,
+                        learning_rate=5e-4, gamma=1.0, ent_coef=0.005, seed=0, device="cpu",
+                        verbose=0, policy_kwargs={"net_arch": [32, 32]})
+    t0 = time.perf_counter()
+    model.learn(n_steps)
+    rate = n_steps / (time.perf_counter() - t0)
+    vec.close()
+    return rate
+
+
+def bench_peer(n_steps: int) -> float:
+    """MaskablePPO on sb3-contrib's own ``InvalidActionEnvDiscrete`` (7 actions, 3 masked)."""
+    from sb3_contrib.common.envs import InvalidActionEnvDiscrete
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec = make_vec_env(lambda: InvalidActionEnvDiscrete(dim=7, n_invalid_actions=3),
+                       n_envs=2, seed=0)
+    return _ppo_rate(vec, n_steps)
+
+
+def bench_cold(n_steps: int) -> float:
+    """MaskablePPO on ``MindHelper-Trigger-v0`` (default pool) in a fresh cache directory."""
+    import os
+
+    from stable_baselines3.common.env_util import make_vec_env
+
+    old = os.environ.get("MINDHELPER_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="mindhelper-cold-") as tmp:
+        os.environ["MINDHELPER_CACHE_DIR"] = tmp
+        try:
+            vec = make_vec_env("MindHelper-Trigger-v0", n_envs=2, seed=0)
+            return _ppo_rate(vec, n_steps)
+        finally:
+            if old is None:
+                os.environ.pop("MINDHELPER_CACHE_DIR", None)
+            else:
+                os.environ["MINDHELPER_CACHE_DIR"] = old
+
+
+def bench_ratio(repeats: int, n_steps: int) -> dict:
+    peer, ours = [], []
+    for _ in range(repeats):
+        peer.append(bench_peer(n_steps))
+        ours.append(bench_cold(n_steps))
+        print(json.dumps({"peer": round(peer[-1]), "trigger_cold": round(ours[-1]),
+                          "ratio": round(ours[-1] / peer[-1], 3)}), flush=True)
+    return {"steps": n_steps,
+            "peer_steps_per_s": [round(x) for x in peer],
+            "trigger_cold_steps_per_s": [round(x) for x in ours],
+            "pair_ratios": [round(o / p, 3) for o, p in zip(ours, peer, strict=True)],
+            "peer_median": round(statistics.median(peer)),
+            "trigger_cold_median": round(statistics.median(ours)),
+            "ratio_of_medians": round(statistics.median(ours) / statistics.median(peer), 3)}
+
+
 def bench_train(seed: int, out: Path, bc_episodes: int, timesteps: int) -> dict:
     from mindhelper_env.trigger_training import train
 
@@ -105,7 +175,9 @@ def bench_suite(suite: str, policy: str | None, workers: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--parts", default="speed,train,suite")
+    ap.add_argument("--parts", default="ratio,speed,train,suite")
+    ap.add_argument("--ratio-steps", type=int, default=20_480,
+                    help="env steps of each learn call in the ratio part")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--bc-episodes", type=int, default=500)
     ap.add_argument("--timesteps", type=int, default=200_000)
@@ -117,6 +189,9 @@ def main() -> None:
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     report: dict = {}
+    if "ratio" in parts:
+        report["ratio"] = bench_ratio(args.repeats, args.ratio_steps)
+        print(json.dumps(report["ratio"]), flush=True)
     if "speed" in parts:
         envs = [bench_env() for _ in range(args.repeats)]
         ppo = [bench_ppo() for _ in range(args.repeats)]

@@ -135,9 +135,10 @@ class MindMemory:
     # ------------------------------------------------------------------ perception
     def perceive(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> Perception:
         """Run the tracker on one window; return the pending changes and the cue contexts."""
-        events = parse_events(obs)
         cues = self.tracker.update(obs, info)
         t = self.tracker
+        parsed = t.parsed
+        events = parsed[1] if parsed is not None and parsed[0] is obs else parse_events(obs)
         tick = t.tick
         why = self._evidence(events)
         p = Perception(tick)

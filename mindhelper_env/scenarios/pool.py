@@ -249,8 +249,11 @@ class EpisodePool:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{k}.", suffix=".tmp", dir=path.parent)
+            # json.dumps (the C encoder) and one write: the same bytes as json.dump, which
+            # encodes chunk by chunk in Python (a tenth of a cold entry's cost)
+            text = json.dumps(spec, separators=(",", ":"))
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(spec, fh, separators=(",", ":"))
+                fh.write(text)
             os.replace(tmp, path)
         except OSError as err:  # a read-only cache only costs speed
             logger.warning("episode pool: cannot write %s (%s); keeping it in memory", path, err)
