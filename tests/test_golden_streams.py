@@ -78,9 +78,9 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 # runs to its horizon, and the generator is mh-gen-2.1 (the v2 families and suites; 2.1:
 # noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover).
 GOLDEN = {
-    "dev-home": "97fe780f62aa12ad76917ce985748e796f237c3f42f44c360806cb447ee10532",
+    "dev-home": "bb98b3ab2623a75b8de18f43d07faef38534b6bc794f1c9000c3008315a4747f",
     "dev-room": "522b69cb3ca3bcac148a779cbe2287e7911bfa46849bbbce639b4bb7e2607fb7",
-    "fresh-home": "a068057e94b4fe3da15435c1da86e2b79283a2337db036b8b5fd7db1b4d34b3a",
+    "fresh-home": "c83457563c15a81e69c8a2f84250f9da14141b5d4d1150d0c99342a04c632412",
     "pool-home": "be806a02fe6b4e1930e4b4b79d0be6103d5b351b87ed9f16b552b7bd468ee2c2",
 }
 
