@@ -113,16 +113,16 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
         belief_accuracy([{"episode_id": "c", "belief": {"agent": 1}}], refs)
 
 
-# Digests of the first 8 vh-dev-v2 records (evaluate, timing off) written before the
-# belief snapshot existed: agents without a belief table must still write exactly these
+# Digests of the first 8 vh-dev-v2 records (evaluate, timing off) as written without the
+# belief snapshot (re-pinned for the mh-gen-2.1 content): agents without a belief table must still write exactly these
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "2a5570ebd2473f5f47231b0e1f3d7f6270d7d3a344b6be1cfdf30f9b225b323a",
-    "reactive": "be7a52738df7ae35dc0b089e69bccd778495ce4ef72b2af2762d185303ce1dab",
-    "oracle": "abd7c625ca88b282ced9986bdd64f2232220137b619729108fdcb3213c1eefef",
-    "belief-tracker": "2a32c643400770a8daf44016bd5497cbf66d17f37edebfe9fc79b0b51a8e9308",
-    "mindclaw": "2372ce6dc1dd7760828a82d1f447f491a4f2fa41eb6f658b75fdd2fbbbe8903d",
+    "random": "fcfe0ea6bde51a9a9fc84edb51a72bcae348bc0e00be2f7c34f3427c25fe39fd",
+    "reactive": "4bbd681f04d2531510b733e35a2b5b109af0b00de142af1d7a5df225d6b0051a",
+    "oracle": "6753edcebd13984b39f25e4c2b9a561a6cf076b55c2d344d3dcaaf18581cf44f",
+    "belief-tracker": "fe0e18c3ea07e2936d80eb564dbe21517a453ce6b713b8e7eba501afdebf1e8c",
+    "mindclaw": "867590ac43e49029986e74f2b5e3f7db12e4417d4f201629da3bc959293e5492",
 }
 
 
