@@ -273,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--throughput", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="llama.cpp threads (default 1: on a small machine shared with other "
+                         "jobs, more threads wait on each other and run slower)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-models-"))
