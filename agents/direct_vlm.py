@@ -49,6 +49,11 @@ One intervention per episode: after the agent has acted once it answers ``"none"
 rest of the episode without calling the model (the metrics score the first intervention;
 the env runs the program to completion).
 
+Cost control: ``max_calls=N`` caps the model calls per episode; after the N-th call the
+agent answers ``"none"`` without a call, and each such window counts as a ``capped``
+decision in ``usage.sources`` (a small model that never acts calls once per window: about
+24 calls per ``vh-dev-v2`` episode).
+
 Trace (copied into result records): one entry per model call: ``window``, ``tick``,
 ``prompt_tokens``, ``completion_tokens``, ``outcome`` (``ok``, ``parse_failure``,
 ``call_failed:<kind>``), ``prompt`` (template version) and the answer's first 160
@@ -241,7 +246,8 @@ class DirectVLMAgent:
 
     def __init__(self, model: str | ModelClient | None = None, *, max_tokens: int = 256,
                  temperature: float = 0.0, history_chars: int = 6000, max_images: int = 4,
-                 answer_format: str = "json", **client_opts: Any) -> None:
+                 answer_format: str = "json", max_calls: int | None = None,
+                 **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL")
             if not model:
@@ -259,6 +265,9 @@ class DirectVLMAgent:
         if answer_format not in ANSWER_FORMATS:
             raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got "
                              f"{answer_format!r}")
+        if max_calls is not None and int(max_calls) < 1:
+            raise ValueError(f"max_calls must be at least 1, got {max_calls!r}")
+        self.max_calls = None if max_calls is None else int(max_calls)
         self.answer_format = answer_format
         self.template = _template(answer_format)
         self._system = self.template.system.substitute(grammar=_grammar())
@@ -420,6 +429,9 @@ class DirectVLMAgent:
         window = self._window
         self._window += 1
         if self._acted:
+            return "none"
+        if self.max_calls is not None and len(self.trace) >= self.max_calls:
+            self.usage.count_source("capped")
             return "none"
         messages = self.build_messages(observation, info)
         self.last_prompt = messages

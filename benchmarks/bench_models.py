@@ -119,7 +119,15 @@ def run_variant(name: str, spec: str, suite: str, agents: Sequence[str], limit: 
             "prompts": rep.get("prompts", {}),
             "prompt_tokens_by_window": _window_tokens(recs),
             "calls_per_second": round(calls / wall, 4) if wall > 0 else None,
+            # seconds spent waiting for answers / the run's wall time: with one agent and
+            # one worker, the share of evaluate's time that the server set (1.0: nothing
+            # but the server limits the run)
+            "model_seconds": round(sum(float((r.get("usage") or {}).get("seconds") or 0)
+                                       for r in recs), 1),
         }
+        if wall > 0 and timing:
+            result["agents"][a]["model_wait_share"] = round(
+                result["agents"][a]["model_seconds"] / wall, 3)
     return result
 
 
@@ -148,6 +156,10 @@ def print_report(results: dict[str, Any]) -> None:
     Console(width=220).print(t)
     for variant, res in results.items():
         for agent, r in res["agents"].items():
+            if r.get("model_wait_share") is not None and r["calls"]:
+                print(f"{variant} {agent}: {r['model_seconds']} s waiting for {r['calls']} "
+                      f"answers in {res['wall_seconds']} s of run "
+                      f"(share {r['model_wait_share']:.3f})")
             if r["prompt_tokens_by_window"]:
                 print(f"{variant} {agent}: prompt tokens per call by window index: "
                       f"{r['prompt_tokens_by_window']}")

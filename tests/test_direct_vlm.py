@@ -346,3 +346,17 @@ def test_shipped_real_model_cassette_regenerates_the_table(tmp_path, capsys):
     for agent in meta["agents"]:
         first = (tmp_path / "run" / f"{agent}.jsonl").read_bytes()
         assert first and first == (tmp_path / "again" / f"{agent}.jsonl").read_bytes()
+
+
+def test_max_calls_caps_the_calls_of_an_episode(vh_env):
+    with ScriptedServer([Reply(text="none")] * 40) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:m@{srv.url}", answer_format="line",
+                           max_calls=2)
+        record, steps = play(vh_env, agent, 3)
+        assert steps > 3 and len(srv.requests) == 2
+        assert agent.usage.model_calls == 2
+        assert agent.usage.sources == {"model": 2, "capped": steps - 2}
+        play(vh_env, agent, 4)  # the cap is per episode
+        assert len(srv.requests) == 4
+    with pytest.raises(ValueError, match="max_calls"):
+        make_agent("direct-vlm", model="openai:m@http://127.0.0.1:9/v1", max_calls=0)
