@@ -303,6 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="llama.cpp threads (default 1: on a small machine shared with other "
                          "jobs, more threads wait on each other and run slower)")
+    ap.add_argument("--max-calls", type=int, default=None,
+                    help="direct-vlm's max_calls (model calls per episode): a cheap sample "
+                         "of its answers, not its score")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-models-"))
@@ -337,10 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.record and not args.replay:
         spec = f"record:{args.record}={spec}"
     results = {}
+    extra = {"max_calls": args.max_calls} if args.max_calls else None
+    if extra and agents != ["direct-vlm"]:
+        ap.error("--max-calls is a direct-vlm option: use it with --agents direct-vlm")
     try:
         for v in variants:
             results[v] = run_variant(v, spec, args.suite, agents, args.limit, out,
-                                     timing=not args.no_timing)
+                                     timing=not args.no_timing, extra=extra)
             print(f"variant {v}: {results[v]['wall_seconds']} s", file=sys.stderr)
     finally:
         if server is not None:
