@@ -22,15 +22,21 @@ for a fresh recording); ``--replay FILE`` plays from it with no server (byte-ide
 records with ``--no-timing``). The shipped cassette is regenerated with::
 
     python benchmarks/bench_models.py --record tests/data/smollm2-vh-dev.jsonl \\
-        --variants gbnf --limit 3 --no-timing --fresh
+        --variants gbnf --limit 2 --fresh
 
 (it also writes ``tests/data/smollm2-vh-dev.meta.json``: suite, episodes and agent options,
 read by the test that replays the cassette).
 
+Each run also reports the share of its wall time spent waiting for answers (one agent,
+one worker: the share of the server's rate that ``evaluate`` gets). ``--max-calls N``
+caps direct-vlm's calls per episode (a cheap sample of its answers, not its score).
+
 ``--throughput`` measures what limits speed (issue 16, part 4): the server's sustained
-requests/s at concurrency 1, 2 and 4 with the package's own prompts (the requests of a
-recorded ``direct-vlm`` run), alone, then the model calls/s that ``evaluate --workers N``
-achieves against the same server, and their ratio (medians of ``--repeats`` runs).
+requests/s at each ``--concurrency`` (default 1, 2, 4) with the package's own prompts (the
+requests of a recorded run of the first ``--agents`` agent), alone, then the model
+calls/s that ``evaluate --workers N`` achieves against the same server, interleaved run by
+run, and their ratio (medians of ``--repeats`` runs); ``--context-length`` fits
+``direct-vlm``'s prompts to a smaller context (a cheaper measurement).
 """
 
 from __future__ import annotations
