@@ -10,9 +10,12 @@ Every observation window the agent sends one chat prompt to a model and acts on 
   ``help: LINE; LINE; ...`` (easier for small models). The prompts are the template files
   ``mindhelper_env/agents/prompts/direct-vlm.<format>.txt``; their version is recorded in
   ``usage.prompts``;
-* **user message** — the current tick, the robot's own state, the candidates from
-  ``info["candidates"]`` (people, objects, places, rooms, with ids), the narration so far and,
-  when the observation has ``"rgb"``, the window's frames (the last ``max_images``).
+* **user message** — the places and rooms of the home (from ``info["candidates"]``, with
+  ids), the narration so far, then the candidates that change every window (people,
+  objects, the robot's own state), the current tick and, when the observation has
+  ``"rgb"``, the window's frames (the last ``max_images``). What changes least comes first,
+  so that consecutive prompts of an episode share a long prefix for a server's prompt
+  cache (llama.cpp, vLLM's prefix caching).
 
 Narration budget: the reset description (the home at tick 0) is always kept, cut to at most
 half of ``history_chars`` characters; then whole windows are added newest first while the
@@ -45,6 +48,11 @@ model client (timeout, HTTP error, replay miss) gives ``"none"`` and counts in
 One intervention per episode: after the agent has acted once it answers ``"none"`` for the
 rest of the episode without calling the model (the metrics score the first intervention;
 the env runs the program to completion).
+
+Cost control: ``max_calls=N`` caps the model calls per episode; after the N-th call the
+agent answers ``"none"`` without a call, and each such window counts as a ``capped``
+decision in ``usage.sources`` (a small model that never acts calls once per window: about
+24 calls per ``vh-dev-v2`` episode).
 
 Trace (copied into result records): one entry per model call: ``window``, ``tick``,
 ``prompt_tokens``, ``completion_tokens``, ``outcome`` (``ok``, ``parse_failure``,
@@ -238,7 +246,8 @@ class DirectVLMAgent:
 
     def __init__(self, model: str | ModelClient | None = None, *, max_tokens: int = 256,
                  temperature: float = 0.0, history_chars: int = 6000, max_images: int = 4,
-                 answer_format: str = "json", **client_opts: Any) -> None:
+                 answer_format: str = "json", max_calls: int | None = None,
+                 **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL")
             if not model:
@@ -256,6 +265,9 @@ class DirectVLMAgent:
         if answer_format not in ANSWER_FORMATS:
             raise ValueError(f"answer_format must be one of {ANSWER_FORMATS}, got "
                              f"{answer_format!r}")
+        if max_calls is not None and int(max_calls) < 1:
+            raise ValueError(f"max_calls must be at least 1, got {max_calls!r}")
+        self.max_calls = None if max_calls is None else int(max_calls)
         self.answer_format = answer_format
         self.template = _template(answer_format)
         self._system = self.template.system.substitute(grammar=_grammar())
@@ -322,7 +334,11 @@ class DirectVLMAgent:
         return "\n".join(p for p in parts if p)
 
     @staticmethod
-    def _candidates(info: dict[str, Any]) -> str:
+    def _candidates(info: dict[str, Any]) -> tuple[str, str]:
+        """The candidates in two blocks: ``(places, now)``. Places and rooms hardly change
+        in an episode and go before the narration; people, objects and the robot change
+        every window and go after it, so that consecutive prompts of an episode share a
+        long prefix (a server's prompt cache then skips most of the prompt)."""
         c = info.get("candidates") or {}
         names = {d["id"]: d.get("class", "?") for k in ("objects", "locations", "rooms")
                  for d in c.get(k) or [] if isinstance(d, dict) and "id" in d}
@@ -330,40 +346,44 @@ class DirectVLMAgent:
                       for a in c.get("actors") or [] if isinstance(a, dict) and "id" in a})
         def place(i: Any) -> str:
             return f"{names.get(i, '?')} ({i})" if i is not None else "?"
-        out = ["People (use <character> (id)):"]
-        for a in c.get("actors") or []:
-            held = ", ".join(place(h) for h in a.get("holding") or []) or "nothing"
-            out.append(f"- {a.get('name')} ({a.get('id')}), {a.get('kind')}, in "
-                       f"{place(a.get('room'))}, holding {held}")
-        out.append("Objects:")
-        out += [f"- <{o['class']}> ({o['id']}) at {place(o.get('location'))} in "
-                f"{place(o.get('room'))}" for o in c.get("objects") or []]
-        out.append("Places:")
+        places = ["Places:"]
         for loc in c.get("locations") or []:
             state = {True: ", open", False: ", closed"}.get(loc.get("open"), "")
-            out.append(f"- <{loc['class']}> ({loc['id']}) in {place(loc.get('room'))}{state}")
-        out.append("Rooms: " + ", ".join(f"<{r['class']}> ({r['id']})"
-                                         for r in c.get("rooms") or []))
+            places.append(f"- <{loc['class']}> ({loc['id']}) in {place(loc.get('room'))}"
+                          f"{state}")
+        places.append("Rooms: " + ", ".join(f"<{r['class']}> ({r['id']})"
+                                            for r in c.get("rooms") or []))
+        now = ["People (use <character> (id)):"]
+        for a in c.get("actors") or []:
+            held = ", ".join(place(h) for h in a.get("holding") or []) or "nothing"
+            now.append(f"- {a.get('name')} ({a.get('id')}), {a.get('kind')}, in "
+                       f"{place(a.get('room'))}, holding {held}")
+        now.append("Objects:")
+        now += [f"- <{o['class']}> ({o['id']}) at {place(o.get('location'))} in "
+                f"{place(o.get('room'))}" for o in c.get("objects") or []]
         robot = info.get("robot") or {}
         held = ", ".join(place(h) for h in robot.get("holding") or []) or "nothing"
-        out.append(f"You are the robot ({robot.get('id')}), in {place(robot.get('room'))}, "
+        now.append(f"You are the robot ({robot.get('id')}), in {place(robot.get('room'))}, "
                    f"holding {held}.")
-        return "\n".join(out)
+        return "\n".join(places), "\n".join(now)
+
+    @staticmethod
+    def _cut(block: str, max_rows: int | None) -> str:
+        rows = block.splitlines()
+        if max_rows is None or len(rows) <= max_rows:
+            return block
+        return "\n".join(rows[:max_rows] + [f"[... {len(rows) - max_rows} more left out]"])
 
     def _messages(self, observation: dict[str, Any], info: dict[str, Any],
                   history: int, max_candidates: int | None) -> list[dict[str, Any]]:
-        candidates = self._candidates(info)
-        if max_candidates is not None:
-            rows = candidates.splitlines()
-            if len(rows) > max_candidates:
-                candidates = "\n".join(rows[:max_candidates]
-                                       + [f"[... {len(rows) - max_candidates} more left out]"])
+        places, now = self._candidates(info)
         frames = _frames(observation.get("rgb"), self.max_images)
         images = (f"\nThe {len(frames)} image(s) below show the home at the end of the "
                   f"window.\n" if frames else "")
         _, text = self.template.render(
             grammar="", tick=int(observation.get("tick", info.get("tick", 0))),
-            candidates=candidates, narration=self.narration(history), images=images)
+            places=self._cut(places, max_candidates), candidates=self._cut(now, max_candidates),
+            narration=self.narration(history), images=images)
         return [{"role": "system", "content": self._system},
                 {"role": "user", "content": [text, *frames]}]
 
@@ -377,7 +397,7 @@ class DirectVLMAgent:
             return messages
         budget = int(window) - self.max_tokens - 16
         history, rows = self.history_chars, None
-        n_rows = len(self._candidates(info).splitlines())
+        n_rows = max(len(b.splitlines()) for b in self._candidates(info))
         while prompt_tokens_estimate(self.client, messages) > budget:
             if history > 200:
                 history = max(200, history // 2)
@@ -409,6 +429,9 @@ class DirectVLMAgent:
         window = self._window
         self._window += 1
         if self._acted:
+            return "none"
+        if self.max_calls is not None and len(self.trace) >= self.max_calls:
+            self.usage.count_source("capped")
             return "none"
         messages = self.build_messages(observation, info)
         self.last_prompt = messages

@@ -22,15 +22,21 @@ for a fresh recording); ``--replay FILE`` plays from it with no server (byte-ide
 records with ``--no-timing``). The shipped cassette is regenerated with::
 
     python benchmarks/bench_models.py --record tests/data/smollm2-vh-dev.jsonl \\
-        --variants gbnf --limit 3 --no-timing --fresh
+        --variants gbnf --limit 2 --fresh
 
 (it also writes ``tests/data/smollm2-vh-dev.meta.json``: suite, episodes and agent options,
 read by the test that replays the cassette).
 
+Each run also reports the share of its wall time spent waiting for answers (one agent,
+one worker: the share of the server's rate that ``evaluate`` gets). ``--max-calls N``
+caps direct-vlm's calls per episode (a cheap sample of its answers, not its score).
+
 ``--throughput`` measures what limits speed (issue 16, part 4): the server's sustained
-requests/s at concurrency 1, 2 and 4 with the package's own prompts (the requests of a
-recorded ``direct-vlm`` run), alone, then the model calls/s that ``evaluate --workers N``
-achieves against the same server, and their ratio (medians of ``--repeats`` runs).
+requests/s at each ``--concurrency`` (default 1, 2, 4) with the package's own prompts (the
+requests of a recorded run of the first ``--agents`` agent), alone, then the model
+calls/s that ``evaluate --workers N`` achieves against the same server, interleaved run by
+run, and their ratio (medians of ``--repeats`` runs); ``--context-length`` fits
+``direct-vlm``'s prompts to a smaller context (a cheaper measurement).
 """
 
 from __future__ import annotations
@@ -82,10 +88,11 @@ def _window_tokens(records: Sequence[dict[str, Any]]) -> dict[int, float]:
 
 
 def run_variant(name: str, spec: str, suite: str, agents: Sequence[str], limit: int,
-                out: Path, timing: bool, workers: int = 1) -> dict[str, Any]:
-    live = {"timeout": 300} if "openai:" in spec else {}
+                out: Path, timing: bool, workers: int = 1,
+                extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    live = {"timeout": 600} if "openai:" in spec else {}
     kwargs = {a: {"model": spec, "context_length": N_CTX, **live,
-                  **VARIANTS[name].get(a, {})} for a in agents}
+                  **VARIANTS[name].get(a, {}), **(extra or {})} for a in agents}
     folder = out / name
     t0 = time.perf_counter()
     summary = evaluate(suite, list(agents), folder, agent_kwargs=kwargs, limit=limit,
@@ -118,7 +125,15 @@ def run_variant(name: str, spec: str, suite: str, agents: Sequence[str], limit: 
             "prompts": rep.get("prompts", {}),
             "prompt_tokens_by_window": _window_tokens(recs),
             "calls_per_second": round(calls / wall, 4) if wall > 0 else None,
+            # seconds spent waiting for answers / the run's wall time: with one agent and
+            # one worker, the share of evaluate's time that the server set (1.0: nothing
+            # but the server limits the run)
+            "model_seconds": round(sum(float((r.get("usage") or {}).get("seconds") or 0)
+                                       for r in recs), 1),
         }
+        if wall > 0 and timing:
+            result["agents"][a]["model_wait_share"] = round(
+                result["agents"][a]["model_seconds"] / wall, 3)
     return result
 
 
@@ -147,6 +162,10 @@ def print_report(results: dict[str, Any]) -> None:
     Console(width=220).print(t)
     for variant, res in results.items():
         for agent, r in res["agents"].items():
+            if r.get("model_wait_share") is not None and r["calls"]:
+                print(f"{variant} {agent}: {r['model_seconds']} s waiting for {r['calls']} "
+                      f"answers in {res['wall_seconds']} s of run "
+                      f"(share {r['model_wait_share']:.3f})")
             if r["prompt_tokens_by_window"]:
                 print(f"{variant} {agent}: prompt tokens per call by window index: "
                       f"{r['prompt_tokens_by_window']}")
@@ -167,7 +186,7 @@ def write_cassette_meta(cassette: Path, suite: str, agents: Sequence[str],
             "on llama-cpp-python 0.3.36's server",
             "regenerate": f"python benchmarks/bench_models.py --record {cassette} --variants "
                           f"{','.join(variants)} --limit {limit} --agents {','.join(agents)} "
-                          f"--no-timing --fresh"}
+                          f"--fresh"}
     cassette_meta_path(cassette).write_text(json.dumps(meta, indent=1) + "\n")
 
 
@@ -221,39 +240,49 @@ def server_rate(spec: str, requests: Sequence[dict[str, Any]], concurrency: int)
 
 
 def throughput(suite: str, limit: int, repeats: int, out: Path, n_threads: int | None,
-               agent: str = "direct-vlm") -> None:
+               agent: str = "direct-vlm", concurrency: Sequence[int] = (1, 2, 4),
+               context_length: int = N_CTX) -> dict[str, Any]:
+    """Server alone against ``evaluate --workers N`` at each concurrency N, interleaved
+    (alone, evaluate, alone, evaluate, ...: on a shared machine the load of other jobs
+    drifts, and each pair sees about the same load); medians of ``repeats`` runs."""
     from mindhelper_env.models.local import LlamaServer
 
-    rows = []
+    alone: dict[int, list[float]] = {c: [] for c in concurrency}
+    achieved: dict[int, list[float]] = {c: [] for c in concurrency}
+    extra = {"context_length": context_length}
     with LlamaServer(n_ctx=N_CTX, n_threads=n_threads,
                      log=str(out / "llama-throughput.log")) as srv:
         cassette = out / "throughput-requests.jsonl"
         cassette.unlink(missing_ok=True)
         # the package's own prompts: one recorded run
         run_variant("gbnf", f"record:{cassette}={srv.spec}", suite, [agent], limit,
-                    out / "throughput-record", timing=True)
+                    out / "throughput-record", timing=True, extra=extra)
         requests = _cassette_requests(cassette)
-        for workers in (1, 2):
-            alone = [server_rate(srv.spec, requests, workers) for _ in range(repeats)]
-            achieved = []
-            for i in range(repeats):
+        for i in range(repeats):
+            for c in concurrency:
+                alone[c].append(server_rate(srv.spec, requests, c))
                 res = run_variant("gbnf", srv.spec, suite, [agent], limit,
-                                  out / f"throughput-w{workers}-{i}", timing=True,
-                                  workers=workers)
-                achieved.append(res["agents"][agent]["calls_per_second"] or 0.0)
-            rows.append({"workers": workers, "server_req_s": statistics.median(alone),
-                         "evaluate_calls_s": statistics.median(achieved),
-                         "ratio": statistics.median(achieved) / statistics.median(alone)})
-        extra = {c: statistics.median([server_rate(srv.spec, requests, c)
-                                       for _ in range(repeats)]) for c in (4,)}
-    print(f"{len(requests)} requests ({agent}, {limit} episode(s)); medians of {repeats}")
+                                  out / f"throughput-w{c}-{i}", timing=True, workers=c,
+                                  extra=extra)
+                achieved[c].append(res["agents"][agent]["calls_per_second"] or 0.0)
+                print(f"run {i + 1}/{repeats}, concurrency {c}: server alone "
+                      f"{alone[c][-1]:.4f} req/s, evaluate --workers {c} "
+                      f"{achieved[c][-1]:.4f} calls/s", file=sys.stderr, flush=True)
+    rows = [{"concurrency": c, "server_req_s": statistics.median(alone[c]),
+             "evaluate_calls_s": statistics.median(achieved[c]),
+             "ratio": statistics.median(achieved[c]) / statistics.median(alone[c]),
+             "server_runs": alone[c], "evaluate_runs": achieved[c]} for c in concurrency]
+    best = max(rows, key=lambda r: r["server_req_s"])
+    print(f"{len(requests)} requests ({agent}, {limit} episode(s), context_length "
+          f"{context_length}); medians of {repeats} interleaved runs")
     for r in rows:
-        print(f"concurrency {r['workers']}: server alone {r['server_req_s']:.3f} req/s, "
-              f"evaluate --workers {r['workers']} {r['evaluate_calls_s']:.3f} calls/s, "
+        print(f"concurrency {r['concurrency']}: server alone {r['server_req_s']:.4f} req/s, "
+              f"evaluate --workers {r['concurrency']} {r['evaluate_calls_s']:.4f} calls/s, "
               f"ratio {r['ratio']:.2f}")
-    for c, v in extra.items():
-        print(f"concurrency {c}: server alone {v:.3f} req/s")
-    (out / "throughput.json").write_text(json.dumps({"rows": rows, "alone": extra}, indent=1))
+    print(f"best concurrency {best['concurrency']}: ratio {best['ratio']:.2f}")
+    result = {"requests": len(requests), "rows": rows, "best": best["concurrency"]}
+    (out / "throughput.json").write_text(json.dumps(result, indent=1))
+    return result
 
 
 # ------------------------------------------------------------------------------- main
@@ -273,14 +302,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--throughput", action="store_true")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    ap.add_argument("--concurrency", default="1,2,4", help="with --throughput")
+    ap.add_argument("--context-length", type=int, default=N_CTX,
+                    help="with --throughput: the agent's context_length (a smaller one fits "
+                         "shorter prompts: a cheaper measurement on a slow machine)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="llama.cpp threads (default 1: on a small machine shared with other "
+                         "jobs, more threads wait on each other and run slower)")
+    ap.add_argument("--max-calls", type=int, default=None,
+                    help="direct-vlm's max_calls (model calls per episode): a cheap sample "
+                         "of its answers, not its score")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     out = args.out or Path(tempfile.mkdtemp(prefix="bench-models-"))
     out.mkdir(parents=True, exist_ok=True)
     if args.throughput:
         throughput(args.suite, args.limit, args.repeats, out, args.threads,
-                   args.agents.split(",")[0].strip())
+                   args.agents.split(",")[0].strip(),
+                   [int(c) for c in args.concurrency.split(",")], args.context_length)
         return 0
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -307,10 +346,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.record and not args.replay:
         spec = f"record:{args.record}={spec}"
     results = {}
+    extra = {"max_calls": args.max_calls} if args.max_calls else None
+    if extra and agents != ["direct-vlm"]:
+        ap.error("--max-calls is a direct-vlm option: use it with --agents direct-vlm")
     try:
         for v in variants:
             results[v] = run_variant(v, spec, args.suite, agents, args.limit, out,
-                                     timing=not args.no_timing)
+                                     timing=not args.no_timing, extra=extra)
             print(f"variant {v}: {results[v]['wall_seconds']} s", file=sys.stderr)
     finally:
         if server is not None:

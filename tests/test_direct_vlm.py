@@ -124,7 +124,7 @@ def test_end_to_end_on_the_env_counts_parse_failures_and_acts_once(vh_env):
     assert totals["failures"] >= 1 and totals["acted"] >= 1
     system, user = body["messages"][0]["content"], user_text(body)
     assert "false belief" in system and "[give]" in system and '"intervene"' in system
-    assert "Candidates:" in user and "The home has:" in user and "<character>" in user
+    assert "Candidates now:" in user and "Places:" in user and "The home has:" in user and "<character>" in user
 
 
 def test_frames_are_sent_as_images():
@@ -238,7 +238,7 @@ def test_the_grammar_is_sent_with_known_ids(vh_env):
     ids = re.search(r"^id ::= (.*)$", grammar, re.M).group(1)
     assert ids.count("|") >= 10  # the candidates' ids, nothing else
     assert agent.usage.sources == {"model": steps} and agent.usage.parse_failures == 0
-    assert agent.usage.prompts == {"direct-vlm": "direct-vlm.line-3"}
+    assert agent.usage.prompts == {"direct-vlm": "direct-vlm.line-4"}
     c = answer_constraint("json", {1, 2})
     assert c.schema["required"] == ["intervene", "program"] and '"1" | "2"' in c.grammar
 
@@ -339,3 +339,24 @@ def test_shipped_real_model_cassette_regenerates_the_table(tmp_path, capsys):
         m = summary["models"][agent]
         assert m["calls"] > 0 and m["failed_calls"] == 0  # no replay miss
         assert m["parse_failures"] <= 0.1 * m["calls"]
+    # a second replay writes the same records, byte for byte
+    again = [a if a != str(tmp_path / "run") else str(tmp_path / "again") for a in args]
+    assert main(again) == 0
+    capsys.readouterr()
+    for agent in meta["agents"]:
+        first = (tmp_path / "run" / f"{agent}.jsonl").read_bytes()
+        assert first and first == (tmp_path / "again" / f"{agent}.jsonl").read_bytes()
+
+
+def test_max_calls_caps_the_calls_of_an_episode(vh_env):
+    with ScriptedServer([Reply(text="none")] * 40) as srv:
+        agent = make_agent("direct-vlm", model=f"openai:m@{srv.url}", answer_format="line",
+                           max_calls=2)
+        record, steps = play(vh_env, agent, 3)
+        assert steps > 3 and len(srv.requests) == 2
+        assert agent.usage.model_calls == 2
+        assert agent.usage.sources == {"model": 2, "capped": steps - 2}
+        play(vh_env, agent, 4)  # the cap is per episode
+        assert len(srv.requests) == 4
+    with pytest.raises(ValueError, match="max_calls"):
+        make_agent("direct-vlm", model="openai:m@http://127.0.0.1:9/v1", max_calls=0)

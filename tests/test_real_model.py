@@ -31,7 +31,10 @@ pytestmark = pytest.mark.real_model
 #: A dev suite, whichever version this checkout has (the newest named vh-dev-*).
 SUITE = sorted(n for n in suite_names() if n.startswith("vh-dev"))[-1]
 EPISODES = 2
-AGENT_OPTS = ["--agent", "direct-vlm:answer_format=line,structured=gbnf,context_length=8192",
+#: direct-vlm calls the model every window until it acts (about 24 calls per episode when
+#: it never does): ``max_calls`` keeps this test's cost bounded.
+AGENT_OPTS = ["--agent", "direct-vlm:answer_format=line,structured=gbnf,context_length=8192,"
+              "max_calls=4",
               "--agent", "mindclaw:formats=compact,structured=gbnf,context_length=8192"]
 
 
