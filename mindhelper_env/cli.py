@@ -291,8 +291,9 @@ def build_parser() -> argparse.ArgumentParser:
     tt = sub.add_parser("train-trigger", parents=[common],
                         help="train a MindClaw Trigger policy on MindHelper-Trigger-v0 "
                              "(needs the rl extra)")
-    tt.add_argument("--algo", choices=TRAIN_ALGOS, default="maskable-ppo",
-                    help="maskable-ppo (default; sb3-contrib), ppo or dqn (Stable-Baselines3)")
+    tt.add_argument("--algo", choices=TRAIN_ALGOS + ("sft",), default="maskable-ppo",
+                    help="maskable-ppo (default; sb3-contrib), ppo or dqn (Stable-Baselines3); "
+                         "sft: fine-tune a language-model Trigger (TRL)")
     tt.add_argument("--timesteps", type=_int_between(1, MAX_TIMESTEPS), default=200_000,
                     help="env steps (Trigger decisions) to train for (default 200000)")
     tt.add_argument("--envs", type=_int_between(1, MAX_WORKERS), default=2,
@@ -324,6 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run the training envs in subprocesses (default: in this process)")
     tt.add_argument("--no-progress", action="store_true", help="no progress bar")
     tt.set_defaults(func=_cmd_train_trigger)
+    from mindhelper_env.llm_training import cli as llm_cli  # LLM training (issue 18)
+
+    llm_cli.add_sft_arguments(tt)
+    llm_cli.add_export_parser(sub, common, lambda a: llm_cli.run_export(a, CLIError))
 
     ls = sub.add_parser("list", parents=[common],
                         help="list environments, families, agents and suites")
@@ -842,6 +847,10 @@ def _listing() -> dict[str, Any]:
 def _cmd_train_trigger(args: argparse.Namespace) -> int:
     import importlib.util
 
+    if args.algo == "sft":
+        from mindhelper_env.llm_training.cli import run_sft
+
+        return run_sft(args, CLIError)
     from mindhelper_env.runner_safety import cpu_count
 
     if args.envs > cpu_count() * 8:
