@@ -21,6 +21,10 @@ symbolic, fallback, failed). ``formats`` picks the answer formats: ``"json"`` (d
 ``"compact"`` (letter for reasoning, one line for action and observation; for small
 models) or a dict ``{module: format}`` (see :data:`.reasoning.FORMATS`).
 
+``trigger=`` replaces the Trigger by a language-model one asked once per window
+(:mod:`.model_trigger`): a model spec such as ``"hf:CKPT"`` (a checkpoint of
+``mindhelper train-trigger --algo sft``), a model client, or a ``WindowPlanTrigger``.
+
 Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
 ``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
 (``[{"predicted", "window", "tick"}]`` per window up to the intervention; the agent never

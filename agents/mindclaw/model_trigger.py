@@ -11,9 +11,9 @@ The rule and learned Triggers choose one operation per dispatch; a language mode
 The prompt is the template ``prompts/mindclaw-trigger.line.txt`` filled by
 :func:`trigger_fields`: the tick, the window's narration (its last
 :data:`NARRATION_CHARS` characters), the pending belief-table changes (counts per
-operation and the first :data:`MAX_ROWS` rows), the window's struggle cues, the operations
-of the last :data:`RECENT_WINDOWS` windows and the grounding candidates (at most
-:data:`MAX_CANDIDATES`).
+operation and the first :data:`MAX_ROWS` rows), the window's struggle cues, the summary
+operations (:func:`~.trigger.window_op`) of what the last :data:`RECENT_WINDOWS` windows
+ran, and the people of the grounding candidates.
 
 The answer (the first line, an operation's name) becomes the window's **plan**, which
 :class:`WindowPlanTrigger` carries out one dispatch at a time:
@@ -26,7 +26,12 @@ The answer (the first line, an operation's name) becomes the window's **plan**, 
   outside the precise window is something to reason about, not to act on;
 * anything else: ``noop``.
 
-Once the robot has acted (one intervention per episode) the model is no longer asked.
+Belief changes are committed whatever the plan, and without a cue ``action_run`` and
+``reasoning_run`` have nothing to work on: plans differ only in a window with an unhandled
+cue before the intervention, so by default (``ask="cues"``) the model is asked only there
+(:meth:`WindowPlanTrigger.answer_matters`); ``ask="always"`` asks in every window until the
+intervention. Once the robot has acted the model is never asked.
+
 An answer that is not an operation counts in ``usage.parse_failures`` and plans ``noop``; a
 failed call counts in ``usage.fallbacks`` / ``usage.errors`` and plans ``noop``: an
 evaluation never stops for a bad checkpoint.
