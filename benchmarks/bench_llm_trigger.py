@@ -72,6 +72,9 @@ def main() -> None:
     ap.add_argument("--learning-rate", type=float, default=None,
                     help="default 5e-4 with --lora, else 5e-5")
     ap.add_argument("--lora", action="store_true")
+    ap.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps")
+    ap.add_argument("--max-examples", type=int, default=None,
+                    help="fine-tune on a random subset of this many training examples")
     ap.add_argument("--suite", default="vh-dev-v2")
     ap.add_argument("--limit", type=int, default=20, help="suite episodes (default 20)")
     ap.add_argument("--accuracy-limit", type=int, default=None,
@@ -113,7 +116,8 @@ def main() -> None:
         t0 = time.perf_counter()
         s = train_sft(train_dir, model, out / "sft", epochs=args.epochs,
                       batch_size=args.batch_size, learning_rate=lr, lora=args.lora,
-                      logging_steps=2)
+                      max_examples=args.max_examples, max_steps=args.max_steps,
+                      logging_steps=1)
         s["wall_seconds_with_loading"] = round(time.perf_counter() - t0, 1)
         save("sft", s)
     if "accuracy" in parts:

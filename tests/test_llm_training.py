@@ -178,6 +178,9 @@ def test_export_writes_dataset_jsonl_and_datasheet(small_data) -> None:
         assert r["messages"][-1]["content"] == r["operation"] in TRIGGER_OPS
         counts[r["operation"]] = counts.get(r["operation"], 0) + 1
     assert counts == sheet["operations"]
+    assert sheet["asked"] == sum(r["asked"] for r in rows) > 0
+    # the model is asked exactly in the windows that show an unhandled cue
+    assert all(r["asked"] == ("Cues: none" not in r["messages"][1]["content"]) for r in rows)
     assert sheet["episodes"] == len(sheet["seeds"]) == 4
     assert sum(sheet["families"].values()) == 4
     assert {r["episode_id"] for r in rows} == {f"{f}-{s}" for f, s in sheet["seeds"]}

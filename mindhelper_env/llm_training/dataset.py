@@ -170,6 +170,7 @@ def export_trigger_data(n: int, out: str | os.PathLike[str], *, split: str = "tr
         "window_ticks": int(window_ticks), "episodes": len(specs), "examples": len(rows),
         "operations": dict(sorted(ops.items())),
         "operations_excluding_noop": sum(v for k, v in ops.items() if k != "noop"),
+        "asked": sum(bool(r["asked"]) for r in rows),
         "families": dict(sorted(Counter(s["family"] for s in specs).items())),
         "help_episodes": sum(bool((s.get("reference") or {}).get("needs_intervention"))
                              for s in specs),
@@ -208,7 +209,8 @@ MindClaw model Trigger sends; the assistant's answer is the ground-truth operati
 
 * generator `{sheet['generator']}`, data format `{sheet['format']}`, window of
   {sheet['window_ticks']} ticks, episode stream seed {sheet['seed']}
-* {sheet['examples']} examples, {sheet['operations_excluding_noop']} of them not `noop`
+* {sheet['examples']} examples, {sheet['operations_excluding_noop']} of them not `noop`;
+  in {sheet['asked']} the run-time Trigger asks the model (an unhandled cue)
 * made by `{sheet['created_by']}`
 * files: `hf/` (`datasets.load_from_disk`), `examples.jsonl`, `datasheet.json` (also the
   episodes as `[family, seed]`)

@@ -54,9 +54,12 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
               learning_rate: float = 5e-5, lora: bool = False, lora_rank: int = 16,
               max_examples: int | None = None, max_length: int = 1024, seed: int = 0,
               device: str | None = None, threads: int | None = None,
-              logging_steps: int = 5) -> dict[str, Any]:
+              logging_steps: int = 5, gradient_checkpointing: bool = False
+              ) -> dict[str, Any]:
     """Fine-tune ``model`` on the dataset folder ``data``; write the run to ``out`` (see
-    the module docstring). Returns the summary (also ``out/summary.json``)."""
+    the module docstring). Returns the summary (also ``out/summary.json``).
+    ``gradient_checkpointing`` (off by default: small models fit, and recomputing the
+    forward pass costs a third more time) trades time for memory."""
     import torch
     from trl import SFTConfig, SFTTrainer
 
@@ -97,6 +100,7 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
         logging_steps=int(logging_steps), save_strategy="no", report_to=[], seed=int(seed),
         data_seed=int(seed), use_cpu=not cuda, max_length=int(max_length),
         completion_only_loss=True, dataloader_num_workers=0, disable_tqdm=True,
+        gradient_checkpointing=bool(gradient_checkpointing),
     )
     trainer = SFTTrainer(model=net, args=args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config)
