@@ -143,10 +143,10 @@ def run_sft(args: argparse.Namespace, error: type[Exception]) -> int:
     except ValueError as err:
         raise error(f"argument --model: {err}") from None
     losses = summary["losses"]
+    trend = (f"loss {losses[0]:.3f} -> {losses[-1]:.3f}" if losses
+             else f"mean training loss {summary['train_loss']:.3f}")
     print(f"{summary['steps']} steps on {summary['examples']} examples in "
-          f"{summary['train_seconds']:.0f} s ({summary['device']}); loss "
-          f"{losses[0] if losses else float('nan'):.3f} -> "
-          f"{losses[-1] if losses else float('nan'):.3f}")
+          f"{summary['train_seconds']:.0f} s ({summary['device']}); {trend}")
     print(f"checkpoint: {summary['checkpoint']} (use with --agent "
           f"mindclaw:trigger={summary['trigger_spec']})")
     return 0
