@@ -333,3 +333,21 @@ def test_operation_accuracy_of_a_scripted_model(small_data) -> None:
     assert always_noop["accuracy_excluding_noop"] == 0.0
     garbage = operation_accuracy(Scripted(lambda m: "hmm"), out)
     assert garbage["parse_failures"] == n and garbage["accuracy"] == 0.0
+
+
+def test_train_trigger_sft_cli(tiny_sft, small_data, tmp_path) -> None:
+    _, base = tiny_sft
+    data, _ = small_data
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "mindhelper_env.cli", "train-trigger",
+                           "--algo", "sft", "--model", f"hf:{base}", "--data", str(data),
+                           "--out", str(out), "--max-steps", "2", "--batch-size", "2"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "2 steps on" in proc.stdout and f"trigger=hf:{out / 'checkpoint'}" in proc.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 2 and (out / "checkpoint" / "config.json").exists()
+    missing = subprocess.run([sys.executable, "-m", "mindhelper_env.cli", "train-trigger",
+                              "--algo", "sft", "--data", str(data), "--out", str(out)],
+                             capture_output=True, text=True, cwd=ROOT)
+    assert missing.returncode == 2 and "--model" in missing.stderr
