@@ -21,6 +21,10 @@ symbolic, fallback, failed). ``formats`` picks the answer formats: ``"json"`` (d
 ``"compact"`` (letter for reasoning, one line for action and observation; for small
 models) or a dict ``{module: format}`` (see :data:`.reasoning.FORMATS`).
 
+``trigger=`` replaces the Trigger by a language-model one asked once per window
+(:mod:`.model_trigger`): a model spec such as ``"hf:CKPT"`` (a checkpoint of
+``mindhelper train-trigger --algo sft``), a model client, or a ``WindowPlanTrigger``.
+
 Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
 ``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
 (``[{"predicted", "window", "tick"}]`` per window up to the intervention; the agent never
@@ -61,7 +65,8 @@ class MindClawAgent:
     def __init__(self, model: Any = None, *, skills: SkillBook | str | None = None,
                  policy: Policy | None = None, features: Any = None, backends: dict[str, str] | None = None,
                  max_tokens: int = 96, fallback: str = "none",
-                 formats: str | dict[str, str] | None = None, **client_opts: Any) -> None:
+                 formats: str | dict[str, str] | None = None, trigger: Any = None,
+                 **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL") or None
         if model == "symbolic":
@@ -108,9 +113,16 @@ class MindClawAgent:
         def module_client(m: str) -> Any:
             return client if chosen[m] == "model" else None
 
+        if trigger is not None:  # a language-model Trigger (see .model_trigger)
+            from mindhelper_env.agents.mindclaw.model_trigger import make_trigger
+
+            trig = make_trigger(trigger, self.skills)
+            trig.reset(self.usage)
+        else:
+            trig = Trigger(self.skills, policy, features)
         self.engine = Engine(
             MindMemory(),
-            Trigger(self.skills, policy, features),
+            trig,
             Observation(module_client("observation"), self.usage, max_tokens,
                         fmts["observation"], fallback),
             MentalReasoning(module_client("reasoning"), self.usage, max_tokens,
@@ -140,16 +152,21 @@ class MindClawAgent:
         for module in (self.engine.observation, self.engine.reasoning, self.engine.action):
             module.usage = self.usage
         self.engine.trigger.policy_errors = 0
+        if hasattr(self.engine.trigger, "see"):  # a window-plan Trigger keeps episode state
+            self.engine.trigger.reset(self.usage)
         self.engine.reset()
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
         t0 = time.perf_counter()
         self.usage.decisions += 1
+        if hasattr(self.engine.trigger, "see"):
+            self.engine.trigger.see(observation, info)
         try:
             action = self.engine.step(observation, info)
         except (KeyError, TypeError, ValueError, IndexError):
             self.usage.fallbacks += 1
             action = "none"
-        if self.client is None:  # with a model, seconds are the model calls' (as direct-vlm)
+        if self.client is None and not hasattr(self.engine.trigger, "see"):
+            # with a model, seconds are the model calls' (as direct-vlm)
             self.usage.seconds += time.perf_counter() - t0
         return action

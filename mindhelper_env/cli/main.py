@@ -34,6 +34,7 @@ from typing import Any
 
 from mindhelper_env.cli import (
     evaluate,
+    export_trigger_data,
     listing,
     mine_skills,
     play,
@@ -65,6 +66,7 @@ COMMANDS: tuple[Any, ...] = (
     render,
     play,
     train_trigger,
+    export_trigger_data,
     listing,
     mine_skills,
     report,

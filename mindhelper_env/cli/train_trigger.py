@@ -28,8 +28,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tt = sub.add_parser("train-trigger", parents=[common],
                         help="train a MindClaw Trigger policy on MindHelper-Trigger-v0 "
                              "(needs the rl extra)")
-    tt.add_argument("--algo", choices=TRAIN_ALGOS, default="maskable-ppo",
-                    help="maskable-ppo (default; sb3-contrib), ppo or dqn (Stable-Baselines3)")
+    tt.add_argument("--algo", choices=TRAIN_ALGOS + ("sft",), default="maskable-ppo",
+                    help="maskable-ppo (default; sb3-contrib), ppo or dqn (Stable-Baselines3); "
+                         "sft: fine-tune a language-model Trigger (TRL)")
     tt.add_argument("--timesteps", type=int_between(1, MAX_TIMESTEPS), default=200_000,
                     help="env steps (Trigger decisions) to train for (default 200000)")
     tt.add_argument("--envs", type=int_between(1, MAX_WORKERS), default=2,
@@ -61,12 +62,20 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="run the training envs in subprocesses (default: in this process)")
     tt.add_argument("--no-progress", action="store_true", help="no progress bar")
     tt.set_defaults(func=run)
+    from mindhelper_env.llm_training import cli as llm_cli  # --algo sft (docs/llm-training.md)
+
+    llm_cli.add_sft_arguments(tt)
 
 
 def run(args: argparse.Namespace) -> int:
     import importlib.util
 
     from mindhelper_env.evaluation.safety import cpu_count
+
+    if args.algo == "sft":
+        from mindhelper_env.llm_training.cli import run_sft
+
+        return run_sft(args, CLIError)
 
     if args.envs > cpu_count() * 8:
         raise CLIError(f"argument --envs: {args.envs} envs on {cpu_count()} CPUs is too many "
