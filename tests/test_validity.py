@@ -525,12 +525,18 @@ class TestV2Bounds:
         for g, gm in m["groups"].items():
             assert gm["accuracy"] <= 85.0, g
 
+    # With 13-14 dev episodes per group one episode is 7 points: "at most 12 of 14 right"
+    # (0.87) still catches a group given away as v1's were (82-95 % on 1,000 episodes, 13 or
+    # 14 of 14 here); the 60/65 % bounds themselves are checked on vh-test-v2 by
+    # benchmarks/bench_validity.py.
+    GROUP_MAX = 0.87
+
     def test_cue_time_classifier_is_near_chance(self, data):
         acc = validity.cue_classifier_accuracy(*data)
         for g in validity.twin_groups():
-            assert acc[g] <= 0.85, (g, acc[g])
+            assert acc[g] <= self.GROUP_MAX, (g, acc[g])
 
     def test_no_feature_gives_the_answer_away(self, data):
         for g, r in validity.feature_scan(*data).items():
             assert r["single"]["test"] <= 0.80, (g, r["single"])
-            assert r["tree"]["test"] <= 0.85, g
+            assert r["tree"]["test"] <= self.GROUP_MAX, g
