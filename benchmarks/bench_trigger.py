@@ -66,7 +66,7 @@ def bench_ppo(n_steps: int = 30_720) -> float:
     import torch
     from stable_baselines3.common.env_util import make_vec_env
 
-    from mindhelper_env.trigger_training import _make_model
+    from mindhelper_env.agents.mindclaw.training import _make_model
 
     torch.set_num_threads(1)
     gym.make("MindHelper-Trigger-v0", pool_size=POOL).unwrapped.episode_pool.fill()
@@ -143,7 +143,7 @@ def bench_ratio(repeats: int, n_steps: int) -> dict:
 
 
 def bench_train(seed: int, out: Path, bc_episodes: int, timesteps: int) -> dict:
-    from mindhelper_env.trigger_training import train
+    from mindhelper_env.agents.mindclaw.training import train
 
     return train("maskable-ppo", timesteps, 2, out, seed=seed, bc_episodes=bc_episodes,
                  eval_freq=10_000, checkpoint_freq=0, progress=False, pool_size=POOL,

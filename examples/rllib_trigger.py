@@ -101,7 +101,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     import ray
 
-    from mindhelper_env.trigger_training import heldout_episodes, play_trigger, score_outcomes
+    from mindhelper_env.agents.mindclaw.training import (
+        heldout_episodes,
+        play_trigger,
+        score_outcomes,
+    )
 
     started = not ray.is_initialized()
     if started:

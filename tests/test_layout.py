@@ -45,7 +45,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("validity", ("mindhelper_env.validity", "mindhelper_env.validity_data")),
     # the Trigger env wraps MindClaw's engine and trains it: it sits above the agents (it
     # moves next to MindClaw with trigger training, docs/design.md)
-    ("training", ("mindhelper_env.trigger_training", "mindhelper_env.envs.trigger",
+    ("training", ("mindhelper_env.agents.mindclaw.training", "mindhelper_env.trigger_training",
+                  "mindhelper_env.envs.trigger",
                   "mindhelper_env.llm_training")),
     ("cli", ("mindhelper_env.cli",)),
 )

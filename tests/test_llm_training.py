@@ -189,9 +189,9 @@ def test_export_writes_dataset_jsonl_and_datasheet(small_data) -> None:
 
 def test_export_is_deterministic_and_train_never_holds_heldout_episodes(small_data,
                                                                           tmp_path) -> None:
+    from mindhelper_env.agents.mindclaw.training import heldout_episodes
     from mindhelper_env.llm_training.dataset import HELDOUT_EPISODES, export_trigger_data
     from mindhelper_env.scenarios.suites import TRAINING_SEED_RANGE
-    from mindhelper_env.trigger_training import heldout_episodes
 
     out, sheet = small_data
     again = export_trigger_data(4, tmp_path / "again", seed=3)

@@ -85,7 +85,7 @@ def test_learned_trigger_takes_another_policy(tmp_path):
 
 def test_learned_trigger_matches_the_trigger_env():
     """The agent and the env play the same policy identically."""
-    from mindhelper_env.trigger_training import play_trigger
+    from mindhelper_env.agents.mindclaw.training import play_trigger
 
     pol = NumpyTriggerPolicy()
     opts = [{"suite": "vh-dev-v2", "index": i} for i in range(10)]
@@ -122,7 +122,7 @@ def test_train_trigger_cli_writes_a_run(tmp_path, capsys):
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])
 def test_other_algorithms_export(tmp_path, algo):
     need("stable_baselines3")
-    from mindhelper_env.trigger_training import train
+    from mindhelper_env.agents.mindclaw.training import train
 
     s = train(algo, 200, 1, tmp_path / algo, eval_episodes=2, eval_freq=200,
               checkpoint_freq=0, progress=False)

@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
                        "rl extra: pip install torch==2.13.0 && pip install 'mindhelper-env[rl]'")
     if args.out.is_symlink() or (args.out.exists() and not args.out.is_dir()):
         raise CLIError(f"argument --out: {args.out} is not a folder")
-    from mindhelper_env.trigger_training import train
+    from mindhelper_env.agents.mindclaw.training import train
 
     reward = {}
     if args.reasoning_cost is not None:

@@ -13,7 +13,7 @@ no-help rollout).
 
 Splits: ``train`` draws ``training_episodes(n, seed)`` and leaves out the
 :data:`HELDOUT_EPISODES` episodes of ``heldout``; ``heldout`` takes the first ``n`` of
-:func:`~mindhelper_env.trigger_training.heldout_episodes` (the episodes the MLP Trigger's
+:func:`~mindhelper_env.agents.mindclaw.training.heldout_episodes` (the episodes the MLP Trigger's
 training evaluates on). The same arguments give the same files.
 
 Folder layout::
@@ -112,7 +112,7 @@ def episode_examples(spec: Mapping[str, Any], env: Any = None,
 
 
 def _episodes(n: int, split: str, seed: int) -> list[dict[str, Any]]:
-    from mindhelper_env.trigger_training import heldout_episodes
+    from mindhelper_env.agents.mindclaw.training import heldout_episodes
     from mindhelper_env.validity import training_episodes
 
     if split == "heldout":
