@@ -42,6 +42,7 @@ from mindhelper_env.validity_data import (
     FEATURES,
     SCAN_BOUNDED_KINDS,
     EpisodeData,
+    _group,
     _tokens,
     episode_data,
     suite_data,
@@ -126,12 +127,6 @@ def belief_groups() -> tuple[str, ...]:
     from mindhelper_env.scenarios.spec import family_abilities
 
     return tuple(g for g in twin_groups() if set(family_abilities(g)) & set(BELIEF_ABILITIES))
-
-
-def _group(family: str) -> str | None:
-    from mindhelper_env.scenarios.spec import twin_group
-
-    return twin_group(family)
 
 
 # ---------------------------------------------------------------------------- playing
