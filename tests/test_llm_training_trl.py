@@ -99,6 +99,7 @@ def test_grpo_runs_a_few_steps_on_a_tiny_model(tmp_path) -> None:
     args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=2,
                       per_device_train_batch_size=2, num_generations=2,
                       max_completion_length=24, max_tool_calling_iterations=2, use_cpu=True,
+                      bf16=False,
                       report_to=[], logging_steps=1, save_strategy="no", seed=0,
                       disable_tqdm=True, learning_rate=1e-3)
     trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(path), args=args,

@@ -101,6 +101,9 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
         data_seed=int(seed), use_cpu=not cuda, max_length=int(max_length),
         completion_only_loss=True, dataloader_num_workers=0, disable_tqdm=True,
         gradient_checkpointing=bool(gradient_checkpointing),
+        # TRL's SFTConfig turns bf16 on by default; on a CPU without bf16 matrix units that
+        # falls back to scalar kernels, some fifty times slower than float32
+        bf16=bool(cuda and torch.cuda.is_bf16_supported()), fp16=False,
     )
     trainer = SFTTrainer(model=net, args=args, train_dataset=dataset, processing_class=tok,
                          peft_config=peft_config)
