@@ -375,11 +375,12 @@ def _feature_names() -> tuple[str, ...]:
             *(f"post:{n}" for n in post))
 
 
-#: The feature kinds the scan bounds apply to: what an agent could use in time. ``post:``
-#: features of the silent rollout are reported, not bounded: without help a help episode
-#: fails by construction (its person keeps struggling, then gives up), so they reveal the
-#: label in every version of the content.
-SCAN_BOUNDED_KINDS = ("reset", "cue")
+#: The feature kinds the scan bounds apply to: all of them. ``post:`` features of the silent
+#: rollout (episode length, struggles, how busy the house is after the cue) are bounded too:
+#: people carry on with their day once their task is over, given up or done
+#: (:attr:`~mindhelper_env.actors.actor.Actor.after`), so that a help episode's silent rollout
+#: looks no quieter than its twin's.
+SCAN_BOUNDED_KINDS = ("reset", "cue", "post")
 
 #: Names of the scanned episode features (``reset:`` at the reset observation, ``cue:`` at
 #: the first visible struggle, ``post:`` over the whole silent rollout).

@@ -25,11 +25,11 @@ AGENTS = ("silent", "random", "reactive", "belief-tracker", "oracle", "mindclaw"
 # mh-gen-2.1 content and the belief block of belief-table agents (docs/data-format.md).
 GOLDEN = {
     "silent.jsonl": "6797952e8c51e7cea15574afe6a67005b0cca79313c3374f9b330a7f22e9bfc3",
-    "random.jsonl": "aef4f89c5b1d9844e9af3a3887985648be84ee5ecd3c73e20d2d4a357518cfbe",
-    "reactive.jsonl": "96de756abcfb370f680c4a940b3e8ffe9b4999c72f37987dd4df15a48c5f03e0",
-    "belief-tracker.jsonl": "cec4b8044fa22d86026d982b20a7298cbb4a74ea3bc2caa10aa2034e39c730ec",
-    "oracle.jsonl": "469b2c29152ea622409c69d1958e47680c73dd4965779a1a9a99783b274dc920",
-    "mindclaw.jsonl": "fb1c132f4faafb35bed21b8ed6f1be4a77b1adda437a6f8c17d99cd364352f2a",
+    "random.jsonl": "c322b5f3a6eb897fe4fc9e542da0befa16f94149aaeef47a1badd1ad9d24b5df",
+    "reactive.jsonl": "b7bc0f129a4e1cb3cb7828fe77532766e93261a4dce459c80ca4f07fd9d5298f",
+    "belief-tracker.jsonl": "325d57954f91aa42d4d798a405ea015b639e1c2e630a040f303291594ce8aac6",
+    "oracle.jsonl": "9bdc35c3e683df89a111487133b29093abdb13851bcac615389f309d8ebf8657",
+    "mindclaw.jsonl": "18cf0049622d1de79a26cf2d61508fb306651869c2d8693c635c662fba157685",
 }
 # run.json of that run: the settings a resume compares (its format must stay readable).
 GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1,

@@ -75,13 +75,14 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 
 # Re-pinned (deliberately) for 0.4.0: interventions are timed by the issue of the first
 # acting program (records' actions carry "acts"; rewards and t_I move with it), every episode
-# runs to its horizon, and the generator is mh-gen-2.1 (the v2 families and suites; 2.1:
-# noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover).
+# runs to its horizon, and the generator is mh-gen-2.2 (the v2 families and suites; 2.1:
+# noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover;
+# 2.2: people carry on once their task is over).
 GOLDEN = {
-    "dev-home": "bb98b3ab2623a75b8de18f43d07faef38534b6bc794f1c9000c3008315a4747f",
-    "dev-room": "522b69cb3ca3bcac148a779cbe2287e7911bfa46849bbbce639b4bb7e2607fb7",
-    "fresh-home": "c83457563c15a81e69c8a2f84250f9da14141b5d4d1150d0c99342a04c632412",
-    "pool-home": "be806a02fe6b4e1930e4b4b79d0be6103d5b351b87ed9f16b552b7bd468ee2c2",
+    "dev-home": "2d816a34b1564c75dd9e414af9b374d824915133201a6657fb1fa25e4e2fa58f",
+    "dev-room": "895385ad83ee770fd4baad6fb6d353f29cedab2a38670d45ccf5a79cd96a13ab",
+    "fresh-home": "a3aa15d0f708253b41803a4c3e5f5e057ba495fc29093276255ff22c7e893368",
+    "pool-home": "b31397c86eb9990d7cfa66afb535402e5e2831c91fc1973cfa54a81506d6f916",
 }
 
 

@@ -118,11 +118,11 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "fcfe0ea6bde51a9a9fc84edb51a72bcae348bc0e00be2f7c34f3427c25fe39fd",
-    "reactive": "4bbd681f04d2531510b733e35a2b5b109af0b00de142af1d7a5df225d6b0051a",
-    "oracle": "6753edcebd13984b39f25e4c2b9a561a6cf076b55c2d344d3dcaaf18581cf44f",
-    "belief-tracker": "fe0e18c3ea07e2936d80eb564dbe21517a453ce6b713b8e7eba501afdebf1e8c",
-    "mindclaw": "867590ac43e49029986e74f2b5e3f7db12e4417d4f201629da3bc959293e5492",
+    "random": "ed6fdd6da01ce60ff553e48bcb91d17cc3b1b67ca3cad255401439724e3f1ddb",
+    "reactive": "2beddbcfb407017e6f944d5cd35e7fe9a2b159297662b5437d6d4a29877ac50c",
+    "oracle": "d9b3e4800e17cfbcf7bffb65a528c09aa32602b6284faa327b6ef17475401b25",
+    "belief-tracker": "ad95c09ac1de105d9e22a0584e36119c02573090b37be0f310d7336088bff0ad",
+    "mindclaw": "0dde0b10d6c48dbea6bac1dbd7dc4f05b4dd1e76ac22e9c77f1aaf8c86805dc9",
 }
 
 

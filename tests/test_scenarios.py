@@ -233,3 +233,47 @@ def test_noticed_struggle_is_helped_only_after_the_deadline_would_be(family, see
     assert sim.focus.status == "done"
     # exactly one struggle: the person waits for the help, they do not try again
     assert sum(1 for e in sim.log if e.actor == focus and e.verb in ("stretch", "stand")) == 1
+
+
+@pytest.mark.parametrize("family", ["false_belief_relocation", "false_belief_witnessed",
+                                    "implicit_goal_reach", "reach_helped"])
+def test_people_carry_on_once_their_task_is_over(family):
+    # given up or done, the focus person goes on with their `after` list (so a help
+    # episode's silent rollout is not quieter than its twin's); their status and markers
+    # keep how the task ended
+    spec = generate_episode(family, 3)
+    focus = spec["reference"]["focus_actor"]
+    rec = next(a for a in spec["actors"] if a["id"] == focus)
+    assert rec["after"], "the focus person has nothing to do after the task"
+    sim = Simulation(spec)
+    sim.run()  # to settling: the task's outcome
+    ended = sim.tick
+    outcome = sim.focus.status
+    assert outcome == ("gave_up" if spec["reference"]["needs_intervention"] else "done")
+    markers = list(sim.focus.markers)
+    while sim.tick < spec["horizon"]:
+        sim.step_tick()
+    assert sim.focus.status == outcome
+    assert sim.focus.markers == markers  # nothing after the task is a marker
+    later = [e for e in sim.log if e.actor == focus and e.tick > ended and e.ok]
+    assert later, "the focus person did nothing after the task was over"
+
+
+def test_a_failure_after_the_task_only_skips_that_activity():
+    spec = generate_episode("false_belief_witnessed", 5)
+    sim = Simulation(spec)
+    sim.run()
+    f = sim.focus
+    assert f.status == "done" and f._after
+    markers, failures = list(f.markers), f.failures
+    f._fail_attempt(sim.world, "nothing there")
+    assert f.status == "done" and f.markers == markers and f.failures == failures
+    assert f._activity_done  # skipped: the next tick moves on
+
+
+def test_after_activities_are_checked_like_activities():
+    from mindhelper_env.actors.actor import Actor
+
+    with pytest.raises(ValueError, match="after #0 has unknown type"):
+        Actor.from_spec({"id": 3, "name": "Sam", "activities": [],
+                         "after": [{"type": "dance"}]})

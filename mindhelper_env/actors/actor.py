@@ -129,6 +129,11 @@ class Actor:
     #: where a stuck person wanders to (furniture id; None: they stay put)
     stuck_walk: int | None = None
     beliefs: dict[int, int] = field(default_factory=dict)
+    #: what the person goes on to do once their task is over, done or given up (the same
+    #: kinds of activity; no markers, and a failure there only skips the activity): people
+    #: carry on with their day either way, so what they do after a task shows nothing of
+    #: how it ended
+    after: list[dict[str, Any]] = field(default_factory=list)
     status: str = "active"  # active | done | gave_up
     markers: list[Marker] = field(default_factory=list)
     #: visible behaviour that is not a script line (``look``, ``stretch``, ``stand``):
@@ -136,6 +141,8 @@ class Actor:
     outbox: list[tuple[str, tuple[int, ...]]] = field(default_factory=list)
     # policy state
     _idx: int = 0
+    #: working through :attr:`after` (the task is over)
+    _after: bool = False
     _started: bool = False
     _stay: int = 0
     _wait: int = 0
@@ -171,20 +178,22 @@ class Actor:
         kind = spec.get("kind", "adult")
         if kind not in ACTOR_KINDS:
             raise ValueError(f"unknown actor kind {kind!r}; expected one of {sorted(ACTOR_KINDS)}")
-        for i, act in enumerate(spec["activities"]):
-            kind_ = act.get("type") if isinstance(act, dict) else None
-            if kind_ not in ACTIVITY_KEYS:
-                raise ValueError(f"actor {spec.get('name')!r}: activity #{i} has unknown type "
-                                 f"{kind_!r}; expected one of {sorted(ACTIVITY_KEYS)}")
-            missing = [k for k in ACTIVITY_KEYS[kind_] if k not in act]
-            if missing:
-                raise ValueError(f"actor {spec.get('name')!r}: {kind_} activity #{i} needs "
-                                 f"{', '.join(missing)}")
+        for key in ("activities", "after"):
+            for i, act in enumerate(spec.get(key, ())):
+                kind_ = act.get("type") if isinstance(act, dict) else None
+                if kind_ not in ACTIVITY_KEYS:
+                    raise ValueError(f"actor {spec.get('name')!r}: {key} #{i} has unknown type "
+                                     f"{kind_!r}; expected one of {sorted(ACTIVITY_KEYS)}")
+                missing = [k for k in ACTIVITY_KEYS[kind_] if k not in act]
+                if missing:
+                    raise ValueError(f"actor {spec.get('name')!r}: {kind_} {key} #{i} needs "
+                                     f"{', '.join(missing)}")
         return cls(
             id=int(spec["id"]),
             name=str(spec["name"]),
             kind=kind,
             activities=[dict(a) for a in spec["activities"]],
+            after=[dict(a) for a in spec.get("after", ())],
             patience=int(spec.get("patience", 3)),
             retry_wait=int(spec.get("retry_wait", 1)),
             linger=int(spec.get("linger", 0)),
@@ -198,8 +207,9 @@ class Actor:
 
     @property
     def activity(self) -> dict[str, Any] | None:
-        if self._idx < len(self.activities):
-            return self.activities[self._idx]
+        acts = self.after if self._after else self.activities
+        if self._idx < len(acts):
+            return acts[self._idx]
         return None
 
     @property
@@ -320,7 +330,7 @@ class Actor:
             line = self._help(world)
             if line is not None:
                 return line
-        if self.status != "active":
+        if self.status != "active" and not self._after:
             return None
         if robot is not None:
             rc = world.chars.get(robot)
@@ -346,27 +356,34 @@ class Actor:
                 self.status = "gave_up"
                 self._doing = "gave up"
                 self.markers.append(Marker(world.tick, "gave_up", self._idx, "stuck"))
+                self._start_after()
                 return None
             else:
                 return self._wander(world)
         if self._wait > 0:
             self._wait -= 1
             return None
-        activities = self.activities
+        activities = self.after if self._after else self.activities
         for _ in range(len(activities) + 1):
             act = activities[self._idx] if self._idx < len(activities) else None
             if act is None:
-                self._finish(world)
+                if self._after:
+                    self._after = False
+                    self._doing = self.status.replace("_", " ")
+                else:
+                    self._finish(world)
                 return None
             if self._activity_done:
                 self._next_activity()
                 continue
             if not self._started:
                 self._started = True
-                self.markers.append(Marker(world.tick, "activity_start", self._idx, act["type"]))
+                if not self._after:
+                    self.markers.append(Marker(world.tick, "activity_start", self._idx,
+                                               act["type"]))
             line = getattr(self, _ACT_METHODS.get(act["type"]) or "_act_" + act["type"])(world, act)
-            if line is not None or self.status != "active" or not self._activity_done \
-                    or self.outbox:  # a visible look or struggle takes the whole tick
+            if line is not None or (self.status != "active" and not self._after) \
+                    or not self._activity_done or self.outbox:  # a visible look or struggle takes the whole tick
                 return line
         return None
 
@@ -385,11 +402,20 @@ class Actor:
     def _complete(self) -> None:
         self._activity_done = True
 
+    def _start_after(self) -> None:
+        """The task is over (done or given up): go on with :attr:`after`, if anything."""
+        if self.after:
+            self._next_activity()
+            self._idx = 0
+            self._after = True
+            self._wait = 0
+
     def _finish(self, world: World) -> None:
         if self.status == "active":
             self.status = "done"
             self._doing = "done"
             self.markers.append(Marker(world.tick, "done", self._idx))
+            self._start_after()
 
     def _wander(self, world: World) -> ScriptLine | None:
         """A stuck person may walk over to other furniture once, doing nothing there."""
@@ -426,6 +452,9 @@ class Actor:
         return False
 
     def _fail_attempt(self, world: World, detail: str) -> None:
+        if self._after:  # after the task: skip what cannot be done
+            self._complete()
+            return
         self._failures += 1
         self.markers.append(Marker(world.tick, "attempt_failed", self._idx, detail))
         self._told = False
@@ -442,6 +471,7 @@ class Actor:
             self.status = "gave_up"
             self._doing = "gave up"
             self.markers.append(Marker(world.tick, "gave_up", self._idx, detail))
+            self._start_after()
         else:
             self._wait = self.retry_wait
 

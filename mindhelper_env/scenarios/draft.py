@@ -249,6 +249,32 @@ class Draft:
             else:
                 self.move_something(cid)
 
+    def carry_on(self, cid: int, chores: tuple[int, int] = (1, 3),
+                 extra_walks: float = 0.0) -> None:
+        """What person ``cid`` does once their task is over, whether it went well or they
+        gave up (the actor's ``after`` list): ``chores`` (fewest, most) walks about the
+        house (sitting down or switching on where the furniture invites it), plus on average ``extra_walks`` walks about the room where the task
+        ended (whole walks, the fraction by chance). Nothing is moved, so nobody else's
+        task changes, and nothing is looked into: a look that takes nothing after a task
+        whose earlier steps showed a goal would read as a search. The generator's :data:`~mindhelper_env.scenarios.generator.CARRY_ON`
+        sets both per family, making up for what a silent twin shows after its cue and a
+        help episode does not (the task's last steps, someone coming over to help), so
+        that how busy the house is after the cue says nothing of the label."""
+        rec = self.actor(cid)
+        task, rec["activities"] = rec["activities"], []
+        n = int(self.rng.integers(int(chores[0]), int(chores[1]) + 1))
+        walks = int(extra_walks) + int(self.chance(extra_walks - int(extra_walks)))
+        kinds = ["walk"] * walks + ["any"] * n
+        last = task[-1] if task else {}
+        spot = last.get("dest") or last.get("target") or (last.get("search") or [None])[-1]
+        near = self.furniture(self.room_of(spot)) if spot is not None else []
+        for i in self.rng.permutation(len(kinds)):
+            if kinds[int(i)] == "walk":  # about the room where the task ended
+                self.goto(cid, self.pick(near or self.furniture()), int(self.rng.integers(0, 3)))
+            else:
+                self.goto(cid, self.pick(self.furniture()), int(self.rng.integers(1, 6)))
+        rec["after"], rec["activities"] = rec["activities"], task
+
     def move_something(self, cid: int) -> None:
         """Person ``cid`` takes a visible object it can reach and puts it somewhere else."""
         room = self.world.chars[cid].room
@@ -329,20 +355,22 @@ class Draft:
         graph["edges"].sort(key=lambda e: (e["from_id"], e["relation_type"], e["to_id"]))
         actors = []
         for a in sorted(self.actors, key=lambda a: m(a["id"])):
-            acts = []
-            for act in a["activities"]:
-                new = dict(act)
-                for k in ("target", "object", "dest", "person", "anchor", "container", "place"):
-                    if new.get(k) is not None:
-                        new[k] = m(new[k])
-                if "search" in new:
-                    new["search"] = [m(s) for s in new["search"]]
-                if "alternatives" in new:
-                    new["alternatives"] = [m(o) for o in new["alternatives"]]
-                if "objects" in new:
-                    new["objects"] = [m(o) for o in new["objects"]]
-                acts.append(new)
-            actors.append({**a, "id": m(a["id"]), "activities": acts,
+            lists = {}
+            for key in ("activities", "after"):
+                acts = lists[key] = []
+                for act in a.get(key, ()):
+                    new = dict(act)
+                    for k in ("target", "object", "dest", "person", "anchor", "container",
+                              "place"):
+                        if new.get(k) is not None:
+                            new[k] = m(new[k])
+                    for k in ("search", "alternatives", "objects"):
+                        if k in new:
+                            new[k] = [m(o) for o in new[k]]
+                    acts.append(new)
+            if not lists["after"]:
+                del lists["after"]
+            actors.append({**a, "id": m(a["id"]), **lists,
                            "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()},
                            **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {})})
         ms = dict(self.mental_state)

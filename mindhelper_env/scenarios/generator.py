@@ -63,6 +63,20 @@ EPISODE_TICKS = 72
 #: movement-prefix hedge neither buys silence nor, for a helper that acts in the window,
 #: costs the help).
 HEDGE_LINES = 8
+#: What the focus person does once the task is over (:meth:`Draft.carry_on`): ``(fewest
+#: chores, most chores, extra walks on average)``. Families not named get ``(1, 3, 0.0)``.
+#: Help families get extra walks and some twins fewer chores, making up for what a silent
+#: twin shows after its cue and a help episode does not (the task's last steps; in some
+#: twins someone coming over to help or telling where things went), so that how busy the
+#: house is after the cue predicts no twin group's label (``tests/test_validity.py``).
+CARRY_ON: dict[str, tuple[int, int, float]] = {
+    "false_belief_relocation": (1, 3, 1.5), "false_belief_watched": (1, 3, 4.0),
+    "false_belief_told_away": (1, 3, 4.0), "false_belief_emptied": (1, 3, 3.0),
+    "implicit_goal_search": (1, 3, 2.0), "implicit_goal_reach": (1, 3, 3.0),
+    "implicit_goal_blocked": (1, 3, 3.0),
+    "watched_move_seen": (0, 1, 0.0), "false_belief_told": (0, 0, 0.0),
+    "emptied_witnessed": (0, 0, 0.0), "emptied_spare": (0, 0, 0.0),
+}
 #: Silent twins whose focus person must show the visible cue of the help family they mirror.
 TWINS = frozenset({"false_belief_spare", "emptied_spare", "search_self_found", "search_seen_astray",
                    "reach_helped", "reach_noticed", "blocked_helped", "blocked_noticed",
@@ -292,6 +306,9 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
         d = Draft(rng, family, houses)
         try:
             BUILDERS[family](d)
+            # the same in every family, after its own draws
+            low, high, walks = CARRY_ON.get(family, (1, 3, 0.0))
+            d.carry_on(d.focus, (low, high), walks)
             draft = d.to_spec()
             truth = _validate(draft)
         except (_Reject, EpisodeInvalid) as err:
