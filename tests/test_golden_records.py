@@ -25,11 +25,11 @@ AGENTS = ("silent", "random", "reactive", "belief-tracker", "oracle", "mindclaw"
 # mh-gen-2.1 content and the belief block of belief-table agents (docs/data-format.md).
 GOLDEN = {
     "silent.jsonl": "6797952e8c51e7cea15574afe6a67005b0cca79313c3374f9b330a7f22e9bfc3",
-    "random.jsonl": "c322b5f3a6eb897fe4fc9e542da0befa16f94149aaeef47a1badd1ad9d24b5df",
-    "reactive.jsonl": "b7bc0f129a4e1cb3cb7828fe77532766e93261a4dce459c80ca4f07fd9d5298f",
-    "belief-tracker.jsonl": "325d57954f91aa42d4d798a405ea015b639e1c2e630a040f303291594ce8aac6",
-    "oracle.jsonl": "9bdc35c3e683df89a111487133b29093abdb13851bcac615389f309d8ebf8657",
-    "mindclaw.jsonl": "18cf0049622d1de79a26cf2d61508fb306651869c2d8693c635c662fba157685",
+    "random.jsonl": "98f3045a72ee4f23b385b045e8296d879daab6405390a3eaa98304caf7dc378b",
+    "reactive.jsonl": "57a5e77691d9e48ee8cc6c0cc27c11027399bd9c6c5f62074bdc77c4af5b9732",
+    "belief-tracker.jsonl": "6df3d581ce3fd5b3836a2292366c3180e707faca8b4633d3da20795b1bc1e776",
+    "oracle.jsonl": "99276f06a2f02d99dd3b6325d04f9704f1eaed427bef0d720cd1bd3e119fbbe2",
+    "mindclaw.jsonl": "f8e80409b205f4d841da64cd841f562fee70161754a07520251eedaf6d8f863f",
 }
 # run.json of that run: the settings a resume compares (its format must stay readable).
 GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1,

@@ -79,10 +79,10 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 # noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover;
 # 2.2: people carry on once their task is over).
 GOLDEN = {
-    "dev-home": "2d816a34b1564c75dd9e414af9b374d824915133201a6657fb1fa25e4e2fa58f",
-    "dev-room": "895385ad83ee770fd4baad6fb6d353f29cedab2a38670d45ccf5a79cd96a13ab",
-    "fresh-home": "a3aa15d0f708253b41803a4c3e5f5e057ba495fc29093276255ff22c7e893368",
-    "pool-home": "b31397c86eb9990d7cfa66afb535402e5e2831c91fc1973cfa54a81506d6f916",
+    "dev-home": "98b1361729a5d142e7b98fd23ab374648b7a93a81bf9cc75128adea0d0a2d3c1",
+    "dev-room": "b96a6bc43c2b9f2ca570e7b02bd3377a882f45b098278c804f232bb12dcfb534",
+    "fresh-home": "4ab537d1904c8ddfbdfdd281bf4113397f333c0c192638375fafee0930392e10",
+    "pool-home": "d9a1608097ec7cd2ad731dc072e447d7d57848d72ee86f785f1ef6c238b52dc7",
 }
 
 

@@ -118,11 +118,11 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "ed6fdd6da01ce60ff553e48bcb91d17cc3b1b67ca3cad255401439724e3f1ddb",
-    "reactive": "2beddbcfb407017e6f944d5cd35e7fe9a2b159297662b5437d6d4a29877ac50c",
+    "random": "21d5263a7c864b5d5ffd88073dc6bb3a4081cf2f98e974b5109f985c93db697f",
+    "reactive": "df5742ff5842949dc06a9f05f24ceb923dbd489c13ccea16795884fc5810cc53",
     "oracle": "d9b3e4800e17cfbcf7bffb65a528c09aa32602b6284faa327b6ef17475401b25",
-    "belief-tracker": "ad95c09ac1de105d9e22a0584e36119c02573090b37be0f310d7336088bff0ad",
-    "mindclaw": "0dde0b10d6c48dbea6bac1dbd7dc4f05b4dd1e76ac22e9c77f1aaf8c86805dc9",
+    "belief-tracker": "cd5bbbd02403c26a42ceeccc90ea9a9229b4002ac0a70c07452079b849499631",
+    "mindclaw": "b26e1c201a6c823e26fae7f70ed047db78e66a7dc9c4a2d878ec88f79a3e5203",
 }
 
 

@@ -277,3 +277,12 @@ def test_after_activities_are_checked_like_activities():
     with pytest.raises(ValueError, match="after #0 has unknown type"):
         Actor.from_spec({"id": 3, "name": "Sam", "activities": [],
                          "after": [{"type": "dance"}]})
+
+
+def test_carry_on_names_only_known_families():
+    from mindhelper_env.scenarios.generator import CARRY_ON
+    from mindhelper_env.scenarios.spec import FAMILIES
+
+    assert set(CARRY_ON) <= set(FAMILIES)
+    for low, high, walks in CARRY_ON.values():
+        assert 0 <= low <= high and walks >= 0

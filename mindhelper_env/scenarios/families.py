@@ -502,7 +502,8 @@ def _reach(d: Draft, variant: str) -> None:
     x = d.obj(cls, shelf)
     d.target = x
     others = [c for c in sorted(set(GOAL_AFTER.values())) if c != cls]
-    for k in d.rng.permutation(len(others))[:2]:
+    # three look-alikes: handing the wrong one of four is what goal-blindness costs
+    for k in d.rng.permutation(len(others))[:3]:
         d.obj(others[int(k)], shelf)
     kind = "child" if d.chance(0.5) else "wheelchair"
     a = d.person(kind=kind, room=room)
