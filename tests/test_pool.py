@@ -169,3 +169,63 @@ def test_default_pool_uses_the_cache_dir(monkeypatch, tmp_path) -> None:
     pool = env.unwrapped.episode_pool
     assert pool.directory.parent.parent == tmp_path and any(pool.directory.glob("*.json"))
     assert DEFAULT_FAMILY_WEIGHTS  # the default mix keeps its own key
+
+
+# ------------------------------------------------------------------ the bundled default pool
+def _bundle_lines(pool: EpisodePool) -> list[bytes]:
+    import lzma
+
+    return lzma.decompress(pool.bundle_path.read_bytes()).splitlines()
+
+
+def test_the_bundle_is_the_current_default_pool() -> None:
+    # fails after a generator change until the bundle is rebuilt:
+    # python -m mindhelper_env.scenarios.pool --bundle --workers 2
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    assert pool.bundle_path.exists(), f"no bundle for the default pool's key {pool.key}"
+    assert [p.name for p in pool_mod.BUNDLE_DIR.glob("*.jsonl.xz")] == [pool.bundle_path.name]
+    lines = _bundle_lines(pool)
+    assert len(lines) == pool.size
+    for k in (0, 1, 2, pool.size // 2, pool.size - 1):
+        family, seed = pool.source(k)
+        assert json.loads(lines[k]) == generate_episode(family, seed), k
+
+
+def test_a_cold_default_pool_reads_the_bundle_not_the_generator(tmp_path, monkeypatch) -> None:
+    def refuse(*a, **k):
+        raise AssertionError("generated an entry the bundle holds")
+
+    monkeypatch.setattr(pool_mod, "generate_episode", refuse)
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, directory=tmp_path)
+    family, seed = pool.source(7)
+    entry = pool.get(7)
+    assert (entry.family, entry.seed) == (family, seed)
+    assert pool.spec(7)["family"] == family and pool.spec(7)["seed"] == seed
+    # unpacked into the cache: a new process starts from the files
+    assert len(list(pool.directory.glob("*.json"))) == pool.size
+    mem = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    assert pickle.loads(mem.get(7).light) == pickle.loads(entry.light)
+
+
+def test_a_bad_bundle_entry_is_generated(tmp_path, monkeypatch, caplog) -> None:
+    import lzma
+
+    real = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    lines = _bundle_lines(real)[:4]
+    lines[1] = lines[2]  # entry 1 holds entry 2's episode
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / real.bundle_path.name).write_bytes(lzma.compress(b"\n".join(lines)))
+    monkeypatch.setattr(pool_mod, "BUNDLE_DIR", bundle)
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size=8, directory=tmp_path / "cache")
+    family, seed = pool.source(1)
+    with caplog.at_level("WARNING"):
+        spec = pool.spec(1)
+    assert (spec["family"], spec["seed"]) == (family, seed)
+    assert "does not hold" in caplog.text
+    assert pool.spec(5)["seed"] == pool.source(5)[1]  # beyond the bundle: generated
+    (bundle / real.bundle_path.name).write_bytes(b"not xz")
+    broken = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size=4, persist=False)
+    with caplog.at_level("WARNING"):
+        assert broken.spec(0)["seed"] == broken.source(0)[1]
+    assert "cannot read the bundle" in caplog.text

@@ -17,7 +17,17 @@ episode lasts. :class:`EpisodePool` makes the env's *sampled* episodes (``reset(
   instead of parsing the graph (~1 ms).
 
 The key is a digest of :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, the family
-weights and the pool format: a new generator never reads old files. The cache directory is
+weights and the pool format: a new generator never reads old files.
+
+**The bundled pool.** The package ships the default pool's entries (the envs' default
+family mix, procedurally generated houses: :data:`BUNDLE_DIR` ``/<key>.jsonl.xz``, one
+compact spec per line, entry ``k`` on line ``k``), so that a user's first run starts warm
+instead of generating thousands of episodes. On the first entry missing from disk the pool
+unpacks the bundle into its cache directory (in memory for a pool that does not persist);
+each bundled entry passes the same checks as a file on disk (generator, family, seed), and
+one that fails them is generated. Maintainers rebuild it after a generator change with
+``python -m mindhelper_env.scenarios.pool --bundle`` (``tests/test_pool.py`` fails while the
+bundle is missing or stale). The cache directory is
 ``$MINDHELPER_CACHE_DIR``, else ``$XDG_CACHE_HOME/mindhelper-env``, else
 ``~/.cache/mindhelper-env``. A file that cannot be read, or that does not hold the episode it
 should, is regenerated.
@@ -46,13 +56,16 @@ from mindhelper_env.scenarios.generator import generate_episode
 from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION
 from mindhelper_env.world.world import World
 
-__all__ = ["EpisodePool", "PoolEntry", "cache_dir", "get_pool", "DEFAULT_POOL_SIZE"]
+__all__ = ["EpisodePool", "PoolEntry", "cache_dir", "get_pool", "DEFAULT_POOL_SIZE",
+           "BUNDLE_DIR", "build_bundle"]
 
 logger = logging.getLogger(__name__)
 
 #: Default number of distinct sampled training episodes per env configuration.
 DEFAULT_POOL_SIZE = 4096
 _POOL_FORMAT = 1
+#: Where the bundled pools live (see the module docstring).
+BUNDLE_DIR = Path(__file__).resolve().parent / "pool_data"
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,8 @@ class EpisodePool:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        #: bundled entries kept in memory (a pool that does not persist); None: not unpacked
+        self._bundled: dict[int, bytes] | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its configuration (an env pickled mid-episode does not carry the pool);
@@ -224,21 +239,69 @@ class EpisodePool:
     def _path(self, k: int) -> Path | None:
         return None if self.directory is None else self.directory / f"{k}.json"
 
+    @property
+    def bundle_path(self) -> Path:
+        """The bundled pool file for this pool's key (it may not exist)."""
+        return BUNDLE_DIR / f"{self.key}.jsonl.xz"
+
+    def _unpack_bundle(self) -> None:
+        """Copy the bundled entries into the cache directory (or memory), once."""
+        with self._lock:
+            if self._bundled is not None:
+                return
+            self._bundled = {}
+            if self.house is not None or not self.bundle_path.exists():
+                return
+            import lzma
+
+            try:
+                lines = lzma.decompress(self.bundle_path.read_bytes()).splitlines()
+            except (OSError, lzma.LZMAError) as err:
+                logger.warning("episode pool: cannot read the bundle %s (%s); generating",
+                               self.bundle_path, err)
+                return
+            lines = lines[:self.size]
+            if self.directory is None:
+                self._bundled = dict(enumerate(lines))
+                return
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                for k, line in enumerate(lines):
+                    path = self.directory / f"{k}.json"
+                    if not path.exists():
+                        fd, tmp = tempfile.mkstemp(prefix=f".{k}.", suffix=".tmp",
+                                                   dir=self.directory)
+                        with os.fdopen(fd, "wb") as fh:
+                            fh.write(line)
+                        os.replace(tmp, path)
+            except OSError as err:  # a read-only cache: keep the bundle in memory
+                logger.warning("episode pool: cannot unpack the bundle into %s (%s); keeping "
+                               "it in memory", self.directory, err)
+                self._bundled = dict(enumerate(lines))
+
     def _read(self, k: int, family: str, seed: int) -> dict[str, Any] | None:
         path = self._path(k)
         if path is None or not path.exists():
-            return None
+            if self._bundled is None:
+                self._unpack_bundle()
+            line = (self._bundled or {}).get(k)
+            if line is None and (path is None or not path.exists()):
+                return None
+        else:
+            line = None
         try:
-            spec = json.loads(path.read_text(encoding="utf-8"))
+            spec = json.loads(line if line is not None else path.read_bytes())
         except (OSError, ValueError) as err:
-            logger.warning("episode pool: cannot read %s (%s); regenerating", path, err)
+            logger.warning("episode pool: cannot read entry %d at %s (%s); regenerating", k,
+                           path if line is None else self.bundle_path, err)
             return None
         if not (isinstance(spec, dict) and spec.get("generator") == GENERATOR_VERSION
                 and spec.get("family") == family and spec.get("seed") == seed
                 and spec.get("house") == (None if self.house is None else self.house.name)
                 and "graph" in spec and "reference" in spec):
-            logger.warning("episode pool: %s does not hold %s seed %d; regenerating",
-                           path, family, seed)
+            logger.warning("episode pool: entry %d (%s) does not hold %s seed %d; "
+                           "regenerating", k, path if line is None else self.bundle_path,
+                           family, seed)
             return None
         return spec
 
@@ -275,3 +338,45 @@ def get_pool(families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE,
 
 def _memory_pool(families: Mapping[str, float], size: int, house: Any = None) -> EpisodePool:
     return EpisodePool(families, size, persist=False, house=house)
+
+
+def _generate_entry(job: tuple[str, int]) -> bytes:
+    family, seed = job
+    return json.dumps(generate_episode(family, seed), separators=(",", ":")).encode()
+
+
+def build_bundle(size: int = DEFAULT_POOL_SIZE, workers: int = 1,
+                 directory: str | os.PathLike[str] | None = None) -> Path:
+    """Generate the default pool's first ``size`` entries and write them as the bundle
+    (:data:`BUNDLE_DIR` by default); other bundles there are removed. Returns the path."""
+    import lzma
+    from multiprocessing import get_context
+
+    from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS
+
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size, persist=False)
+    jobs = [pool.source(k) for k in range(size)]
+    if workers > 1:
+        with get_context("spawn").Pool(workers) as procs:
+            lines = procs.map(_generate_entry, jobs, chunksize=16)
+    else:
+        lines = [_generate_entry(j) for j in jobs]
+    out_dir = Path(directory) if directory is not None else BUNDLE_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.jsonl.xz"):
+        old.unlink()
+    path = out_dir / f"{pool.key}.jsonl.xz"
+    data = lzma.compress(b"\n".join(lines) + b"\n", preset=9 | lzma.PRESET_EXTREME)
+    path.write_bytes(data)
+    return path
+
+
+if __name__ == "__main__":  # python -m mindhelper_env.scenarios.pool --bundle [--workers N]
+    import argparse
+
+    ap = argparse.ArgumentParser(description="rebuild the bundled default episode pool")
+    ap.add_argument("--bundle", action="store_true", required=True)
+    ap.add_argument("--size", type=int, default=DEFAULT_POOL_SIZE)
+    ap.add_argument("--workers", type=int, default=1)
+    args = ap.parse_args()
+    print(build_bundle(args.size, args.workers))
