@@ -72,6 +72,8 @@ def main() -> None:
     ap.add_argument("--learning-rate", type=float, default=None,
                     help="default 5e-4 with --lora, else 5e-5")
     ap.add_argument("--lora", action="store_true")
+    ap.add_argument("--oversample", type=int, default=0,
+                    help="repeat rarer operations' examples up to about this many each")
     ap.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps")
     ap.add_argument("--max-examples", type=int, default=None,
                     help="fine-tune on a random subset of this many training examples")
@@ -117,6 +119,7 @@ def main() -> None:
         s = train_sft(train_dir, model, out / "sft", epochs=args.epochs,
                       batch_size=args.batch_size, learning_rate=lr, lora=args.lora,
                       max_examples=args.max_examples, max_steps=args.max_steps,
+                      oversample=args.oversample,
                       logging_steps=1)
         s["wall_seconds_with_loading"] = round(time.perf_counter() - t0, 1)
         save("sft", s)

@@ -351,3 +351,23 @@ def test_train_trigger_sft_cli(tiny_sft, small_data, tmp_path) -> None:
                               "--algo", "sft", "--data", str(data), "--out", str(out)],
                              capture_output=True, text=True, cwd=ROOT)
     assert missing.returncode == 2 and "--model" in missing.stderr
+
+
+def test_oversampling_repeats_only_the_rare_operations(small_data) -> None:
+    from collections import Counter
+
+    need("datasets")
+    from mindhelper_env.llm_training.dataset import load_trigger_dataset
+    from mindhelper_env.llm_training.sft import oversample_rare
+
+    ds = load_trigger_dataset(small_data[0])
+    before = Counter(ds["operation"])
+    top = max(before.values())
+    out = oversample_rare(ds, top, max_repeat=3)
+    after = Counter(out["operation"])
+    assert set(after) == set(before)
+    for op, n in before.items():
+        # the most frequent one is left alone; each rarer one gets ceil(top / n) copies,
+        # at most 3
+        assert after[op] == n * min(3, -(-top // n)), op
+    assert oversample_rare(ds, 1) is ds  # nothing rarer than 1: the same dataset

@@ -89,6 +89,9 @@ def add_sft_arguments(tt: argparse.ArgumentParser) -> None:
     g.add_argument("--lora-rank", type=_positive_int(1024), default=16, help="default 16")
     g.add_argument("--max-examples", type=_positive_int(10**8), default=None,
                    help="train on a random subset of this many examples")
+    g.add_argument("--oversample", type=_positive_int(10**6), default=None,
+                   help="repeat the examples of rarer operations up to about this many each "
+                   "(at most 8 copies)")
     g.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: cuda when available, else cpu")
 
@@ -139,7 +142,8 @@ def run_sft(args: argparse.Namespace, error: type[Exception]) -> int:
                             max_steps=args.max_steps or -1, batch_size=args.batch_size,
                             learning_rate=args.learning_rate, lora=args.lora,
                             lora_rank=args.lora_rank, max_examples=args.max_examples,
-                            seed=args.seed, device=args.device)
+                            seed=args.seed, device=args.device,
+                            oversample=args.oversample or 0)
     except ValueError as err:
         raise error(f"argument --model: {err}") from None
     losses = summary["losses"]

@@ -49,17 +49,38 @@ def _split(example: dict[str, Any]) -> dict[str, Any]:
     return {"prompt": msgs[:-1], "completion": msgs[-1:]}
 
 
+def oversample_rare(dataset: Any, min_count: int, max_repeat: int = 8, seed: int = 0) -> Any:
+    """``dataset`` with the examples of every operation that has fewer than ``min_count``
+    repeated until it has about that many (at most ``max_repeat`` copies of each), then
+    shuffled: the rare operations (``action_run``: a few in a hundred decisions) are the ones
+    a fine-tune otherwise learns never to answer."""
+    from collections import Counter as _Counter
+
+    from datasets import concatenate_datasets
+
+    counts = _Counter(dataset["operation"])
+    parts = [dataset]
+    for op, n in sorted(counts.items()):
+        if 0 < n < min_count:
+            extra = min(max_repeat, -(-int(min_count) // n)) - 1
+            if extra > 0:
+                rows = dataset.filter(lambda r, op=op: r["operation"] == op)
+                parts += [rows] * extra
+    return concatenate_datasets(parts).shuffle(seed=seed) if len(parts) > 1 else dataset
+
+
 def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[str], *,
               epochs: float = 1.0, max_steps: int = -1, batch_size: int = 4,
               learning_rate: float = 5e-5, lora: bool = False, lora_rank: int = 16,
               max_examples: int | None = None, max_length: int = 1024, seed: int = 0,
               device: str | None = None, threads: int | None = None,
-              logging_steps: int = 5, gradient_checkpointing: bool = False
-              ) -> dict[str, Any]:
+              logging_steps: int = 5, gradient_checkpointing: bool = False,
+              oversample: int = 0) -> dict[str, Any]:
     """Fine-tune ``model`` on the dataset folder ``data``; write the run to ``out`` (see
     the module docstring). Returns the summary (also ``out/summary.json``).
     ``gradient_checkpointing`` (off by default: small models fit, and recomputing the
-    forward pass costs a third more time) trades time for memory."""
+    forward pass costs a third more time) trades time for memory. ``oversample`` > 0 repeats
+    the examples of rarer operations up to about that many each (:func:`oversample_rare`)."""
     import torch
     from trl import SFTConfig, SFTTrainer
 
@@ -70,6 +91,8 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
     dataset = load_trigger_dataset(data)
     if max_examples is not None and max_examples < len(dataset):
         dataset = dataset.shuffle(seed=seed).select(range(int(max_examples)))
+    if oversample:
+        dataset = oversample_rare(dataset, int(oversample), seed=seed)
     dataset = dataset.map(_split, remove_columns=dataset.column_names)
     if threads:
         torch.set_num_threads(int(threads))
@@ -122,7 +145,7 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
         "template": sheet["template"], "data_format": sheet["format"],
         "examples": len(dataset), "epochs": epochs, "max_steps": max_steps,
         "steps": int(trainer.state.global_step), "batch_size": batch_size,
-        "learning_rate": learning_rate, "lora": bool(lora),
+        "learning_rate": learning_rate, "lora": bool(lora), "oversample": int(oversample),
         "lora_rank": int(lora_rank) if lora else None, "seed": seed,
         "device": "cuda" if cuda else "cpu", "train_seconds": round(seconds, 2),
         "train_loss": round(float(result.training_loss), 5), "losses": losses,
