@@ -269,11 +269,7 @@ class EpisodePool:
                 for k, line in enumerate(lines):
                     path = self.directory / f"{k}.json"
                     if not path.exists():
-                        fd, tmp = tempfile.mkstemp(prefix=f".{k}.", suffix=".tmp",
-                                                   dir=self.directory)
-                        with os.fdopen(fd, "wb") as fh:
-                            fh.write(line)
-                        os.replace(tmp, path)
+                        _atomic_write(path, line)
             except OSError as err:  # a read-only cache: keep the bundle in memory
                 logger.warning("episode pool: cannot unpack the bundle into %s (%s); keeping "
                                "it in memory", self.directory, err)
@@ -311,15 +307,20 @@ class EpisodePool:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{k}.", suffix=".tmp", dir=path.parent)
             # json.dumps (the C encoder) and one write: the same bytes as json.dump, which
             # encodes chunk by chunk in Python (a tenth of a cold entry's cost)
-            text = json.dumps(spec, separators=(",", ":"))
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
+            _atomic_write(path, json.dumps(spec, separators=(",", ":")).encode("utf-8"))
         except OSError as err:  # a read-only cache only costs speed
             logger.warning("episode pool: cannot write %s (%s); keeping it in memory", path, err)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same directory, so that
+    processes sharing the directory never see half a file."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
 
 
 _POOLS: dict[tuple[str, int, str], EpisodePool] = {}
