@@ -6,9 +6,10 @@
   (``mindhelper train-trigger --algo sft``; the ``sft`` extra), and its operation accuracy;
 * :mod:`.trl` — an ``environment_factory`` class for TRL's ``GRPOTrainer`` (the ``trl``
   extra);
+* :mod:`.vf_env` — ``load_environment(...)``, a verifiers multi-turn environment whose
+  rubric reports PIR's, PSR's and PHR's events and harm as separate reward components (the
+  ``verifiers`` extra);
 * :mod:`.cli` — the ``export-trigger-data`` command and ``train-trigger --algo sft``.
-
-There is no verifiers adapter: docs/llm-training.md says why.
 
 Importing this package imports none of torch, transformers, datasets, trl, peft or
 verifiers; each module imports what it needs when called.
