@@ -282,8 +282,11 @@ def test_max_turns_plays_the_rest_silently() -> None:
 def test_verifiers_loads_it_by_module_name() -> None:
     vf = need("verifiers")
     need("datasets")
-    env = vf.load_environment("mindhelper_env.llm_training.vf_env", num_train_examples=2)
+    env = vf.load_environment("mindhelper_env.llm_training.vf_env", num_train_examples=2,
+                              num_eval_examples=3, system_prompt="Be kind.")
     assert isinstance(env, vf.MultiTurnEnv) and len(env.get_dataset()) == 2
+    assert len(env.get_eval_dataset()) == 3
+    assert env.get_dataset()[0]["prompt"][0] == {"role": "system", "content": "Be kind."}
     with pytest.raises(ValueError, match="family"):
         import asyncio
 

@@ -98,10 +98,10 @@ def parse_reply(text: str | None) -> tuple[str, bool]:
     return "none", True
 
 
-def seed_dataset(n: int, seed: int = 0) -> Any:
+def seed_dataset(n: int, seed: int = 0, system_prompt: str = SYSTEM_PROMPT) -> Any:
     """A ``datasets.Dataset`` of ``n`` training episodes (half need help, families drawn as
     the envs draw them; :func:`mindhelper_env.validity.training_episodes`): columns
-    ``prompt`` (the system message and "The episode begins."; the rollout appends the
+    ``prompt`` (``system_prompt`` and "The episode begins."; the rollout appends the
     first observation) and ``info`` (``family``, ``seed``, ``env_seed``)."""
     from datasets import Dataset
 
@@ -109,7 +109,7 @@ def seed_dataset(n: int, seed: int = 0) -> Any:
 
     rows = []
     for spec in training_episodes(int(n), seed=int(seed)):
-        rows.append({"prompt": [{"role": "system", "content": SYSTEM_PROMPT},
+        rows.append({"prompt": [{"role": "system", "content": str(system_prompt)},
                                 {"role": "user", "content": "The episode begins. "}],
                      "info": {"family": str(spec["family"]), "seed": int(spec["seed"]),
                               "env_seed": int(spec["seed"])}})
@@ -225,21 +225,22 @@ def _env_class() -> type:
 def load_environment(num_train_examples: int = 256, seed: int = 0,
                      num_eval_examples: int = 0, eval_seed: int = 1,
                      dataset: Any = None, eval_dataset: Any = None,
-                     max_turns: int = -1, **kwargs: Any) -> Any:
+                     max_turns: int = -1, system_prompt: str = SYSTEM_PROMPT,
+                     **kwargs: Any) -> Any:
     """A verifiers ``MultiTurnEnv`` of MindHelper episodes (see the module docstring).
 
     ``dataset`` (default ``seed_dataset(num_train_examples, seed)``) and ``eval_dataset``
     (default ``seed_dataset(num_eval_examples, eval_seed)`` when ``num_eval_examples`` > 0,
     else none: verifiers then evaluates on the training rows) are datasets of seeds, rows as
-    :func:`seed_dataset` makes them. ``max_turns`` caps the model turns (the rest of the
+    :func:`seed_dataset` makes them (with ``system_prompt``). ``max_turns`` caps the model turns (the rest of the
     episode is then played silently; -1: the episode's own length). Other keywords go to
     ``MultiTurnEnv``."""
     import verifiers as vf
 
     if dataset is None:
-        dataset = seed_dataset(num_train_examples, seed)
+        dataset = seed_dataset(num_train_examples, seed, system_prompt)
     if eval_dataset is None and num_eval_examples > 0:
-        eval_dataset = seed_dataset(num_eval_examples, eval_seed)
+        eval_dataset = seed_dataset(num_eval_examples, eval_seed, system_prompt)
     rubric = vf.Rubric(funcs=[_score(k) for k in REWARD_WEIGHTS],
                        weights=list(REWARD_WEIGHTS.values()))
     for key in METRICS:
