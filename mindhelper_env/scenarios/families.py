@@ -106,8 +106,10 @@ def _put_away_other(d: Draft, who: int, room: int, avoid: tuple[int, ...], cls: 
 
 #: How often B moves X into a container (rather than onto a surface), by variant: chosen so
 #: that the containers opened and closed before the cue are as many in each help family as in
-#: its twins (``self_corrected`` puts X on a surface, where A sees it on the way back).
-_L2_BOX_SHARE = {"relocation": 0.5, "self_corrected": 0.0}
+#: its twins (``self_corrected`` puts X on a surface, where A sees it on the way back; so does
+#: the half of ``watched_move_seen`` where A is away for the move, and the other half then
+#: uses a container wherever the room has one).
+_L2_BOX_SHARE = {"relocation": 0.5, "self_corrected": 0.0, "watched_move_seen": 1.0}
 
 
 def _new_place(d: Draft, a: int, variant: str, cands: list[int]) -> int:
@@ -156,7 +158,11 @@ def _relocation(d: Draft, variant: str) -> None:
             _put_away_other(d, b, r1, (l1,), cls)
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
-    stays_in_view = variant in ("witnessed", "watched_move_seen")
+    # the watched twin: half the time A watches the move; otherwise A is away for it, as in
+    # the help family, and sees X lying on a surface of the room on coming back (so "it was
+    # moved while the one who put it there was away" is as common on both sides)
+    seen_back = variant == "watched_move_seen" and d.chance(0.5)
+    stays_in_view = variant == "witnessed" or (variant == "watched_move_seen" and not seen_back)
     if stays_in_view:
         l2 = _new_place(d, a, variant, [p for p in d.places(r1, max_top=1.5) if p != l1])
         d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)]),
@@ -165,17 +171,28 @@ def _relocation(d: Draft, variant: str) -> None:
     else:
         if variant == "self_corrected":
             cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
+        elif seen_back:
+            cands = [p for p in d.surfaces(r1) if p != l1] or [p for p in d.places(r1)
+                                                               if p != l1]
+        elif variant == "watched":
+            # as in the twin: half the time into another container of the room (which A
+            # cannot see into on coming back), otherwise onto a surface, here of another room
+            boxes = [p for p in d.reachable_for(a, d.containers(r1, max_top=1.5)) if p != l1]
+            cands = boxes if boxes and d.chance(0.5) else [
+                p for p in d.surfaces() if d.room_of(p) not in (r1, r_away)] or [
+                p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
         else:
             cands = [p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
-        l2 = _new_place(d, a, variant, cands)
+        l2 = _new_place(d, a, "self_corrected" if seen_back else variant, cands)
         told = variant in ("told_away", "told")
         away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + slow
         d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
         d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + slow)
     d.fetch(b, x, l2, [l1])
-    if stays_in_view and d.chance(0.7):
+    if (stays_in_view or in_watched_group) and d.chance(0.7):
         # B goes on to another room, as B does after moving X out of the room where A is
-        # away (so where B is at the look says nothing)
+        # away (so where B is at the look says nothing); in the watched group on both
+        # sides, so that how busy the others are after the look says nothing either
         d.goto(b, d.pick(d.furniture(d.pick(away))), int(d.rng.integers(4, 10)))
     if variant in ("told_away", "told"):
         # B tells someone else where X went: A hears it only when in that room (earshot)
@@ -198,7 +215,7 @@ def _relocation(d: Draft, variant: str) -> None:
         d.check(a, d.pick(pool))
         d.goto(a, d.pick([f for f in d.furniture() if f != l1]), int(d.rng.integers(2, 6)))
     elif variant in ("witnessed", "watched_move_seen", "told"):
-        _same_look(d, a, l1, l2, stayed=variant != "told")
+        _same_look(d, a, l1, l2, stayed=stays_in_view)
         d.fetch(a, x, dest, d.search_order(cls, {l1, l2}, last=[l2]))
         d.mental_state = {"type": "none"}
     elif variant == "spare":
@@ -458,12 +475,14 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
         # an adult in the room, at the anchor or across it: on the phone when help is needed
         q = d.person(kind="adult", room=room)
         spot = anchor if at_anchor else d.pick(spots)
+        # the same goto on both sides (where there is a seat: sit down, get up again), then
+        # a call or a wait: where people sit and stand up before the struggle says nothing
+        d.goto(q, spot, 0)
         if needs_help:
-            d.goto(q, spot, 0)
             d.phone(q, long_call)
         else:
-            d.goto(q, spot, long_call)
-    if d.chance(0.35 if needs_help else 0.2):
+            d.idle(q, long_call)
+    if d.chance(0.3):
         # an adult with both hands full, standing about: cannot help either
         h = d.person(kind="adult", room=room)
         objs = [d.hold(h, d.pick(sorted(OBJECT_CATALOG))) for _ in range(2)]
@@ -478,8 +497,10 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
     elsewhere = [r for r in d.rooms if r != room]
     if elsewhere:
         e = d.person(kind="adult", room=d.pick(elsewhere))
-        d.goto(e, d.pick(d.furniture(d.world.chars[e].room)), 0 if not needs_help else 30)
-        if not needs_help:
+        d.goto(e, d.pick(d.furniture(d.world.chars[e].room)), 0)
+        if needs_help:
+            d.idle(e, 30)
+        else:
             d.phone(e, long_call)
     # the struggler fails once and waits on both sides: help, when someone noticed, comes
     # only after NOTICE_DELAY, past the robot's deadline
