@@ -122,6 +122,8 @@ class BeliefTracker:
         #: old place or None, new place or None)
         self.changes: list[tuple[int, int, int | None, int | None]] = []
         self.parsed: tuple[Any, list[dict[str, Any]]] | None = None
+        #: the rooms and locations :meth:`_learn_static` learned last, and their ids
+        self._static: tuple[list[Any], list[Any], set[int]] | None = None
 
     # ------------------------------------------------------------------ input
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
@@ -156,19 +158,32 @@ class BeliefTracker:
         return new
 
     def _learn_static(self, cands: Mapping[str, Any]) -> None:
-        for r in cands.get("rooms", []) or []:
-            self.rooms.add(int(r["id"]))
-            self.classes[int(r["id"])] = str(r["class"])
-            self.room_of[int(r["id"])] = int(r["id"])
-        for loc in cands.get("locations", []) or []:
-            lid = int(loc["id"])
-            self.classes[lid] = str(loc["class"])
-            self.room_of[lid] = loc.get("room")
-            if loc.get("open") is not None:
-                self.is_container.add(lid)
-                # the snapshot is taken at the end of the window: the window's events decide
-                # the state while they are replayed; _sync applies the snapshot afterwards
-                self.open.setdefault(lid, bool(loc["open"]))
+        rooms = cands.get("rooms", []) or []
+        locations = cands.get("locations", []) or []
+        learned = self._static
+        # the same rooms and locations as the window before (compared in C): learning them
+        # again would change nothing, since only _sync writes these ids' classes and then
+        # forgets what was learned
+        if learned is None or learned[0] != rooms or learned[1] != locations:
+            ids = set()
+            for r in rooms:
+                self.rooms.add(int(r["id"]))
+                self.classes[int(r["id"])] = str(r["class"])
+                self.room_of[int(r["id"])] = int(r["id"])
+                ids.add(int(r["id"]))
+            for loc in locations:
+                lid = int(loc["id"])
+                self.classes[lid] = str(loc["class"])
+                self.room_of[lid] = loc.get("room")
+                ids.add(lid)
+                if loc.get("open") is not None:
+                    self.is_container.add(lid)
+                    # the snapshot is taken at the end of the window: the window's events
+                    # decide the state while they are replayed; _sync applies the snapshot
+                    # afterwards
+                    self.open.setdefault(lid, bool(loc["open"]))
+            # copies: the caller's dicts are its own to change
+            self._static = ([dict(r) for r in rooms], [dict(loc) for loc in locations], ids)
         for a in cands.get("actors", []) or []:
             aid = int(a["id"])
             if aid not in self.people:
@@ -180,9 +195,12 @@ class BeliefTracker:
         for loc in cands.get("locations", []) or []:
             if loc.get("open") is not None:
                 self.open[int(loc["id"])] = bool(loc["open"])
+        learned = self._static
         for o in cands.get("objects", []) or []:
             oid = int(o["id"])
             self.classes[oid] = str(o["class"])
+            if learned is not None and oid in learned[2]:  # a room's or location's class
+                self._static = learned = None
             if o.get("location") is not None:
                 self.where[oid] = int(o["location"])
         for a in cands.get("actors", []) or []:
@@ -196,6 +214,7 @@ class BeliefTracker:
     def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
         before = self._views()
         scene = SceneView(dict(self.where), self.classes, self.room_of, before)
+        self._before_tick(tick, before, scene)
         norm = []
         for ev in events:
             args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
@@ -211,6 +230,10 @@ class BeliefTracker:
         for p in self.people.values():
             self._perceive(p, tick, events)
         return cues
+
+    def _before_tick(self, tick: int, views: dict[int, PersonView], scene: SceneView) -> None:
+        """Called with the state at the start of each tick (read-only snapshots: the people
+        and the scene the cues of the tick are judged on); subclasses keep what they need."""
 
     def notices(self, person: PersonView, scene: SceneView) -> bool:
         """Does someone notice ``person``'s struggle (and help)? The observer's rule: an adult
