@@ -192,17 +192,19 @@ class BeliefTracker:
 
     def _sync(self, cands: Mapping[str, Any]) -> None:
         """End-of-window snapshot: what the robot sees now overrides reconstruction."""
-        for loc in cands.get("locations", []) or []:
-            if loc.get("open") is not None:
-                self.open[int(loc["id"])] = bool(loc["open"])
+        # dict updates from comprehensions: the same entries, in the same order, as one
+        # assignment per entry
+        self.open.update({int(loc["id"]): bool(loc["open"])
+                          for loc in cands.get("locations", []) or []
+                          if loc.get("open") is not None})
+        objects = cands.get("objects", []) or []
+        classes = {int(o["id"]): str(o["class"]) for o in objects}
+        self.classes.update(classes)
+        self.where.update({int(o["id"]): int(o["location"]) for o in objects
+                           if o.get("location") is not None})
         learned = self._static
-        for o in cands.get("objects", []) or []:
-            oid = int(o["id"])
-            self.classes[oid] = str(o["class"])
-            if learned is not None and oid in learned[2]:  # a room's or location's class
-                self._static = learned = None
-            if o.get("location") is not None:
-                self.where[oid] = int(o["location"])
+        if learned is not None and not learned[2].isdisjoint(classes):
+            self._static = None  # a room's or location's class was overwritten
         for a in cands.get("actors", []) or []:
             p = self.people[int(a["id"])]
             p.room = a.get("room")
