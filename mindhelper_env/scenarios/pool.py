@@ -324,10 +324,18 @@ def _unpack_lines(directory: Path, lines: list[bytes]) -> None:
     os.mkdir(tmp)
     try:
         fresh = not directory.exists()
+        into, there = str(tmp), str(directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
         for k, line in enumerate(lines):
-            if fresh or not (directory / f"{k}.json").exists():
-                with open(tmp / f"{k}.json", "wb") as fh:
-                    fh.write(line)
+            name = f"{k}.json"
+            if fresh or not os.path.exists(os.path.join(there, name)):
+                fd = os.open(os.path.join(into, name), flags, 0o666)
+                try:
+                    view = memoryview(line)
+                    while view:  # (os.write may write less than asked)
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
         if fresh:
             try:
                 os.rename(tmp, directory)  # fails if the directory appeared meanwhile
