@@ -85,9 +85,14 @@ class Cue:
     need: Need | None
 
 
+def _is_mapping(x: Any) -> bool:
+    """``isinstance(x, Mapping)``, without the ABC check for a plain dict."""
+    return type(x) is dict or isinstance(x, Mapping)
+
+
 def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The events of an observation as dicts (an empty list for malformed JSON)."""
-    raw = obs.get("events", "[]") if isinstance(obs, Mapping) else "[]"
+    raw = obs.get("events", "[]") if _is_mapping(obs) else "[]"
     try:
         events = json.loads(raw) if isinstance(raw, str) else []
     except ValueError:
@@ -129,9 +134,10 @@ class BeliefTracker:
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
         """Take in one observation window; return the new cues (in tick order)."""
         self.changes = []
-        cands = info.get("candidates", {}) if isinstance(info, Mapping) else {}
-        robot = info.get("robot") if isinstance(info, Mapping) else None
-        if isinstance(robot, Mapping):
+        is_map = _is_mapping(info)
+        cands = info.get("candidates", {}) if is_map else {}
+        robot = info.get("robot") if is_map else None
+        if _is_mapping(robot):
             self.robot_room = robot.get("room")
         self._learn_static(cands)
         if not self._started:
@@ -151,7 +157,7 @@ class BeliefTracker:
         for tick in sorted(by_tick):
             new.extend(self._tick(tick, by_tick[tick]))
         self._sync(cands)
-        tick = info.get("tick") if isinstance(info, Mapping) else None
+        tick = info.get("tick") if is_map else None
         if isinstance(tick, int):
             self.tick = tick
         self.cues.extend(new)
