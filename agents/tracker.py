@@ -103,6 +103,10 @@ def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
 class BeliefTracker:
     """Per-episode memory built from observations (see the module docstring)."""
 
+    #: the rooms and locations :meth:`_learn_static` learned last, and their ids (a class
+    #: default too, for a tracker pickled before it existed)
+    _static: tuple[list[Any], list[Any], set[int]] | None = None
+
     def __init__(self, robot_id: int = 1, *, goal_inference: bool = True) -> None:
         self.robot_id = robot_id
         #: read what a person wants next from their earlier steps (off: the goal-blind
@@ -127,8 +131,7 @@ class BeliefTracker:
         #: old place or None, new place or None)
         self.changes: list[tuple[int, int, int | None, int | None]] = []
         self.parsed: tuple[Any, list[dict[str, Any]]] | None = None
-        #: the rooms and locations :meth:`_learn_static` learned last, and their ids
-        self._static: tuple[list[Any], list[Any], set[int]] | None = None
+        self._static = None
 
     # ------------------------------------------------------------------ input
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
