@@ -85,9 +85,14 @@ class Cue:
     need: Need | None
 
 
+def _is_mapping(x: Any) -> bool:
+    """``isinstance(x, Mapping)``, without the ABC check for a plain dict."""
+    return type(x) is dict or isinstance(x, Mapping)
+
+
 def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The events of an observation as dicts (an empty list for malformed JSON)."""
-    raw = obs.get("events", "[]") if isinstance(obs, Mapping) else "[]"
+    raw = obs.get("events", "[]") if _is_mapping(obs) else "[]"
     try:
         events = json.loads(raw) if isinstance(raw, str) else []
     except ValueError:
@@ -97,6 +102,10 @@ def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 class BeliefTracker:
     """Per-episode memory built from observations (see the module docstring)."""
+
+    #: the rooms and locations :meth:`_learn_static` learned last, and their ids (a class
+    #: default too, for a tracker pickled before it existed)
+    _static: tuple[list[Any], list[Any], set[int]] | None = None
 
     def __init__(self, robot_id: int = 1, *, goal_inference: bool = True) -> None:
         self.robot_id = robot_id
@@ -122,14 +131,16 @@ class BeliefTracker:
         #: old place or None, new place or None)
         self.changes: list[tuple[int, int, int | None, int | None]] = []
         self.parsed: tuple[Any, list[dict[str, Any]]] | None = None
+        self._static = None
 
     # ------------------------------------------------------------------ input
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
         """Take in one observation window; return the new cues (in tick order)."""
         self.changes = []
-        cands = info.get("candidates", {}) if isinstance(info, Mapping) else {}
-        robot = info.get("robot") if isinstance(info, Mapping) else None
-        if isinstance(robot, Mapping):
+        is_map = _is_mapping(info)
+        cands = info.get("candidates", {}) if is_map else {}
+        robot = info.get("robot") if is_map else None
+        if _is_mapping(robot):
             self.robot_room = robot.get("room")
         self._learn_static(cands)
         if not self._started:
@@ -149,26 +160,39 @@ class BeliefTracker:
         for tick in sorted(by_tick):
             new.extend(self._tick(tick, by_tick[tick]))
         self._sync(cands)
-        tick = info.get("tick") if isinstance(info, Mapping) else None
+        tick = info.get("tick") if is_map else None
         if isinstance(tick, int):
             self.tick = tick
         self.cues.extend(new)
         return new
 
     def _learn_static(self, cands: Mapping[str, Any]) -> None:
-        for r in cands.get("rooms", []) or []:
-            self.rooms.add(int(r["id"]))
-            self.classes[int(r["id"])] = str(r["class"])
-            self.room_of[int(r["id"])] = int(r["id"])
-        for loc in cands.get("locations", []) or []:
-            lid = int(loc["id"])
-            self.classes[lid] = str(loc["class"])
-            self.room_of[lid] = loc.get("room")
-            if loc.get("open") is not None:
-                self.is_container.add(lid)
-                # the snapshot is taken at the end of the window: the window's events decide
-                # the state while they are replayed; _sync applies the snapshot afterwards
-                self.open.setdefault(lid, bool(loc["open"]))
+        rooms = cands.get("rooms", []) or []
+        locations = cands.get("locations", []) or []
+        learned = self._static
+        # the same rooms and locations as the window before (compared in C): learning them
+        # again would change nothing, since only _sync writes these ids' classes and then
+        # forgets what was learned
+        if learned is None or learned[0] != rooms or learned[1] != locations:
+            ids = set()
+            for r in rooms:
+                self.rooms.add(int(r["id"]))
+                self.classes[int(r["id"])] = str(r["class"])
+                self.room_of[int(r["id"])] = int(r["id"])
+                ids.add(int(r["id"]))
+            for loc in locations:
+                lid = int(loc["id"])
+                self.classes[lid] = str(loc["class"])
+                self.room_of[lid] = loc.get("room")
+                ids.add(lid)
+                if loc.get("open") is not None:
+                    self.is_container.add(lid)
+                    # the snapshot is taken at the end of the window: the window's events
+                    # decide the state while they are replayed; _sync applies the snapshot
+                    # afterwards
+                    self.open.setdefault(lid, bool(loc["open"]))
+            # copies: the caller's dicts are its own to change
+            self._static = ([dict(r) for r in rooms], [dict(loc) for loc in locations], ids)
         for a in cands.get("actors", []) or []:
             aid = int(a["id"])
             if aid not in self.people:
@@ -177,14 +201,19 @@ class BeliefTracker:
 
     def _sync(self, cands: Mapping[str, Any]) -> None:
         """End-of-window snapshot: what the robot sees now overrides reconstruction."""
-        for loc in cands.get("locations", []) or []:
-            if loc.get("open") is not None:
-                self.open[int(loc["id"])] = bool(loc["open"])
-        for o in cands.get("objects", []) or []:
-            oid = int(o["id"])
-            self.classes[oid] = str(o["class"])
-            if o.get("location") is not None:
-                self.where[oid] = int(o["location"])
+        # dict updates from comprehensions: the same entries, in the same order, as one
+        # assignment per entry
+        self.open.update({int(loc["id"]): bool(loc["open"])
+                          for loc in cands.get("locations", []) or []
+                          if loc.get("open") is not None})
+        objects = cands.get("objects", []) or []
+        classes = {int(o["id"]): str(o["class"]) for o in objects}
+        self.classes.update(classes)
+        self.where.update({int(o["id"]): int(o["location"]) for o in objects
+                           if o.get("location") is not None})
+        learned = self._static
+        if learned is not None and not learned[2].isdisjoint(classes):
+            self._static = None  # a room's or location's class was overwritten
         for a in cands.get("actors", []) or []:
             p = self.people[int(a["id"])]
             p.room = a.get("room")
@@ -196,6 +225,7 @@ class BeliefTracker:
     def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
         before = self._views()
         scene = SceneView(dict(self.where), self.classes, self.room_of, before)
+        self._before_tick(tick, before, scene)
         norm = []
         for ev in events:
             args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
@@ -211,6 +241,10 @@ class BeliefTracker:
         for p in self.people.values():
             self._perceive(p, tick, events)
         return cues
+
+    def _before_tick(self, tick: int, views: dict[int, PersonView], scene: SceneView) -> None:
+        """Called with the state at the start of each tick (read-only snapshots: the people
+        and the scene the cues of the tick are judged on); subclasses keep what they need."""
 
     def notices(self, person: PersonView, scene: SceneView) -> bool:
         """Does someone notice ``person``'s struggle (and help)? The observer's rule: an adult

@@ -105,12 +105,12 @@ class _Tracker(BeliefTracker):
         self.views_before: dict[int, dict[int, PersonView]] = {}
         return super().update(obs, info)
 
-    def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
+    def _before_tick(self, tick: int, views: dict[int, PersonView], scene: SceneView) -> None:
+        # the snapshots the tick's cues are judged on (read-only, so shared, not copied again)
         self.stance[tick] = {p.id: (p.room, p.near, len(p.holding), p.reach)
                              for p in self.people.values()}
-        self.where_before[tick] = dict(self.where)
-        self.views_before[tick] = self._views()
-        return super()._tick(tick, events)
+        self.where_before[tick] = scene.where  # type: ignore[assignment]
+        self.views_before[tick] = views
 
 
 class MindMemory:
@@ -142,28 +142,37 @@ class MindMemory:
         tick = t.tick
         why = self._evidence(events)
         p = Perception(tick)
-        for obj, loc in sorted(t.where.items()):
-            old = self.visual_facts.get(obj)
+        # Only the rows that differ are visited in Python (most of the table agrees with the
+        # tracker from one window to the next); each list is in object order, as before.
+        facts = self.visual_facts
+        create, update = p.pending["belief_create_visual_fact"], \
+            p.pending["belief_update_visual_fact"]
+        for obj in sorted([o for o, loc in t.where.items()
+                           if (f := facts.get(o)) is None or f.location != loc]):
+            loc, old = t.where[obj], facts.get(obj)
             if old is None:
-                p.pending["belief_create_visual_fact"].append(
-                    Change(None, obj, None, loc, tick, why.get(obj, "in view")))
-            elif old.location != loc:
-                p.pending["belief_update_visual_fact"].append(
-                    Change(None, obj, old.location, loc, tick, why.get(obj, "in view")))
+                create.append(Change(None, obj, None, loc, tick, why.get(obj, "in view")))
+            else:
+                update.append(Change(None, obj, old.location, loc, tick,
+                                     why.get(obj, "in view")))
+        create, update = p.pending["belief_create_actor_belief"], \
+            p.pending["belief_update_actor_belief"]
         for pid, person in sorted(t.people.items()):
             table = self.actor_beliefs.get(pid, {})
-            for obj, b in sorted(person.beliefs.items()):
-                old_row = table.get(obj)
+            beliefs = person.beliefs
+            for obj in sorted([o for o, b in beliefs.items()
+                               if (r := table.get(o)) is None or r.location is None
+                               or r.location != b.place]):
+                b, old_row = beliefs[obj], table.get(obj)
                 if old_row is None or old_row.location is None:
-                    p.pending["belief_create_actor_belief"].append(
-                        Change(pid, obj, None, b.place, b.tick, b.evidence))
-                elif old_row.location != b.place:
-                    p.pending["belief_update_actor_belief"].append(
-                        Change(pid, obj, old_row.location, b.place, b.tick, b.evidence))
-            for obj, row in sorted(table.items()):
-                if row.location is not None and obj not in person.beliefs:
-                    p.pending["belief_update_actor_belief"].append(
-                        Change(pid, obj, row.location, None, tick, "no longer believes it"))
+                    create.append(Change(pid, obj, None, b.place, b.tick, b.evidence))
+                else:
+                    update.append(Change(pid, obj, old_row.location, b.place, b.tick,
+                                         b.evidence))
+            for obj in sorted([o for o, row in table.items()
+                               if row.location is not None and o not in beliefs]):
+                update.append(Change(pid, obj, table[obj].location, None, tick,
+                                     "no longer believes it"))
         for cue in cues:
             prior = {o: f.location for o, f in self.actor_beliefs.get(cue.person, {}).items()
                      if f.location is not None}

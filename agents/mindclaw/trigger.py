@@ -121,36 +121,35 @@ def action_mask(memory: MindMemory, state: WindowState) -> np.ndarray:
     cue and no intervention yet; ``action_run`` a need found and no intervention yet;
     ``noop`` is always valid.
     """
-    mask = np.zeros(len(TRIGGER_OPS), dtype=bool)
-    for i, op in enumerate(BELIEF_OPS):
-        mask[i] = state.perception.count(op) > 0
-    mask[op_index("reasoning_run")] = not state.acted and state.next_cue() is not None
-    mask[op_index("action_run")] = not state.acted and bool(state.needs)
-    mask[op_index("noop")] = True
-    return mask
+    # built as a list, then one array (the order of TRIGGER_OPS)
+    count = state.perception.count
+    free = not state.acted
+    return np.array([count(op) > 0 for op in BELIEF_OPS]
+                    + [free and state.next_cue() is not None, free and bool(state.needs), True],
+                    dtype=bool)
 
 
 def trigger_features(memory: MindMemory, state: WindowState,
                      skills: SkillBook | None = None) -> np.ndarray:
     """The documented feature vector (float32, length :data:`TRIGGER_FEATURE_SIZE`)."""
-    x = np.zeros(TRIGGER_FEATURE_SIZE, dtype=np.float32)
-    for i, op in enumerate(BELIEF_OPS):
-        x[i] = min(state.perception.count(op) / 10.0, 1.0)
-    x[4] = min(state.unhandled() / 5.0, 1.0)
+    # built as a list (in FEATURE_NAMES order), then one float32 array
+    count = state.perception.count
+    x: list[Any] = [min(count(op) / 10.0, 1.0) for op in BELIEF_OPS]
+    x.append(min(state.unhandled() / 5.0, 1.0))
     cue = state.next_cue()
     if cue is not None:
         sig = cue.signature
-        x[5 + ("look", "stretch", "stand").index(sig["kind"])] = 1.0
-        for j, key in enumerate(("noticed", "believed_here", "usual_place", "small",
-                                 "hands_full")):
-            x[8 + j] = float(bool(sig.get(key)))
-        if skills is not None:
-            x[13] = skills.confidence(sig)
-    x[14] = float(bool(state.needs))
-    x[15] = float(state.acted)
-    x[16] = min(state.dispatches / MAX_DISPATCHES, 1.0)
-    x[17] = min(max(state.tick, 0) / 200.0, 1.0)
-    return x
+        kind = [0.0, 0.0, 0.0]
+        kind[("look", "stretch", "stand").index(sig["kind"])] = 1.0
+        x += kind
+        x += [float(bool(sig.get(key))) for key in ("noticed", "believed_here",
+                                                     "usual_place", "small", "hands_full")]
+        x.append(skills.confidence(sig) if skills is not None else 0.0)
+    else:
+        x += [0.0] * 9
+    x += [float(bool(state.needs)), float(state.acted),
+          min(state.dispatches / MAX_DISPATCHES, 1.0), min(max(state.tick, 0) / 200.0, 1.0)]
+    return np.array(x, dtype=np.float32)
 
 
 def policy_observation(memory: MindMemory, state: WindowState,

@@ -276,7 +276,7 @@ class MindHelperTriggerEnv(gym.Env):
             op = engine.trigger.automatic(engine.memory, state)
             if op is None:
                 mask = action_mask(engine.memory, state)
-                if mask[:-1].any():
+                if any(mask.tolist()[:-1]):  # (cheaper than numpy's any on 6 values)
                     self._mask = mask
                     return reward, None
                 op = "noop"

@@ -41,6 +41,7 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -265,11 +266,7 @@ class EpisodePool:
                 self._bundled = dict(enumerate(lines))
                 return
             try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                for k, line in enumerate(lines):
-                    path = self.directory / f"{k}.json"
-                    if not path.exists():
-                        _atomic_write(path, line)
+                _unpack_lines(self.directory, lines)
             except OSError as err:  # a read-only cache: keep the bundle in memory
                 logger.warning("episode pool: cannot unpack the bundle into %s (%s); keeping "
                                "it in memory", self.directory, err)
@@ -312,6 +309,47 @@ class EpisodePool:
             _atomic_write(path, json.dumps(spec, separators=(",", ":")).encode("utf-8"))
         except OSError as err:  # a read-only cache only costs speed
             logger.warning("episode pool: cannot write %s (%s); keeping it in memory", path, err)
+
+
+def _unpack_lines(directory: Path, lines: list[bytes]) -> None:
+    """Write ``lines[k]`` to ``directory/<k>.json`` for each ``k`` whose file is missing,
+    atomically: the files are written in a private temporary directory next to
+    ``directory``, which then becomes ``directory`` in one rename when there is none yet
+    (a cold cache: one rename instead of one temporary file per entry); otherwise each
+    missing file is moved in by itself (``os.replace``), so processes sharing the directory
+    never see half a file either way."""
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    # (os.mkdir: the permissions a plain mkdir gives, as the directory it becomes)
+    tmp = directory.parent / f".{directory.name}.{os.getpid()}.{os.urandom(6).hex()}.tmp"
+    os.mkdir(tmp)
+    try:
+        fresh = not directory.exists()
+        into, there = str(tmp), str(directory)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+        for k, line in enumerate(lines):
+            name = f"{k}.json"
+            if fresh or not os.path.exists(os.path.join(there, name)):
+                fd = os.open(os.path.join(into, name), flags, 0o666)
+                try:
+                    view = memoryview(line)
+                    while view:  # (os.write may write less than asked)
+                        view = view[os.write(fd, view):]
+                finally:
+                    os.close(fd)
+        if fresh:
+            try:
+                os.rename(tmp, directory)  # fails if the directory appeared meanwhile
+                return
+            except OSError:
+                if not directory.is_dir():
+                    raise
+        for name in os.listdir(tmp):
+            path = directory / name
+            if not path.exists():
+                os.replace(tmp / name, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
