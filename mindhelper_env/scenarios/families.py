@@ -22,7 +22,7 @@ from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.scenarios.draft import FITS as _FITS
 from mindhelper_env.scenarios.draft import NAMES, Draft
 from mindhelper_env.scenarios.draft import Reject as _Reject
-from mindhelper_env.scenarios.observer import GOAL_AFTER
+from mindhelper_env.scenarios.observer import GOAL_AFTER, is_usual_place
 from mindhelper_env.world.house import OBJECT_CATALOG
 
 __all__ = ["BUILDERS", "Draft", "NAMES"]
@@ -112,6 +112,18 @@ def _put_away_other(d: Draft, who: int, room: int, avoid: tuple[int, ...], cls: 
 _L2_BOX_SHARE = {"relocation": 0.5, "self_corrected": 0.0, "watched_move_seen": 1.0}
 
 
+def _usual_or_not(d: Draft, cls: str, cands: list[int]) -> list[int]:
+    """The places of ``cands`` where one keeps a ``cls`` or those where one does not, even
+    odds (either where the other kind is missing): in the watched group the surface X is
+    moved onto is drawn this way on both sides, so that whether X now lies somewhere usual
+    (what a robot blind to who saw what would go by) says nothing."""
+    usual = [p for p in cands if is_usual_place(cls, d.g.nodes[p].class_name)]
+    other = [p for p in cands if p not in usual]
+    if usual and other:
+        return usual if d.chance(0.5) else other
+    return cands
+
+
 def _new_place(d: Draft, a: int, variant: str, cands: list[int]) -> int:
     """Where B moves X: one of ``cands``, within A's reach (A may fetch it there later), a
     container with the variant's :data:`_L2_BOX_SHARE` (default 0.7) where there is one."""
@@ -172,15 +184,15 @@ def _relocation(d: Draft, variant: str) -> None:
         if variant == "self_corrected":
             cands = [p for p in d.surfaces(max_top=1.1) if d.room_of(p) not in (r1, r_away)]
         elif seen_back:
-            cands = [p for p in d.surfaces(r1) if p != l1] or [p for p in d.places(r1)
-                                                               if p != l1]
+            cands = _usual_or_not(d, cls, [p for p in d.surfaces(r1) if p != l1]
+                                  or [p for p in d.places(r1) if p != l1])
         elif variant == "watched":
             # as in the twin: half the time into another container of the room (which A
             # cannot see into on coming back), otherwise onto a surface, here of another room
             boxes = [p for p in d.reachable_for(a, d.containers(r1, max_top=1.5)) if p != l1]
-            cands = boxes if boxes and d.chance(0.5) else [
+            cands = boxes if boxes and d.chance(0.5) else _usual_or_not(d, cls, [
                 p for p in d.surfaces() if d.room_of(p) not in (r1, r_away)] or [
-                p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
+                p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1])
         else:
             cands = [p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
         l2 = _new_place(d, a, "self_corrected" if seen_back else variant, cands)
