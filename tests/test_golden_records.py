@@ -25,11 +25,11 @@ AGENTS = ("silent", "random", "reactive", "belief-tracker", "oracle", "mindclaw"
 # mh-gen-2.1 content and the belief block of belief-table agents (docs/data-format.md).
 GOLDEN = {
     "silent.jsonl": "6797952e8c51e7cea15574afe6a67005b0cca79313c3374f9b330a7f22e9bfc3",
-    "random.jsonl": "98f3045a72ee4f23b385b045e8296d879daab6405390a3eaa98304caf7dc378b",
-    "reactive.jsonl": "57a5e77691d9e48ee8cc6c0cc27c11027399bd9c6c5f62074bdc77c4af5b9732",
-    "belief-tracker.jsonl": "6df3d581ce3fd5b3836a2292366c3180e707faca8b4633d3da20795b1bc1e776",
-    "oracle.jsonl": "99276f06a2f02d99dd3b6325d04f9704f1eaed427bef0d720cd1bd3e119fbbe2",
-    "mindclaw.jsonl": "f8e80409b205f4d841da64cd841f562fee70161754a07520251eedaf6d8f863f",
+    "random.jsonl": "5709c42c9a4dd679853e6b34d309c7622ea73deb74959a6bf1e510fb0bee6227",
+    "reactive.jsonl": "9324fced8025b88228b4dbfc1060a66c648fd04776e5d39d160f2d86feb29f57",
+    "belief-tracker.jsonl": "5c07eaacb2c6292308d68808c096212e3e5ceaa112b26f63e369793894b2957e",
+    "oracle.jsonl": "66071ecb152bb442896bac5b424f47c004ecb9f0017c3169219d95ad288af54c",
+    "mindclaw.jsonl": "163299f44ae632fa56ad95b2799c256705e5abec1acace2cedc710a1dea13cce",
 }
 # run.json of that run: the settings a resume compares (its format must stay readable).
 GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1,

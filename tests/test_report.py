@@ -118,11 +118,11 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "21d5263a7c864b5d5ffd88073dc6bb3a4081cf2f98e974b5109f985c93db697f",
-    "reactive": "df5742ff5842949dc06a9f05f24ceb923dbd489c13ccea16795884fc5810cc53",
-    "oracle": "d9b3e4800e17cfbcf7bffb65a528c09aa32602b6284faa327b6ef17475401b25",
-    "belief-tracker": "cd5bbbd02403c26a42ceeccc90ea9a9229b4002ac0a70c07452079b849499631",
-    "mindclaw": "b26e1c201a6c823e26fae7f70ed047db78e66a7dc9c4a2d878ec88f79a3e5203",
+    "random": "903b6a19e08e7f0e785e0625729f8831f7081ed369d4ef5292c96c22e168a7c2",
+    "reactive": "b33c9c7183effc295a9b1b01fa9d734252eedcdaa47a77cba3dcdf4bdab556d5",
+    "oracle": "ea4ca6f6dca8fc5e506ddc56ee62068f0f3bd65d64e957c60afc75c1ad64889d",
+    "belief-tracker": "a64f05b8a73a64b0e8b6d1433da27262707f231d531d73e3e8c6a87b00c07922",
+    "mindclaw": "765fa3bc20f66e5b3d6013003b2fa88e145c6a5e9cd673ef267d04e98c320dc6",
 }
 
 
