@@ -107,9 +107,10 @@ def _put_away_other(d: Draft, who: int, room: int, avoid: tuple[int, ...], cls: 
 #: How often B moves X into a container (rather than onto a surface), by variant: chosen so
 #: that the containers opened and closed before the cue are as many in each help family as in
 #: its twins (``self_corrected`` puts X on a surface, where A sees it on the way back; so does
-#: the half of ``watched_move_seen`` where A is away for the move, and the other half then
-#: uses a container wherever the room has one).
-_L2_BOX_SHARE = {"relocation": 0.5, "self_corrected": 0.0, "watched_move_seen": 1.0}
+#: ``seen_back``, the half of ``watched_move_seen`` where A is away for the move, and the
+#: other half then uses a container wherever the room has one).
+_L2_BOX_SHARE = {"relocation": 0.5, "self_corrected": 0.0, "seen_back": 0.0,
+                 "watched_move_seen": 1.0}
 
 
 def _usual_or_not(d: Draft, cls: str, cands: list[int]) -> list[int]:
@@ -195,7 +196,7 @@ def _relocation(d: Draft, variant: str) -> None:
                 p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1])
         else:
             cands = [p for p in d.places(max_top=1.5) if d.room_of(p) != r_away and p != l1]
-        l2 = _new_place(d, a, "self_corrected" if seen_back else variant, cands)
+        l2 = _new_place(d, a, "seen_back" if seen_back else variant, cands)
         told = variant in ("told_away", "told")
         away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + slow
         d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
