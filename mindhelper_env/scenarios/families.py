@@ -171,10 +171,12 @@ def _relocation(d: Draft, variant: str) -> None:
             _put_away_other(d, b, r1, (l1,), cls)
     away = [r for r in d.rooms if r != r1]
     r_away = d.pick(away)
-    # the watched twin: half the time A watches the move; otherwise A is away for it, as in
-    # the help family, and sees X lying on a surface of the room on coming back (so "it was
-    # moved while the one who put it there was away" is as common on both sides)
-    seen_back = variant == "watched_move_seen" and d.chance(0.5)
+    # the watched twin: where A put X away themself, A is away for the move, as in the help
+    # family, and sees X lying on a surface of the room on coming back; where A only watched
+    # B put it away, A also watches B move it. So "it was moved while the one who put it
+    # there was away" is as common on both sides (it was 1 in 2 help episodes against 1 in
+    # 4 twins while the twin's A was away at even odds whoever put X away)
+    seen_back = variant == "watched_move_seen" and not watched
     stays_in_view = variant == "witnessed" or (variant == "watched_move_seen" and not seen_back)
     if stays_in_view:
         l2 = _new_place(d, a, variant, [p for p in d.places(r1, max_top=1.5) if p != l1])
@@ -216,6 +218,14 @@ def _relocation(d: Draft, variant: str) -> None:
         d.goto(listener, d.pick(d.furniture(d.world.chars[listener].room)),
                int(d.rng.integers(20, 30)))
         d.tell(b, listener, x, l2)
+        if variant == "told_away":
+            # the listener then walks about their room: what the house shows after the cue
+            # makes up for the twin's A fetching X from L2 (a help episode's A stays stuck),
+            # so that how many events follow the cue says nothing
+            room_l = d.world.chars[listener].room
+            d.idle(listener, int(d.rng.integers(8, 15)))
+            for _ in range(int(d.rng.integers(1, 4))):
+                d.goto(listener, d.pick(d.furniture(room_l)), int(d.rng.integers(1, 4)))
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
     if variant in _RELOCATION_HELP:

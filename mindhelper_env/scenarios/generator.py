@@ -70,10 +70,11 @@ HEDGE_LINES = 8
 #: twins someone coming over to help or telling where things went), so that how busy the
 #: house is after the cue predicts no twin group's label (``tests/test_validity.py``).
 CARRY_ON: dict[str, tuple[int, int, float]] = {
-    "false_belief_relocation": (1, 3, 2.0), "false_belief_watched": (1, 3, 4.0),
+    "false_belief_relocation": (2, 4, 3.0), "false_belief_watched": (1, 3, 4.0),
     "false_belief_told_away": (1, 3, 4.0), "false_belief_emptied": (1, 3, 3.0),
     "implicit_goal_search": (1, 3, 3.0), "implicit_goal_reach": (1, 3, 3.0),
-    "implicit_goal_blocked": (1, 3, 3.0),
+    "implicit_goal_blocked": (2, 4, 3.0),
+    "false_belief_witnessed": (0, 2, 0.0), "false_belief_self_corrected": (0, 2, 0.0),
     "watched_move_seen": (0, 1, 0.0), "false_belief_told": (0, 0, 0.0),
     "emptied_witnessed": (0, 0, 0.0), "emptied_spare": (0, 0, 0.0),
 }
