@@ -25,11 +25,11 @@ AGENTS = ("silent", "random", "reactive", "belief-tracker", "oracle", "mindclaw"
 # mh-gen-2.1 content and the belief block of belief-table agents (docs/data-format.md).
 GOLDEN = {
     "silent.jsonl": "6797952e8c51e7cea15574afe6a67005b0cca79313c3374f9b330a7f22e9bfc3",
-    "random.jsonl": "5709c42c9a4dd679853e6b34d309c7622ea73deb74959a6bf1e510fb0bee6227",
-    "reactive.jsonl": "9324fced8025b88228b4dbfc1060a66c648fd04776e5d39d160f2d86feb29f57",
-    "belief-tracker.jsonl": "5c07eaacb2c6292308d68808c096212e3e5ceaa112b26f63e369793894b2957e",
-    "oracle.jsonl": "66071ecb152bb442896bac5b424f47c004ecb9f0017c3169219d95ad288af54c",
-    "mindclaw.jsonl": "163299f44ae632fa56ad95b2799c256705e5abec1acace2cedc710a1dea13cce",
+    "random.jsonl": "2aedec31e43622e8398780b58a9b8b7bcda01b353954ebc81a42941e5e07509a",
+    "reactive.jsonl": "d1e82d313e52583f531b096f4e457bd32e2c90affb9ec6b73e6ebd612660fbd2",
+    "belief-tracker.jsonl": "044279d3884472d909d8cc88d13715de9d7026b2e2cd92a949c2866abde8cf02",
+    "oracle.jsonl": "9a7c6ae617397cf91d4b833ed74e48e2c1dc505704a12a4d67c24d05f415d116",
+    "mindclaw.jsonl": "4f3a6b84cf5d9ec938a4ace5a4cefc9efa4d65c6547dbc9ed8abe1f0c02e0d62",
 }
 # run.json of that run: the settings a resume compares (its format must stay readable).
 GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1,

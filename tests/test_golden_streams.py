@@ -80,10 +80,10 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 # 2.2: people carry on once their task is over; 2.3: attention and watched set-ups balanced
 # further).
 GOLDEN = {
-    "dev-home": "12119ede468ff09b2373eaaed1c497431ef6281bdcd07fdb6bcfff972bd58aa2",
-    "dev-room": "344f75e81b761832b6289f0f2d2df7888467b996a7c2b38c395510d9edd82cfa",
-    "fresh-home": "b496f42f370688ff31e828862cc040537b45c8c0dc077c1b5810bd6a81d9c2c3",
-    "pool-home": "49480eea8869ec4663635d2f82da0d2c9486959a55f24b1c377f45063a75291c",
+    "dev-home": "c6955fb7f419aa4736cafe3260ebf2b2938819bef72bbd864e38838f1bbaf41b",
+    "dev-room": "82b9b65971aca036b873db85f86f2bb25c43ee05d2ed1b234fd95dcd21ca01cc",
+    "fresh-home": "331cdee074ee99cc2164fe7da67941a23b4b37772c81f0f71d6e059269cce101",
+    "pool-home": "8b5e4e2fc58a50c3ec12fbbe64a7b6a4b18ac3cdbaaa4d4ee877e64447e9ee71",
 }
 
 

@@ -118,11 +118,11 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "903b6a19e08e7f0e785e0625729f8831f7081ed369d4ef5292c96c22e168a7c2",
-    "reactive": "b33c9c7183effc295a9b1b01fa9d734252eedcdaa47a77cba3dcdf4bdab556d5",
-    "oracle": "ea4ca6f6dca8fc5e506ddc56ee62068f0f3bd65d64e957c60afc75c1ad64889d",
-    "belief-tracker": "a64f05b8a73a64b0e8b6d1433da27262707f231d531d73e3e8c6a87b00c07922",
-    "mindclaw": "765fa3bc20f66e5b3d6013003b2fa88e145c6a5e9cd673ef267d04e98c320dc6",
+    "random": "29170561ce8cfe2cf3521dc8ced91e226ce1f457f0aa995267a97582f25219c9",
+    "reactive": "b2df1146263032ff40ac3004d1103c62fe0046b79d7121c68385e4297f4a5930",
+    "oracle": "8b20a994439e6e676839a1e7817044d36edda7ef8183979d99a1b83af8aa1ae9",
+    "belief-tracker": "d6f394da2c819bf11ce080f7ed5d38b107e58c26f714ead238e64c1033019b31",
+    "mindclaw": "7484afca0eafc5c89e35ab1a078d8e46e00deb7d1a221212bf851ed19a4977b0",
 }
 
 

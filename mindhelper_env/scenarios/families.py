@@ -201,7 +201,15 @@ def _relocation(d: Draft, variant: str) -> None:
         l2 = _new_place(d, a, "seen_back" if seen_back else variant, cands)
         told = variant in ("told_away", "told")
         away_ticks = int(d.rng.integers(14, 20)) + (10 if told else 0) + slow
-        d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
+        third = [r for r in d.rooms if r not in (r1, r_away, d.room_of(l2))]
+        if variant in ("relocation", "spare", "irrelevant") and third and d.chance(0.45):
+            # on the way back A sometimes passes through a third room, as the self-corrected
+            # twin's A goes by L2's room: how many rooms A was in says nothing
+            k = int(d.rng.integers(3, 7))
+            d.goto(a, d.pick(d.furniture(r_away)), max(away_ticks - k, 4))
+            d.goto(a, d.pick(d.furniture(d.pick(third))), k)
+        else:
+            d.goto(a, d.pick(d.furniture(r_away)), away_ticks)
         d.idle(b, int(d.rng.integers(6, 10)) + d.world.distance(r1, r_away) + slow)
     d.fetch(b, x, l2, [l1])
     if (stays_in_view or in_watched_group) and d.chance(0.7):
@@ -426,8 +434,13 @@ def _search(d: Draft, variant: str) -> None:
     if len(usual) < 2:
         raise _Reject("too few places to search")
     d.remove_instances(cls)
-    # the earlier step: in A's room, or in another room A goes to for it
-    r_step = r0 if d.chance(0.5) else d.pick(d.rooms)
+    # the earlier step: in another room A goes to for it, on every side (when it was in A's
+    # own room half the time, the seen twin's X lay in A's room at reset half the time and
+    # the help family's never: the reset narration read it)
+    others = [r for r in d.rooms if r != r0]
+    if not others:
+        raise _Reject("one room only")
+    r_step = d.pick(others)
     if d.chance(0.5):
         d.goto(a, d.pick(d.furniture(r0)), int(d.rng.integers(2, 5)))
     d.earlier_step(a, cls, r_step)
