@@ -25,11 +25,11 @@ AGENTS = ("silent", "random", "reactive", "belief-tracker", "oracle", "mindclaw"
 # mh-gen-2.1 content and the belief block of belief-table agents (docs/data-format.md).
 GOLDEN = {
     "silent.jsonl": "6797952e8c51e7cea15574afe6a67005b0cca79313c3374f9b330a7f22e9bfc3",
-    "random.jsonl": "2aedec31e43622e8398780b58a9b8b7bcda01b353954ebc81a42941e5e07509a",
-    "reactive.jsonl": "d1e82d313e52583f531b096f4e457bd32e2c90affb9ec6b73e6ebd612660fbd2",
-    "belief-tracker.jsonl": "044279d3884472d909d8cc88d13715de9d7026b2e2cd92a949c2866abde8cf02",
-    "oracle.jsonl": "9a7c6ae617397cf91d4b833ed74e48e2c1dc505704a12a4d67c24d05f415d116",
-    "mindclaw.jsonl": "4f3a6b84cf5d9ec938a4ace5a4cefc9efa4d65c6547dbc9ed8abe1f0c02e0d62",
+    "random.jsonl": "ef692ebea0391686a3751cfc4c3a5b699e3d4bd2ac0d3b9aab7df9aef3603509",
+    "reactive.jsonl": "ce3e4aef73e9387d6a3a264ff31ce0841b141588c2d55eade0acd78e8bf51878",
+    "belief-tracker.jsonl": "fa3b530d73e6455a06ca8c1c320138b97499dcb9f88837ceecc65139202a5f95",
+    "oracle.jsonl": "5275348c8740c433281e32823e0120c5367c905f058d2194e96591a5beb4eee9",
+    "mindclaw.jsonl": "c379edc5e30a3983ec1c16221af7d65852d2ed0a9bdb685ea6857b71334b0ae8",
 }
 # run.json of that run: the settings a resume compares (its format must stay readable).
 GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1,

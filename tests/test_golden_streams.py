@@ -75,14 +75,14 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 
 # Re-pinned (deliberately) for 0.4.0: interventions are timed by the issue of the first
 # acting program (records' actions carry "acts"; rewards and t_I move with it), every episode
-# runs to its horizon, and the generator is mh-gen-2.3 (the v2 families and suites; 2.1:
+# runs to its horizon, and the generator is mh-gen-2.4 (the v2 families and suites; 2.1:
 # noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover;
 # 2.2: people carry on once their task is over; 2.3: attention and watched set-ups balanced
-# further).
+# further; 2.4: post-cue activity, the watched twin and the search family's earlier step).
 GOLDEN = {
-    "dev-home": "c6955fb7f419aa4736cafe3260ebf2b2938819bef72bbd864e38838f1bbaf41b",
-    "dev-room": "82b9b65971aca036b873db85f86f2bb25c43ee05d2ed1b234fd95dcd21ca01cc",
-    "fresh-home": "331cdee074ee99cc2164fe7da67941a23b4b37772c81f0f71d6e059269cce101",
+    "dev-home": "b0273f8fada291e68fd58d3820b64009b04b0f20191bed2cdf47da5db08b63e5",
+    "dev-room": "70751f003b96b56e4a782edf0aa4470fd3155001a5144900628bfff393fb3755",
+    "fresh-home": "78b80e8d9d97706a95ca693aef657ff5500a8ca5d3efcb934a997d9c63208929",
     "pool-home": "8b5e4e2fc58a50c3ec12fbbe64a7b6a4b18ac3cdbaaa4d4ee877e64447e9ee71",
 }
 

@@ -118,11 +118,11 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "29170561ce8cfe2cf3521dc8ced91e226ce1f457f0aa995267a97582f25219c9",
-    "reactive": "b2df1146263032ff40ac3004d1103c62fe0046b79d7121c68385e4297f4a5930",
+    "random": "a7dd03fe29f6cd37d58333781b9d9359847e1405d8fc3a55eef4dac4d367ef84",
+    "reactive": "6adeccb5681405836cfa73eb2eb13f749c7c42632eff916473d2bf171df7a06a",
     "oracle": "8b20a994439e6e676839a1e7817044d36edda7ef8183979d99a1b83af8aa1ae9",
-    "belief-tracker": "d6f394da2c819bf11ce080f7ed5d38b107e58c26f714ead238e64c1033019b31",
-    "mindclaw": "7484afca0eafc5c89e35ab1a078d8e46e00deb7d1a221212bf851ed19a4977b0",
+    "belief-tracker": "5d5a4bb1abb917ffc9d1310e0f6420429545914353a650f0d693981533445b95",
+    "mindclaw": "035c25a3f222a13c814906c303189e8c6d38ac58c9cf7c236684d9b0b8ce56f1",
 }
 
 
