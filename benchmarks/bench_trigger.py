@@ -10,7 +10,9 @@ repeats.
   it) against the same learner on sb3-contrib's ``InvalidActionEnvDiscrete`` (the peer),
   run interleaved (peer, ours, peer, ours, ...) so that both see the same machine load;
   env steps/s of each (the whole ``learn`` call, from a model built on fresh envs) and the
-  ratio ours / peer of each pair and of the medians;
+  ratio ours / peer of each pair and of the medians; ``--vec both`` also runs each pair on
+  ``SubprocVecEnv`` (one process per env) and reports ours there against the peer on
+  DummyVecEnv (``best_vs_best``: each side in its fastest set-up);
 
 * ``speed``: env steps/s of ``MindHelper-Trigger-v0`` alone (masked random actions) and of
   ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
@@ -97,17 +99,27 @@ def _ppo_rate(vec, n_steps: int) -> float:
     return rate
 
 
-def bench_peer(n_steps: int) -> float:
-    """MaskablePPO on sb3-contrib's own ``InvalidActionEnvDiscrete`` (7 actions, 3 masked)."""
+def _vec_cls(vec: str):
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    return SubprocVecEnv if vec == "subproc" else DummyVecEnv
+
+
+def _peer_env():
     from sb3_contrib.common.envs import InvalidActionEnvDiscrete
+
+    return InvalidActionEnvDiscrete(dim=7, n_invalid_actions=3)
+
+
+def bench_peer(n_steps: int, vec: str = "dummy") -> float:
+    """MaskablePPO on sb3-contrib's own ``InvalidActionEnvDiscrete`` (7 actions, 3 masked)."""
     from stable_baselines3.common.env_util import make_vec_env
 
-    vec = make_vec_env(lambda: InvalidActionEnvDiscrete(dim=7, n_invalid_actions=3),
-                       n_envs=2, seed=0)
-    return _ppo_rate(vec, n_steps)
+    vec_env = make_vec_env(_peer_env, n_envs=2, seed=0, vec_env_cls=_vec_cls(vec))
+    return _ppo_rate(vec_env, n_steps)
 
 
-def bench_cold(n_steps: int) -> float:
+def bench_cold(n_steps: int, vec: str = "dummy") -> float:
     """MaskablePPO on ``MindHelper-Trigger-v0`` (default pool) in a fresh cache directory."""
     import os
 
@@ -117,8 +129,9 @@ def bench_cold(n_steps: int) -> float:
     with tempfile.TemporaryDirectory(prefix="mindhelper-cold-") as tmp:
         os.environ["MINDHELPER_CACHE_DIR"] = tmp
         try:
-            vec = make_vec_env("MindHelper-Trigger-v0", n_envs=2, seed=0)
-            return _ppo_rate(vec, n_steps)
+            vec_env = make_vec_env("MindHelper-Trigger-v0", n_envs=2, seed=0,
+                                   vec_env_cls=_vec_cls(vec))
+            return _ppo_rate(vec_env, n_steps)
         finally:
             if old is None:
                 os.environ.pop("MINDHELPER_CACHE_DIR", None)
@@ -126,14 +139,32 @@ def bench_cold(n_steps: int) -> float:
                 os.environ["MINDHELPER_CACHE_DIR"] = old
 
 
-def bench_ratio(repeats: int, n_steps: int) -> dict:
-    peer, ours = [], []
+def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy") -> dict:
+    """Peer and ours, both on ``DummyVecEnv`` (the goal's measure); with ``vec="both"`` each
+    pair also runs both on ``SubprocVecEnv`` (one process per env), and the report adds
+    ``best_vs_best``: ours on subprocesses against the peer on DummyVecEnv (the fastest
+    set-up of each: a peer this cheap only loses to the pipes)."""
+    peer, ours, peer_sp, ours_sp = [], [], [], []
     for _ in range(repeats):
         peer.append(bench_peer(n_steps))
         ours.append(bench_cold(n_steps))
-        print(json.dumps({"peer": round(peer[-1]), "trigger_cold": round(ours[-1]),
-                          "ratio": round(ours[-1] / peer[-1], 3)}), flush=True)
-    return {"steps": n_steps,
+        line = {"peer": round(peer[-1]), "trigger_cold": round(ours[-1]),
+                "ratio": round(ours[-1] / peer[-1], 3)}
+        if vec == "both":
+            peer_sp.append(bench_peer(n_steps, "subproc"))
+            ours_sp.append(bench_cold(n_steps, "subproc"))
+            line.update(peer_subproc=round(peer_sp[-1]), trigger_cold_subproc=round(ours_sp[-1]),
+                        best_vs_best=round(ours_sp[-1] / peer[-1], 3))
+        print(json.dumps(line), flush=True)
+    extra = {}
+    if vec == "both":
+        extra = {"peer_subproc_steps_per_s": [round(x) for x in peer_sp],
+                 "trigger_cold_subproc_steps_per_s": [round(x) for x in ours_sp],
+                 "trigger_cold_subproc_median": round(statistics.median(ours_sp)),
+                 "peer_subproc_median": round(statistics.median(peer_sp)),
+                 "best_vs_best_of_medians": round(statistics.median(ours_sp)
+                                                  / statistics.median(peer), 3)}
+    return {**extra, "steps": n_steps,
             "peer_steps_per_s": [round(x) for x in peer],
             "trigger_cold_steps_per_s": [round(x) for x in ours],
             "pair_ratios": [round(o / p, 3) for o, p in zip(ours, peer, strict=True)],
@@ -178,6 +209,8 @@ def main() -> None:
     ap.add_argument("--parts", default="ratio,speed,train,suite")
     ap.add_argument("--ratio-steps", type=int, default=20_480,
                     help="env steps of each learn call in the ratio part")
+    ap.add_argument("--vec", choices=("dummy", "both"), default="dummy",
+                    help="ratio part: also run both sides on SubprocVecEnv ('both')")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--bc-episodes", type=int, default=500)
     ap.add_argument("--timesteps", type=int, default=200_000)
@@ -190,7 +223,7 @@ def main() -> None:
     parts = set(args.parts.split(","))
     report: dict = {}
     if "ratio" in parts:
-        report["ratio"] = bench_ratio(args.repeats, args.ratio_steps)
+        report["ratio"] = bench_ratio(args.repeats, args.ratio_steps, args.vec)
         print(json.dumps(report["ratio"]), flush=True)
     if "speed" in parts:
         envs = [bench_env() for _ in range(args.repeats)]
