@@ -110,7 +110,9 @@ def test_bad_actions_never_raise_and_count_as_attempts(vh_env, action):
 
 def test_unreachable_line_is_reported(vh_env):
     obs, info = vh_env.reset(seed=2)
-    far = max(info["candidates"]["objects"], key=lambda o: o["id"])
+    holders = {a["id"] for a in info["candidates"]["actors"]} | {info["robot"]["id"]}
+    far = max((o for o in info["candidates"]["objects"] if o["location"] not in holders),
+              key=lambda o: o["id"])
     obs, r, term, trunc, info = vh_env.step(f"[grab] <{far['class']}> ({far['id']})")
     assert "not close" in info["action_error"] or "closed container" in info["action_error"]
 

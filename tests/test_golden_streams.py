@@ -83,7 +83,7 @@ GOLDEN = {
     "dev-home": "b0273f8fada291e68fd58d3820b64009b04b0f20191bed2cdf47da5db08b63e5",
     "dev-room": "70751f003b96b56e4a782edf0aa4470fd3155001a5144900628bfff393fb3755",
     "fresh-home": "78b80e8d9d97706a95ca693aef657ff5500a8ca5d3efcb934a997d9c63208929",
-    "pool-home": "8b5e4e2fc58a50c3ec12fbbe64a7b6a4b18ac3cdbaaa4d4ee877e64447e9ee71",
+    "pool-home": "b62a99c28a7d5c31a91a1b91bbfd4b26f3fa1900cef4374b0da5d1a239ce4e62",
 }
 
 

@@ -301,11 +301,15 @@ class ScriptedClientStub:
 
 def test_failed_calls_are_counted_by_kind(env):
     need("openai")
-    # an episode in which the symbolic MindClaw reasons about a cue and acts
-    index = next(i for i in range(40)
-                 if (s := run_episode(env, make_agent("mindclaw"),
-                                      options={"suite": SUITE, "index": i}))["actions"]
-                 and any(w["reasoning"] for w in s["trace"]))
+    # an episode in which the symbolic MindClaw reasons about a cue and acts, and one in
+    # which a deterministic skill acts
+    runs = [run_episode(env, make_agent("mindclaw"), options={"suite": SUITE, "index": i})
+            for i in range(40)]
+    index = next(i for i, s in enumerate(runs)
+                 if s["actions"] and any(w["reasoning"] for w in s["trace"]))
+    by_skill = next(i for i, s in enumerate(runs)
+                    if any(w["action"] and any(k["op"] == "action_run" for k in w["skills"])
+                           for w in s["trace"]))
     with ScriptedServer([Reply(status=500)]) as server:
         spec = f"openai:scripted@{server.url}"
         rec = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0),
@@ -313,6 +317,8 @@ def test_failed_calls_are_counted_by_kind(env):
         fb = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0,
                                          fallback="symbolic"),
                          options={"suite": SUITE, "index": index})
+        skilled = run_episode(env, make_agent("mindclaw", model=spec, max_retries=0),
+                              options={"suite": SUITE, "index": by_skill})
     u = rec["usage"]
     assert u["model_calls"] > 0 and u["fallbacks"] == u["model_calls"]
     assert u["errors"] == {"http_500": u["model_calls"]}
@@ -323,7 +329,8 @@ def test_failed_calls_are_counted_by_kind(env):
     # what still acts is a deterministic skill, and it is counted as such
     assert all(any(s["op"] == "action_run" for s in w["skills"])
                for w in rec["trace"] if w["action"])
-    assert u["sources"].get("skill", 0) > 0
+    assert skilled["actions"] == runs[by_skill]["actions"]
+    assert skilled["usage"]["sources"].get("skill", 0) > 0
     assert fb["actions"] == sym["actions"]
     assert all(r["source"] == "fallback" for w in fb["trace"] for r in w["reasoning"])
 
