@@ -71,8 +71,26 @@ def _same_look(d: Draft, a: int, l1: int, l2: int, *, stayed: bool) -> None:
                int(d.rng.integers(2, 7)))
     _before_the_look(d, a, l1, l2)
     d.check(a, l1)
-    if d.chance(0.5):  # a moment's pause after the look, as a stuck person shows
-        d.idle(a, int(d.rng.integers(2, 6)))
+    _pause_as_stuck(d, a, l1)
+
+
+#: Ticks a focus person who knows better waits after the look before going for X: past the
+#: robot's deadline and its next decision, so that waiting to see whether they find it tells
+#: nothing (as a helper who noticed comes only after ``NOTICE_DELAY``).
+SELF_RESOLVE_DELAY = (9, 13)
+
+
+def _pause_as_stuck(d: Draft, a: int, near: int) -> None:
+    """After the look, ``a`` does what a stuck person does (:meth:`Draft.stuck_after_one_try`):
+    half the time walks over to other furniture of the room of ``near`` (without sitting down),
+    otherwise stands still, for :data:`SELF_RESOLVE_DELAY` ticks before carrying on."""
+    wait = int(d.rng.integers(*SELF_RESOLVE_DELAY))
+    spots = [f for f in d.furniture(d.room_of(near)) if f != near]
+    if spots and d.chance(0.5):
+        d.actor(a)["activities"].append({"type": "goto", "target": d.pick(spots),
+                                         "stay": wait, "use": None})
+    else:
+        d.idle(a, wait)
 
 
 def _before_the_look(d: Draft, a: int, l1: int, l2: int) -> None:
@@ -219,8 +237,10 @@ def _relocation(d: Draft, variant: str) -> None:
         d.goto(b, d.pick(d.furniture(d.pick(away))), int(d.rng.integers(4, 10)))
     if variant in ("told_away", "told"):
         # B tells someone else where X went: A hears it only when in that room (earshot)
-        rooms = [r for r in d.rooms if r not in (r_away, r1)] or [r for r in d.rooms
-                                                                  if r != r_away] \
+        # (never L2's room, where B already is: B walks over to tell, as B walks over to
+        # A in the twin)
+        rooms = ([r for r in d.rooms if r not in (r_away, r1, d.room_of(l2))]
+                 or [r for r in d.rooms if r not in (r_away, d.room_of(l2))]) \
             if variant == "told_away" else [r_away]
         listener = d.person(kind="adult", room=d.pick(rooms))
         d.goto(listener, d.pick(d.furniture(d.world.chars[listener].room)),
@@ -228,11 +248,12 @@ def _relocation(d: Draft, variant: str) -> None:
         d.tell(b, listener, x, l2)
         if variant == "told_away":
             # the listener then walks about their room: what the house shows after the cue
-            # makes up for the twin's A fetching X from L2 (a help episode's A stays stuck),
-            # so that how many events follow the cue says nothing
+            # makes up for the twin's A fetching X from L2 once the pause after the look is
+            # over (a help episode's A stays stuck), so that how many events follow the cue
+            # says nothing
             room_l = d.world.chars[listener].room
-            d.idle(listener, int(d.rng.integers(8, 15)))
-            for _ in range(int(d.rng.integers(1, 4))):
+            d.idle(listener, int(d.rng.integers(26, 34)))
+            for _ in range(int(d.rng.integers(1, 3))):
                 d.goto(listener, d.pick(d.furniture(room_l)), int(d.rng.integers(1, 4)))
     d.mental_state = {"type": "false_belief", "object": x, "believed": l1, "true": l2}
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -507,10 +528,12 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
     phone in the room, so neither co-presence nor a call gives the answer away."""
     long_call = 60
     spots = [f for f in d.furniture(room) if f != anchor] or [anchor]
+    seated = None  # whether the adult in the room sits down before the call or the wait
     if not needs_help or d.chance(0.85):
         # an adult in the room, at the anchor or across it: on the phone when help is needed
         q = d.person(kind="adult", room=room)
         spot = anchor if at_anchor else d.pick(spots)
+        seated = "SITTABLE" in d.g.nodes[spot].properties
         # the same goto on both sides (where there is a seat: sit down, get up again), then
         # a call or a wait: where people sit and stand up before the struggle says nothing
         d.goto(q, spot, 0)
@@ -533,7 +556,13 @@ def _attention(d: Draft, needs_help: bool, a: int, anchor: int, room: int, *,
     elsewhere = [r for r in d.rooms if r != room]
     if elsewhere:
         e = d.person(kind="adult", room=d.pick(elsewhere))
-        d.goto(e, d.pick(d.furniture(d.world.chars[e].room)), 0)
+        # e's call (silent side) starts when q's would (help side): the same kind of spot, a
+        # seat where q sat down, so sitting and standing up delay both calls alike
+        there = d.furniture(d.world.chars[e].room)
+        if seated is not None:
+            there = [f for f in there
+                     if ("SITTABLE" in d.g.nodes[f].properties) == seated] or there
+        d.goto(e, d.pick(there), 0)
         if needs_help:
             d.idle(e, 30)
         else:

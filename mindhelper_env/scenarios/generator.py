@@ -89,6 +89,12 @@ _FALSE_AT_ONSET = frozenset({"false_belief_relocation", "false_belief_watched",
 #: Silent families whose focus person's belief must be true when the last fetch starts.
 _TRUE_AT_FETCH = frozenset({"false_belief_witnessed", "false_belief_self_corrected",
                             "watched_move_seen", "false_belief_told", "emptied_witnessed"})
+#: Families whose help turns on who noticed a struggle (:func:`~mindhelper_env.scenarios.
+#: families._attention`). Every phone call in them starts before the focus person's first
+#: struggle cue, on both sides: in a help draft the calls in the room must have begun by then
+#: (or someone notices), so a call starting later would mark a silent twin.
+_CALLS_BEFORE_CUE = frozenset({"implicit_goal_reach", "reach_helped", "reach_noticed",
+                               "implicit_goal_blocked", "blocked_helped", "blocked_noticed"})
 #: The focus person must keep trying at least this many ticks past the deadline.
 _SLACK_AFTER_DEADLINE = 4
 
@@ -212,6 +218,11 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     f = sim.focus
     assert f is not None
     needs = [(t, p, c, n) for t, p, c, n in cues if n is not None]
+    if family in _CALLS_BEFORE_CUE:
+        first = min((t for t, p, _, _ in cues if p == focus), default=None)
+        if first is not None and any(m.tick >= first for a in sim.actors for m in a.markers
+                                     if m.kind == "activity_start" and m.detail == "phone"):
+            raise EpisodeInvalid("a phone call starts after the first struggle cue")
     if not draft["needs_intervention"]:
         if f.status != "done":
             raise EpisodeInvalid("silent episode fails without help")

@@ -25,7 +25,7 @@ __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERAT
            "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
-GENERATOR_VERSION = "mh-gen-2.4"
+GENERATOR_VERSION = "mh-gen-2.5"
 
 HELP_FAMILIES = (
     "false_belief_relocation",

@@ -151,21 +151,21 @@ SUITES: dict[str, dict[str, Any]] = {
         "version": 2,
         "n": 100,
         "seed_base": 10_000_000_000,
-        "generator": "mh-gen-2.4",
+        "generator": "mh-gen-2.5",
     },
     "vh-test-v2": {
         "name": "vh-test-v2",
         "version": 2,
         "n": 1000,
         "seed_base": 11_000_000_000,
-        "generator": "mh-gen-2.4",
+        "generator": "mh-gen-2.5",
     },
     "tdw-dev-v2": {
         "name": "tdw-dev-v2",
         "version": 2,
         "n": 100,
         "seed_base": 12_000_000_000,
-        "generator": "mh-gen-2.4",
+        "generator": "mh-gen-2.5",
         "house": "tdw",
     },
     "tdw-test-v2": {
@@ -173,7 +173,7 @@ SUITES: dict[str, dict[str, Any]] = {
         "version": 2,
         "n": 1000,
         "seed_base": 13_000_000_000,
-        "generator": "mh-gen-2.4",
+        "generator": "mh-gen-2.5",
         "house": "tdw",
     },
     "vh-scene1-dev-v2": {
@@ -181,7 +181,7 @@ SUITES: dict[str, dict[str, Any]] = {
         "version": 2,
         "n": 100,
         "seed_base": 14_000_000_000,
-        "generator": "mh-gen-2.4",
+        "generator": "mh-gen-2.5",
         "house": "virtualhome:scene1",
     },
 }
