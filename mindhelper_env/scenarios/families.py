@@ -276,6 +276,9 @@ def _relocation(d: Draft, variant: str) -> None:
         spot = d.pick([p for p in d.reachable_for(a, d.surfaces(r1)) if p != l1])
         spare = d.obj(cls, spot)
         d.keep.add(spare)
+        # the spare is taken only after a pause as long as a knowing twin's (and a stuck
+        # person's wait): waiting to see whether they find one tells nothing
+        d.actor(a)["retry_wait"] = int(d.rng.integers(*SELF_RESOLVE_DELAY))
         d.actor(a)["activities"].append({"type": "fetch", "object": x, "dest": dest,
                                          "search": d.search_order(cls, {l1, l2}),
                                          "alternatives": [spare]})
@@ -392,6 +395,7 @@ def _emptied(d: Draft, variant: str) -> None:
         spare = d.obj(cls, spot)
         d.keep.add(spare)
         act["alternatives"] = [*xs[1:], spare]
+        d.actor(a)["retry_wait"] = int(d.rng.integers(*SELF_RESOLVE_DELAY))  # as in relocation
         d.mental_state = dict(d.mental_state, spare=spare)
     d.actor(a)["activities"].append(act)
     _relocation_life(d, variant, cls, b, (r1, r_away, d.room_of(l2), d.room_of(dest)))
