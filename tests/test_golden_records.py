@@ -25,11 +25,11 @@ AGENTS = ("silent", "random", "reactive", "belief-tracker", "oracle", "mindclaw"
 # mh-gen-2.1 content and the belief block of belief-table agents (docs/data-format.md).
 GOLDEN = {
     "silent.jsonl": "6797952e8c51e7cea15574afe6a67005b0cca79313c3374f9b330a7f22e9bfc3",
-    "random.jsonl": "ef692ebea0391686a3751cfc4c3a5b699e3d4bd2ac0d3b9aab7df9aef3603509",
-    "reactive.jsonl": "ce3e4aef73e9387d6a3a264ff31ce0841b141588c2d55eade0acd78e8bf51878",
-    "belief-tracker.jsonl": "fa3b530d73e6455a06ca8c1c320138b97499dcb9f88837ceecc65139202a5f95",
-    "oracle.jsonl": "5275348c8740c433281e32823e0120c5367c905f058d2194e96591a5beb4eee9",
-    "mindclaw.jsonl": "c379edc5e30a3983ec1c16221af7d65852d2ed0a9bdb685ea6857b71334b0ae8",
+    "random.jsonl": "588ce90fc05aa8439f795d422f04cd596a26e1c749a6f7ee8927891f647b8cc6",
+    "reactive.jsonl": "b422a50de8d429bd7ab4082a33637c8e9abb3fd33097dbbec77354c1f705b9a1",
+    "belief-tracker.jsonl": "cabbbedb45ece03d1ef60720fb4cdb36487cda4c5f37b1c13f18cb0ca112b5b2",
+    "oracle.jsonl": "9219cd166a71fccda0e70c86741164c88425b613b76358d63119ba328f86fd1c",
+    "mindclaw.jsonl": "e22ee2feaaaff34ea20c735dd470a443cc5014cb90563e3fdd8ea4226af17ac3",
 }
 # run.json of that run: the settings a resume compares (its format must stay readable).
 GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1,

@@ -75,15 +75,16 @@ def _stream_digest(env: gym.Env, resets: list[dict[str, Any]], seed: int) -> str
 
 # Re-pinned (deliberately) for 0.4.0: interventions are timed by the issue of the first
 # acting program (records' actions carry "acts"; rewards and t_I move with it), every episode
-# runs to its horizon, and the generator is mh-gen-2.4 (the v2 families and suites; 2.1:
+# runs to its horizon, and the generator is mh-gen-2.5 (the v2 families and suites; 2.1:
 # noticed struggles are helped after NOTICE_DELAY, the watched group crosses putter and mover;
 # 2.2: people carry on once their task is over; 2.3: attention and watched set-ups balanced
-# further; 2.4: post-cue activity, the watched twin and the search family's earlier step).
+# further; 2.4: post-cue activity, the watched twin and the search family's earlier step;
+# 2.5: a knowing twin's pause after the look, calls before the cue in the attention families).
 GOLDEN = {
-    "dev-home": "b0273f8fada291e68fd58d3820b64009b04b0f20191bed2cdf47da5db08b63e5",
-    "dev-room": "70751f003b96b56e4a782edf0aa4470fd3155001a5144900628bfff393fb3755",
-    "fresh-home": "78b80e8d9d97706a95ca693aef657ff5500a8ca5d3efcb934a997d9c63208929",
-    "pool-home": "b62a99c28a7d5c31a91a1b91bbfd4b26f3fa1900cef4374b0da5d1a239ce4e62",
+    "dev-home": "149c0fc545fdf31ab147858eef84c2c44f73b5d815f063982b9da7aaae70f1fb",
+    "dev-room": "5c2458d9f7187ea0fe52466aabac2a648566f3b1a1b6221d1dba6400a0592d4f",
+    "fresh-home": "cdfc003d03c528c83cd1ebe97e7c005536c94667dd0477c7951f0ba67240cda2",
+    "pool-home": "cbd5d63137b203809d741ed3843913f120cc773aedfff57bbeb5bff8e953a229",
 }
 
 

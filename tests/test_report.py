@@ -118,11 +118,11 @@ def test_belief_accuracy_counts_pairs_and_the_task_object():
 # bytes; the belief agents these bytes once their new "belief" key is removed.
 _GOLDEN = {
     "silent": "8c80f1dc34cdbb42c8f92c6385be3087634bd601e83bf0c08fd7f89d627b48ba",
-    "random": "a7dd03fe29f6cd37d58333781b9d9359847e1405d8fc3a55eef4dac4d367ef84",
-    "reactive": "6adeccb5681405836cfa73eb2eb13f749c7c42632eff916473d2bf171df7a06a",
-    "oracle": "8b20a994439e6e676839a1e7817044d36edda7ef8183979d99a1b83af8aa1ae9",
-    "belief-tracker": "5d5a4bb1abb917ffc9d1310e0f6420429545914353a650f0d693981533445b95",
-    "mindclaw": "035c25a3f222a13c814906c303189e8c6d38ac58c9cf7c236684d9b0b8ce56f1",
+    "random": "fc5abb9a3a86cdf2ac56302c894b5b55604b51f2dd36f70c30dd86697220beb1",
+    "reactive": "4e7ded59df1677a934fdbea4ac313ccc43152193e4d7d5c17f419d486d32aa33",
+    "oracle": "d5e7c185c21d729dfa856e3302c679a96264ad6143e06337f32adab03c378108",
+    "belief-tracker": "c431e11df4cf3ecb295f9617a7603bc72a1ac9c558a1e26d89f059ab6a5812cd",
+    "mindclaw": "3443a841d4821d8675da4e102215ac1ae7f626dd4f3b82a64dfc6f2d5368aa36",
 }
 
 
