@@ -235,6 +235,65 @@ def test_noticed_struggle_is_helped_only_after_the_deadline_would_be(family, see
     assert sum(1 for e in sim.log if e.actor == focus and e.verb in ("stretch", "stand")) == 1
 
 
+_ATTENTION = ("implicit_goal_reach", "reach_helped", "reach_noticed", "implicit_goal_blocked",
+              "blocked_helped", "blocked_noticed")
+
+
+@pytest.mark.parametrize("family", _ATTENTION)
+def test_every_call_starts_before_the_first_struggle(family):
+    # in a help draft the room's calls must have begun by the struggle (or someone notices);
+    # a call starting later, which only a silent draft could have, would mark the twins
+    # (generator._CALLS_BEFORE_CUE rejects such drafts on both sides)
+    with_calls = 0
+    for seed in range(10):
+        spec = generate_episode(family, seed)
+        sim = Simulation(spec)
+        sim.run()
+        focus = spec["reference"]["focus_actor"]
+        cue = min(e.tick for e in sim.log if e.actor == focus and e.verb in ("stretch", "stand"))
+        starts = [m.tick for a in sim.actors for m in a.markers
+                  if m.kind == "activity_start" and m.detail == "phone"]
+        if starts:  # a help episode may have no adult in the room, and so no call
+            with_calls += 1
+            assert max(starts) < cue, seed
+    assert with_calls >= 5
+
+
+@pytest.mark.parametrize("family", ["false_belief_witnessed", "false_belief_self_corrected",
+                                    "watched_move_seen", "false_belief_told",
+                                    "emptied_witnessed", "false_belief_spare", "emptied_spare"])
+def test_a_twin_who_knows_better_waits_before_going_on(family):
+    # after the empty look in L1 (the help family's cue) the twin's person takes nothing
+    # until past the deadline and the robot's next decision: waiting to see whether they
+    # find it tells nothing
+    from mindhelper_env.scenarios.generator import DEADLINE_TICKS
+
+    checked = 0
+    for seed in range(6):
+        spec = generate_episode(family, seed)
+        ref = spec["reference"]
+        focus = ref["focus_actor"]
+        acts = next(a for a in spec["actors"] if a["id"] == focus)["activities"]
+        # L1: where a spare twin's person believes X is; the look of a knowing twin is the
+        # last check before they go for X
+        l1 = ref["mental_state"].get("believed") or [a for a in acts
+                                                     if a["type"] == "check"][-1]["target"]
+        sim = Simulation(spec)
+        sim.run()
+        grabs = [e.tick for e in sim.log if e.ok and e.actor == focus and e.verb == "grab"]
+        assert grabs, "the twin's person never took what they were after"
+        looks = [e.tick for e in sim.log if e.ok and e.actor == focus and e.args
+                 and e.verb in ("look", "close") and e.args[0] == l1 and e.tick < grabs[-1]]
+        if not looks:  # they saw X (or a spare) in the room first and never looked in L1
+            continue
+        # the pause (families.SELF_RESOLVE_DELAY, at least 9 ticks) and the way to X: well
+        # past the deadline (DEADLINE_TICKS after the look) and the decision after it
+        assert grabs[-1] - looks[-1] >= 10 > DEADLINE_TICKS + 3, seed
+        assert sim.focus.status == "done"
+        checked += 1
+    assert checked >= 3
+
+
 @pytest.mark.parametrize("family", ["false_belief_relocation", "false_belief_witnessed",
                                     "implicit_goal_reach", "reach_helped"])
 def test_people_carry_on_once_their_task_is_over(family):
