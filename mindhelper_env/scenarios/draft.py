@@ -168,12 +168,14 @@ class Draft:
             raise Reject("no free hand")
         return self.world.add_object(self._new_object(cls), hand, cid)
 
-    def goto(self, cid: int, target: int, stay: int) -> None:
+    def goto(self, cid: int, target: int, stay: int, *, use_it: bool = True) -> None:
+        """Person ``cid`` walks to ``target`` and stays ``stay`` ticks; with ``use_it`` they
+        sit down on a seat (then get up again) or switch on what has a switch."""
         node = self.g.nodes[target]
         use = None
-        if "SITTABLE" in node.properties and self.actor(cid)["kind"] != "wheelchair":
+        if use_it and "SITTABLE" in node.properties and self.actor(cid)["kind"] != "wheelchair":
             use = "sit"
-        elif "HAS_SWITCH" in node.properties and "CONTAINERS" not in node.properties:
+        elif use_it and "HAS_SWITCH" in node.properties and "CONTAINERS" not in node.properties:
             use = "switchon"
         self.actor(cid)["activities"].append({"type": "goto", "target": target, "stay": stay,
                                               "use": use})

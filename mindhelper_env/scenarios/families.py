@@ -87,8 +87,7 @@ def _pause_as_stuck(d: Draft, a: int, near: int) -> None:
     wait = int(d.rng.integers(*SELF_RESOLVE_DELAY))
     spots = [f for f in d.furniture(d.room_of(near)) if f != near]
     if spots and d.chance(0.5):
-        d.actor(a)["activities"].append({"type": "goto", "target": d.pick(spots),
-                                         "stay": wait, "use": None})
+        d.goto(a, d.pick(spots), wait, use_it=False)
     else:
         d.idle(a, wait)
 

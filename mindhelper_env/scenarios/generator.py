@@ -40,6 +40,7 @@ from mindhelper_env.scenarios.spec import (
     GENERATOR_VERSION,
     Reference,
 )
+from mindhelper_env.scenarios.spec import TWINS as TWIN_GROUPS
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
@@ -93,8 +94,8 @@ _TRUE_AT_FETCH = frozenset({"false_belief_witnessed", "false_belief_self_correct
 #: families._attention`). Every phone call in them starts before the focus person's first
 #: struggle cue, on both sides: in a help draft the calls in the room must have begun by then
 #: (or someone notices), so a call starting later would mark a silent twin.
-_CALLS_BEFORE_CUE = frozenset({"implicit_goal_reach", "reach_helped", "reach_noticed",
-                               "implicit_goal_blocked", "blocked_helped", "blocked_noticed"})
+_CALLS_BEFORE_CUE = frozenset(f for g in ("implicit_goal_reach", "implicit_goal_blocked")
+                              for f in (g, *TWIN_GROUPS[g]))
 #: The focus person must keep trying at least this many ticks past the deadline.
 _SLACK_AFTER_DEADLINE = 4
 
