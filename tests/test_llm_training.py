@@ -229,6 +229,48 @@ def test_the_model_sees_at_run_time_exactly_the_exported_prompts(small_data) -> 
     assert client.requests == [r["messages"][:-1] for r in mine]
 
 
+def test_each_cue_in_a_prompt_carries_the_mlp_triggers_cue_flags(small_data) -> None:
+    """The clues after a cue are the flags of the MLP Trigger's observation for it."""
+    from mindhelper_env.agents.mindclaw.model_trigger import CLUES, cue_clues
+    from mindhelper_env.agents.mindclaw.trigger import (
+        OBSERVATION_NAMES,
+        policy_observation,
+    )
+
+    out, _ = small_data
+    rows = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
+    asked = [r["messages"][1]["content"] for r in rows if r["asked"]]
+    assert asked
+    for text in asked:
+        cues = text.split("\nCues: ")[1].split("\nRecent: ")[0]
+        clues = re.findall(r"Clues: ([^.]*)\.", cues)
+        assert clues and all(len(c.split(", ")) == len(CLUES) for c in clues)
+        assert all(w.rsplit(" ", 1)[1] in ("yes", "no") for c in clues for w in c.split(", "))
+    # against the observation: play one episode with the rule Trigger and compare
+    agent = make_agent("mindclaw")
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    obs, info = env.reset(seed=5)
+    agent.reset(seed=5)
+    engine, compared = agent.engine, 0
+    for _ in range(40):
+        state = engine.begin_window(obs, info)
+        ctx = state.next_cue()
+        if ctx is not None:
+            x = policy_observation(engine.memory, state)
+            flags = dict(zip(OBSERVATION_NAMES, x.tolist(), strict=True))
+            said = dict(w.rsplit(" ", 1) for w in
+                        cue_clues(engine.memory, ctx)[len("Clues: "):-1].split(", "))
+            for key in CLUES:
+                assert (said[key.replace("_", " ")] == "yes") == bool(flags[f"cue_{key}"]), key
+                compared += 1
+        while not engine.execute(engine.trigger.dispatch(engine.memory, state)):
+            pass
+        obs, _r, term, trunc, info = env.step(engine.end_window())
+        if term or trunc:
+            break
+    assert compared > 0
+
+
 def test_a_dataset_of_another_generator_is_refused_in_one_line(small_data, tmp_path) -> None:
     import shutil
 
@@ -333,6 +375,11 @@ def test_operation_accuracy_of_a_scripted_model(small_data) -> None:
     assert always_noop["accuracy_excluding_noop"] == 0.0
     garbage = operation_accuracy(Scripted(lambda m: "hmm"), out)
     assert garbage["parse_failures"] == n and garbage["accuracy"] == 0.0
+    # the asked examples: where the run-time Trigger asks, the answers that decide
+    asked = [r["operation"] for r in rows if r["asked"]]
+    assert asked and always_noop["examples_asked"] == len(asked) == sheet["asked"]
+    reason = operation_accuracy(Scripted(lambda m: "reasoning_run"), out)
+    assert reason["accuracy_asked"] == round(100 * asked.count("reasoning_run") / len(asked), 2)
 
 
 def test_train_trigger_sft_cli(tiny_sft, small_data, tmp_path) -> None:
@@ -351,6 +398,25 @@ def test_train_trigger_sft_cli(tiny_sft, small_data, tmp_path) -> None:
                               "--algo", "sft", "--data", str(data), "--out", str(out)],
                              capture_output=True, text=True, cwd=ROOT)
     assert missing.returncode == 2 and "--model" in missing.stderr
+
+
+def test_asked_only_trains_on_the_examples_the_trigger_asks(tiny_sft, small_data,
+                                                            tmp_path) -> None:
+    from mindhelper_env.llm_training.dataset import load_trigger_dataset
+    from mindhelper_env.llm_training.sft import asked_examples
+
+    _, base = tiny_sft
+    data, sheet = small_data
+    ds = asked_examples(load_trigger_dataset(data))
+    assert len(ds) == sheet["asked"] > 0 and all(ds["asked"])
+    out = tmp_path / "asked"
+    proc = subprocess.run([sys.executable, "-m", "mindhelper_env.cli", "train-trigger",
+                           "--algo", "sft", "--model", f"hf:{base}", "--data", str(data),
+                           "--out", str(out), "--max-steps", "1", "--batch-size", "2",
+                           "--asked-only"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["asked_only"] is True and summary["examples"] == sheet["asked"]
 
 
 def test_oversampling_repeats_only_the_rare_operations(small_data) -> None:

@@ -11,7 +11,8 @@ The rule and learned Triggers choose one operation per dispatch; a language mode
 The prompt is the template ``prompts/mindclaw-trigger.line.txt`` filled by
 :func:`trigger_fields`: the tick, the window's narration (its last
 :data:`NARRATION_CHARS` characters), the pending belief-table changes (counts per
-operation and the first :data:`MAX_ROWS` rows), the window's struggle cues, the summary
+operation and the first :data:`MAX_ROWS` rows), the window's struggle cues with their
+clues (:func:`cue_clues`: the cue flags the MLP Trigger observes), the summary
 operations (:func:`~.trigger.window_op`) of what the last :data:`RECENT_WINDOWS` windows
 ran, and the people of the grounding candidates.
 
@@ -50,11 +51,12 @@ from mindhelper_env.agents.mindclaw.trigger import (
     TRIGGER_OPS,
     Trigger,
     WindowState,
+    _look_context,
     window_op,
 )
 
 __all__ = ["WindowPlanTrigger", "ModelTrigger", "make_trigger", "trigger_fields", "trigger_messages",
-           "parse_operation", "TEMPLATE", "NARRATION_CHARS", "MAX_ROWS", "RECENT_WINDOWS"]
+           "cue_clues", "CLUES", "parse_operation", "TEMPLATE", "NARRATION_CHARS", "MAX_ROWS", "RECENT_WINDOWS"]
 
 #: The prompt template (``mindhelper_env/agents/prompts/<TEMPLATE>.txt``).
 TEMPLATE = "mindclaw-trigger.line"
@@ -77,6 +79,22 @@ def _people(info: Mapping[str, Any]) -> str:
     return ", ".join(out) if out else "none"
 
 
+#: The cue flags a prompt states (``yes``/``no`` each; the signature's own ``kind`` is in
+#: the cue's sentence), in this order: the MLP Trigger's cue features
+#: (:data:`~.trigger.OBSERVATION_NAMES`), computed by the memory from the committed table.
+CLUES = ("noticed", "believed_here", "expected_missing", "astray_class", "usual_place",
+         "small", "hands_full", "knows_other", "usual_seen")
+
+
+def cue_clues(memory: MindMemory, ctx: Any) -> str:
+    """``Clues: noticed no, believed here yes, ...`` for one cue (see :data:`CLUES`): what
+    the memory's table says about it, the same facts the MLP Trigger's observation holds."""
+    knows_other, usual_seen = _look_context(memory, ctx)
+    flags = {**ctx.signature, "knows_other": knows_other, "usual_seen": usual_seen}
+    return "Clues: " + ", ".join(f"{k.replace('_', ' ')} {'yes' if flags.get(k) else 'no'}"
+                                 for k in CLUES) + "."
+
+
 def trigger_fields(memory: MindMemory, state: WindowState, obs: Mapping[str, Any],
                    info: Mapping[str, Any], recent: Sequence[str]) -> dict[str, str]:
     """The template's fields for one window (see the module docstring)."""
@@ -95,7 +113,8 @@ def trigger_fields(memory: MindMemory, state: WindowState, obs: Mapping[str, Any
             old = "" if ch.old is None else f" (was {memory.name(ch.old)})"
             rows.append(f"{who} {memory.name(ch.obj)} at {memory.name(ch.new)}{old}")
     pending = "none" if not counts else "; ".join(counts) + ". " + "; ".join(rows)
-    cues = [memory.describe_cue(c.cue) for c in p.cues if not c.handled]
+    cues = [f"{memory.describe_cue(c.cue)} {cue_clues(memory, c)}" for c in p.cues
+            if not c.handled]
     recent_ops = list(recent)[-RECENT_WINDOWS:]
     return {"tick": str(state.tick), "narration": narration or "(nothing seen)",
             "pending": pending, "cues": " ".join(cues) if cues else "none",

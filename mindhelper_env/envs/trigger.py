@@ -97,8 +97,10 @@ class MindHelperTriggerEnv(gym.Env):
 
     Terminated when the household episode ends (terminated or truncated there: at its
     horizon, which every episode reaches whatever happened, or at ``max_ticks`` if that is
-    below it; after the robot's intervention the remaining windows offer only ``noop`` and
-    are run automatically, so they cost no steps); the final ``info`` carries
+    below it; after the robot's intervention ``reasoning_run`` and ``action_run`` are masked,
+    so only windows with pending belief changes still ask (committing them changes no
+    outcome; with a random policy about one step in eight comes after the intervention),
+    and the others run automatically); the final ``info`` carries
     ``episode_record`` and ``episode_record_json`` (as ``MindHelper-VirtualHome-v0``'s),
     ``outcome`` (the :data:`OUTCOMES` flags) and ``trace`` is available as
     ``env.unwrapped.agent.trace``. Never truncated by the env itself.

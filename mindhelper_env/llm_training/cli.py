@@ -92,6 +92,8 @@ def add_sft_arguments(tt: argparse.ArgumentParser) -> None:
     g.add_argument("--oversample", type=_positive_int(10**6), default=None,
                    help="repeat the examples of rarer operations up to about this many each "
                    "(at most 8 copies)")
+    g.add_argument("--asked-only", action="store_true", help="train only on the examples "
+                   "where the run-time Trigger asks the model (an unhandled cue)")
     g.add_argument("--device", choices=("cpu", "cuda"), default=None,
                    help="default: cuda when available, else cpu")
 
@@ -143,7 +145,8 @@ def run_sft(args: argparse.Namespace, error: type[Exception]) -> int:
                             learning_rate=args.learning_rate, lora=args.lora,
                             lora_rank=args.lora_rank, max_examples=args.max_examples,
                             seed=args.seed, device=args.device,
-                            oversample=args.oversample or 0)
+                            oversample=args.oversample or 0,
+                            asked_only=args.asked_only)
     except ValueError as err:
         raise error(f"argument --model: {err}") from None
     losses = summary["losses"]

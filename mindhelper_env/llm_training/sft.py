@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-__all__ = ["train_sft", "operation_accuracy", "CHECKPOINT_META"]
+__all__ = ["train_sft", "operation_accuracy", "asked_examples", "CHECKPOINT_META"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,15 +69,28 @@ def oversample_rare(dataset: Any, min_count: int, max_repeat: int = 8, seed: int
     return concatenate_datasets(parts).shuffle(seed=seed) if len(parts) > 1 else dataset
 
 
+def asked_examples(dataset: Any) -> Any:
+    """The examples of ``dataset`` where the run-time Trigger asks the model (``asked``):
+    elsewhere every answer runs the same operations, so only these decide what the robot
+    does. In them the choice is between ``action_run`` (the person is stuck and help is
+    timely) and ``reasoning_run`` (a cue to judge, nothing to issue yet); in all examples
+    ``noop`` and the belief operations, answers that change nothing at run time, are
+    most."""
+    return dataset.filter(lambda r: bool(r["asked"]))
+
+
 def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[str], *,
               epochs: float = 1.0, max_steps: int = -1, batch_size: int = 4,
               learning_rate: float = 5e-5, lora: bool = False, lora_rank: int = 16,
               max_examples: int | None = None, max_length: int = 1024, seed: int = 0,
               device: str | None = None, threads: int | None = None,
               logging_steps: int = 5, gradient_checkpointing: bool = False,
-              oversample: int = 0) -> dict[str, Any]:
+              oversample: int = 0, asked_only: bool = False) -> dict[str, Any]:
     """Fine-tune ``model`` on the dataset folder ``data``; write the run to ``out`` (see
     the module docstring). Returns the summary (also ``out/summary.json``).
+    ``asked_only`` trains only on the examples where the run-time Trigger asks the model
+    (column ``asked``: an unhandled cue before the intervention; see
+    :func:`asked_examples`).
     ``gradient_checkpointing`` (off by default: small models fit, and recomputing the
     forward pass costs a third more time) trades time for memory. ``oversample`` > 0 repeats
     the examples of rarer operations up to about that many each (:func:`oversample_rare`)."""
@@ -89,6 +102,11 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
 
     sheet = read_datasheet(data)  # refuses another generator version, in one line
     dataset = load_trigger_dataset(data)
+    if asked_only:
+        dataset = asked_examples(dataset)
+        if len(dataset) == 0:
+            raise ValueError(f"{data}: no example is asked at run time (column 'asked'); "
+                             "export more episodes")
     if max_examples is not None and max_examples < len(dataset):
         dataset = dataset.shuffle(seed=seed).select(range(int(max_examples)))
     if oversample:
@@ -146,7 +164,8 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
         "examples": len(dataset), "epochs": epochs, "max_steps": max_steps,
         "steps": int(trainer.state.global_step), "batch_size": batch_size,
         "learning_rate": learning_rate, "lora": bool(lora), "oversample": int(oversample),
-        "lora_rank": int(lora_rank) if lora else None, "seed": seed,
+        "asked_only": bool(asked_only), "lora_rank": int(lora_rank) if lora else None,
+        "seed": seed,
         "device": "cuda" if cuda else "cpu", "train_seconds": round(seconds, 2),
         "train_loss": round(float(result.training_loss), 5), "losses": losses,
         "torch_threads": torch.get_num_threads(),
@@ -162,8 +181,9 @@ def operation_accuracy(model: str | Any, data: str | os.PathLike[str], *,
                        ) -> dict[str, Any]:
     """Operation accuracy of ``model`` (a spec such as ``"hf:CKPT"`` or a model client) on
     the dataset folder ``data``: ``accuracy`` (all examples), ``accuracy_excluding_noop``
-    (examples whose answer is not ``noop``), ``parse_failures``, per-operation counts and
-    hits, ``seconds``."""
+    (examples whose answer is not ``noop``), ``accuracy_asked`` (examples where the run-time
+    Trigger asks the model: the answers that decide what it does), ``parse_failures``,
+    per-operation counts and hits, ``seconds``."""
     from mindhelper_env.agents.mindclaw.model_trigger import parse_operation
     from mindhelper_env.llm_training.dataset import load_trigger_dataset
     from mindhelper_env.models import make_client
@@ -176,11 +196,12 @@ def operation_accuracy(model: str | Any, data: str | os.PathLike[str], *,
     hits: Counter[str] = Counter()
     counts: Counter[str] = Counter()
     predicted: Counter[str] = Counter()
-    failures = 0
+    asked = asked_hits = failures = 0
     t0 = time.perf_counter()
     for row in ds:
         truth = row["operation"]
         counts[truth] += 1
+        asked += bool(row.get("asked"))
         text = client.complete(row["messages"][:-1], max_tokens=16, temperature=0.0).text
         op = parse_operation(text)
         if op is None:
@@ -189,6 +210,8 @@ def operation_accuracy(model: str | Any, data: str | os.PathLike[str], *,
             continue
         predicted[op] += 1
         hits[truth] += op == truth
+        if row.get("asked"):
+            asked_hits += op == truth
     n = sum(counts.values())
     n_act = n - counts["noop"]
     return {
@@ -196,6 +219,8 @@ def operation_accuracy(model: str | Any, data: str | os.PathLike[str], *,
         "accuracy": round(100.0 * sum(hits.values()) / n, 2) if n else 0.0,
         "accuracy_excluding_noop": round(100.0 * (sum(hits.values()) - hits["noop"]) / n_act,
                                          2) if n_act else 0.0,
+        "examples_asked": asked,
+        "accuracy_asked": round(100.0 * asked_hits / asked, 2) if asked else 0.0,
         "parse_failures": failures, "per_operation": {
             k: {"examples": counts[k], "correct": hits[k]} for k in sorted(counts)},
         "predicted": dict(sorted(predicted.items())),
