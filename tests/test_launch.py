@@ -20,6 +20,14 @@ def _command() -> list[str]:
     return [sys.executable, "-m", "_mindhelper_launch"]
 
 
+def _default_sigint() -> None:
+    """In the child before it starts: Ctrl-C's default disposition. A process started in
+    the background by a shell without job control (``cmd &`` in a script, as CI may run
+    the tests) inherits SIGINT ignored, and Python then keeps ignoring it, as a program
+    started so should; the test is about the command, not about how pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 @pytest.mark.parametrize("delay", [0.2, 0.5])
 def test_interrupt_while_starting_is_one_line_and_130(tmp_path: Path, sig: int,
@@ -30,7 +38,8 @@ def test_interrupt_while_starting_is_one_line_and_130(tmp_path: Path, sig: int,
     proc = subprocess.Popen([*_command(), "evaluate", "--suite", "vh-test-v2", "--agents",
                              "silent", "--out", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=_default_sigint)
     time.sleep(delay)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
