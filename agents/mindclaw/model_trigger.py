@@ -44,19 +44,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mindhelper_env.agents.base import Usage
-from mindhelper_env.agents.mindclaw.memory import BELIEF_OPS, MindMemory
+from mindhelper_env.agents.mindclaw.memory import BELIEF_OPS, CueContext, MindMemory
 from mindhelper_env.agents.mindclaw.skills import SkillBook
 from mindhelper_env.agents.mindclaw.trigger import (
     MAX_DISPATCHES,
     TRIGGER_OPS,
     Trigger,
     WindowState,
-    _look_context,
+    look_context,
     window_op,
 )
 
 __all__ = ["WindowPlanTrigger", "ModelTrigger", "make_trigger", "trigger_fields", "trigger_messages",
-           "cue_clues", "CLUES", "parse_operation", "TEMPLATE", "NARRATION_CHARS", "MAX_ROWS", "RECENT_WINDOWS"]
+           "cue_clues", "CLUES", "parse_operation", "TEMPLATE", "NARRATION_CHARS", "MAX_ROWS",
+           "RECENT_WINDOWS"]
 
 #: The prompt template (``mindhelper_env/agents/prompts/<TEMPLATE>.txt``).
 TEMPLATE = "mindclaw-trigger.line"
@@ -86,10 +87,10 @@ CLUES = ("noticed", "believed_here", "expected_missing", "astray_class", "usual_
          "small", "hands_full", "knows_other", "usual_seen")
 
 
-def cue_clues(memory: MindMemory, ctx: Any) -> str:
+def cue_clues(memory: MindMemory, ctx: CueContext) -> str:
     """``Clues: noticed no, believed here yes, ...`` for one cue (see :data:`CLUES`): what
     the memory's table says about it, the same facts the MLP Trigger's observation holds."""
-    knows_other, usual_seen = _look_context(memory, ctx)
+    knows_other, usual_seen = look_context(memory, ctx)
     flags = {**ctx.signature, "knows_other": knows_other, "usual_seen": usual_seen}
     return "Clues: " + ", ".join(f"{k.replace('_', ' ')} {'yes' if flags.get(k) else 'no'}"
                                  for k in CLUES) + "."

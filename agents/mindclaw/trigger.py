@@ -60,7 +60,7 @@ from mindhelper_env.scenarios.observer import Need
 __all__ = ["TRIGGER_OPS", "TRIGGER_FEATURE_SIZE", "FEATURE_NAMES", "MAX_DISPATCHES",
            "EXTRA_FEATURE_NAMES", "OBSERVATION_NAMES", "OBSERVATION_SIZE", "policy_observation",
            "WindowState", "Trigger", "trigger_features", "action_mask", "rule_policy",
-           "op_index", "window_op"]
+           "op_index", "window_op", "look_context"]
 
 TRIGGER_OPS: tuple[str, ...] = (*BELIEF_OPS, "reasoning_run", "action_run", "noop")
 
@@ -162,11 +162,11 @@ def policy_observation(memory: MindMemory, state: WindowState,
     if cue is not None:
         for j, key in enumerate(("expected_missing", "astray_class")):
             x[TRIGGER_FEATURE_SIZE + j] = float(bool(cue.signature.get(key)))
-        x[TRIGGER_FEATURE_SIZE + 2:] = _look_context(memory, cue)
+        x[TRIGGER_FEATURE_SIZE + 2:] = look_context(memory, cue)
     return x
 
 
-def _look_context(memory: MindMemory, ctx: CueContext) -> tuple[float, float]:
+def look_context(memory: MindMemory, ctx: CueContext) -> tuple[float, float]:
     """``(knows_other, usual_seen)`` of a cue (see the module docstring)."""
     from mindhelper_env.agents.mindclaw.memory import classes_kept_at
     from mindhelper_env.scenarios.observer import is_usual_place

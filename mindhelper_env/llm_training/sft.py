@@ -201,7 +201,8 @@ def operation_accuracy(model: str | Any, data: str | os.PathLike[str], *,
     for row in ds:
         truth = row["operation"]
         counts[truth] += 1
-        asked += bool(row.get("asked"))
+        is_asked = bool(row.get("asked"))
+        asked += is_asked
         text = client.complete(row["messages"][:-1], max_tokens=16, temperature=0.0).text
         op = parse_operation(text)
         if op is None:
@@ -210,7 +211,7 @@ def operation_accuracy(model: str | Any, data: str | os.PathLike[str], *,
             continue
         predicted[op] += 1
         hits[truth] += op == truth
-        if row.get("asked"):
+        if is_asked:
             asked_hits += op == truth
     n = sum(counts.values())
     n_act = n - counts["noop"]
