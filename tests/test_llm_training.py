@@ -12,6 +12,7 @@ import importlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -417,6 +418,17 @@ def test_asked_only_trains_on_the_examples_the_trigger_asks(tiny_sft, small_data
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["asked_only"] is True and summary["examples"] == sheet["asked"]
+    # a folder without an asked example: one line naming the flag, nothing trained
+    empty = tmp_path / "none-asked"
+    shutil.copytree(data, empty)
+    meta = json.loads((empty / "datasheet.json").read_text())
+    (empty / "datasheet.json").write_text(json.dumps({**meta, "asked": 0}))
+    bad = subprocess.run([sys.executable, "-m", "mindhelper_env.cli", "train-trigger",
+                          "--algo", "sft", "--model", f"hf:{base}", "--data", str(empty),
+                          "--out", str(tmp_path / "never"), "--asked-only"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "--asked-only" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "never").exists()
 
 
 def test_oversampling_repeats_only_the_rare_operations(small_data) -> None:

@@ -136,9 +136,12 @@ def run_sft(args: argparse.Namespace, error: type[Exception]) -> int:
     from mindhelper_env.llm_training.sft import train_sft
 
     try:
-        read_datasheet(args.data)
+        sheet = read_datasheet(args.data)
     except ValueError as err:
         raise error(f"argument --data: {err}") from None
+    if args.asked_only and not sheet.get("asked"):
+        raise error(f"argument --asked-only: {args.data} has no example the run-time "
+                    "Trigger asks (an unhandled cue); export more episodes")
     try:
         summary = train_sft(args.data, args.model, args.out, epochs=args.epochs,
                             max_steps=args.max_steps or -1, batch_size=args.batch_size,
