@@ -12,7 +12,9 @@ repeats.
   env steps/s of each (the whole ``learn`` call, from a model built on fresh envs) and the
   ratio ours / peer of each pair and of the medians; ``--vec both`` also runs each pair on
   ``SubprocVecEnv`` (one process per env) and reports ours there against the peer on
-  DummyVecEnv (``best_vs_best``: each side in its fastest set-up);
+  DummyVecEnv (``best_vs_best``: each side in its fastest set-up); and the budget of one
+  step from the medians (:func:`step_budget`): the learner's own milliseconds per step (the
+  peer's), ours, the env's share and the share a ratio of 0.8 would leave it;
 
 * ``speed``: env steps/s of ``MindHelper-Trigger-v0`` alone (masked random actions) and of
   ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
@@ -164,13 +166,25 @@ def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy") -> dict:
                  "peer_subproc_median": round(statistics.median(peer_sp)),
                  "best_vs_best_of_medians": round(statistics.median(ours_sp)
                                                   / statistics.median(peer), 3)}
-    return {**extra, "steps": n_steps,
+    return {**extra, **step_budget(statistics.median(peer), statistics.median(ours)),
+            "steps": n_steps,
             "peer_steps_per_s": [round(x) for x in peer],
             "trigger_cold_steps_per_s": [round(x) for x in ours],
             "pair_ratios": [round(o / p, 3) for o, p in zip(ours, peer, strict=True)],
             "peer_median": round(statistics.median(peer)),
             "trigger_cold_median": round(statistics.median(ours)),
             "ratio_of_medians": round(statistics.median(ours) / statistics.median(peer), 3)}
+
+
+def step_budget(peer_rate: float, ours_rate: float, goal: float = 0.8) -> dict:
+    """Where the time of one env step goes, from the two median rates: the learner's own
+    cost (the peer's whole step: its env does next to nothing), ours, the env's share (the
+    difference) and what the goal leaves for the env (``learner / goal - learner``), in
+    milliseconds per env step."""
+    learner, whole = 1e3 / peer_rate, 1e3 / ours_rate
+    return {"learner_ms_per_step": round(learner, 4), "trigger_ms_per_step": round(whole, 4),
+            "env_ms_per_step": round(whole - learner, 4),
+            "goal_env_ms_per_step": round(learner / goal - learner, 4)}
 
 
 def bench_train(seed: int, out: Path, bc_episodes: int, timesteps: int) -> dict:
