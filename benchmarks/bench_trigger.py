@@ -12,9 +12,15 @@ repeats.
   env steps/s of each (the whole ``learn`` call, from a model built on fresh envs) and the
   ratio ours / peer of each pair and of the medians; ``--vec both`` also runs each pair on
   ``SubprocVecEnv`` (one process per env) and reports ours there against the peer on
-  DummyVecEnv (``best_vs_best``: each side in its fastest set-up); and the budget of one
-  step from the medians (:func:`step_budget`): the learner's own milliseconds per step (the
-  peer's), ours, the env's share and the share a ratio of 0.8 would leave it;
+  DummyVecEnv (``best_vs_best``: each side in its fastest set-up). Each pair also runs the
+  same learner on a **replay** of ours (:class:`TapeEnv`: whole episodes of
+  ``MindHelper-Trigger-v0`` under masked random actions, recorded beforehand, played back
+  with their observations, rewards, masks and ``info`` dicts behind the wrappers
+  ``gym.make`` adds): the learner's cost with our observation and ``info`` shapes and no
+  simulation, which is the ceiling of the ratio (``replay_vs_peer``). The budget of one
+  step from the medians (:func:`step_budget`): the learner's milliseconds per step on the
+  replay, ours, the env's share (the difference) and the share a ratio of 0.8 would leave
+  it;
 
 * ``speed``: env steps/s of ``MindHelper-Trigger-v0`` alone (masked random actions) and of
   ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
@@ -141,17 +147,88 @@ def bench_cold(n_steps: int, vec: str = "dummy") -> float:
                 os.environ["MINDHELPER_CACHE_DIR"] = old
 
 
+class TapeEnv(gym.Env):
+    """Plays back recorded episodes of ``MindHelper-Trigger-v0`` whatever the actions are:
+    each ``reset`` starts the next recorded episode (cycling), each ``step`` returns the
+    recorded observation, reward, flags and a fresh copy of the recorded ``info``, and
+    :meth:`action_masks` the recorded mask. What the learner pays on it is its own cost
+    with our observation and ``info`` shapes, without the simulation."""
+
+    def __init__(self, tape: list, observation_space, action_space) -> None:
+        self.tape = tape
+        self.observation_space, self.action_space = observation_space, action_space
+        self._episode = -1
+        self._k = 0
+        self._mask = None
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._episode = (self._episode + 1) % len(self.tape)
+        self._k = 0
+        obs, info, self._mask = self.tape[self._episode][0]
+        return obs, dict(info)
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info, self._mask = \
+            self.tape[self._episode][1][self._k]
+        self._k += 1
+        return obs, reward, terminated, truncated, dict(info)
+
+    def action_masks(self) -> np.ndarray:
+        return self._mask.copy()
+
+
+def record_tape(n_steps: int, seed: int = 0) -> tuple[list, gym.Space, gym.Space]:
+    """Whole episodes of ``MindHelper-Trigger-v0`` (default pool) under masked random actions,
+    at least ``n_steps`` steps in all, for :class:`TapeEnv`."""
+    env = gym.make("MindHelper-Trigger-v0")
+    rng = np.random.default_rng(seed)
+    tape, steps = [], 0
+    obs, info = env.reset(seed=seed)
+    while True:
+        episode = [(obs, info, env.unwrapped.action_masks()), []]
+        done = False
+        while not done:
+            action = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
+            obs, reward, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+            episode[1].append((obs, reward, terminated, truncated, info,
+                               env.unwrapped.action_masks()))
+        tape.append(episode)
+        steps += len(episode[1])
+        if steps >= n_steps:
+            break
+        obs, info = env.reset()
+    spaces = (env.observation_space, env.action_space)
+    env.close()
+    return tape, *spaces
+
+
+def bench_replay(n_steps: int, tape: tuple) -> float:
+    """The ratio part's learner on :class:`TapeEnv` (2 envs, DummyVecEnv), wrapped as
+    ``gym.make`` wraps ours (order enforcing, passive checker; ``make_vec_env`` adds
+    ``Monitor``)."""
+    from gymnasium.wrappers import OrderEnforcing, PassiveEnvChecker
+    from stable_baselines3.common.env_util import make_vec_env
+
+    vec_env = make_vec_env(lambda: OrderEnforcing(PassiveEnvChecker(TapeEnv(*tape))),
+                           n_envs=2, seed=0)
+    return _ppo_rate(vec_env, n_steps)
+
+
 def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy") -> dict:
     """Peer and ours, both on ``DummyVecEnv`` (the goal's measure); with ``vec="both"`` each
     pair also runs both on ``SubprocVecEnv`` (one process per env), and the report adds
     ``best_vs_best``: ours on subprocesses against the peer on DummyVecEnv (the fastest
     set-up of each: a peer this cheap only loses to the pipes)."""
-    peer, ours, peer_sp, ours_sp = [], [], [], []
+    peer, ours, replay, peer_sp, ours_sp = [], [], [], [], []
+    tape = record_tape(4096)
     for _ in range(repeats):
         peer.append(bench_peer(n_steps))
         ours.append(bench_cold(n_steps))
+        replay.append(bench_replay(n_steps, tape))
         line = {"peer": round(peer[-1]), "trigger_cold": round(ours[-1]),
-                "ratio": round(ours[-1] / peer[-1], 3)}
+                "replay": round(replay[-1]), "ratio": round(ours[-1] / peer[-1], 3)}
         if vec == "both":
             peer_sp.append(bench_peer(n_steps, "subproc"))
             ours_sp.append(bench_cold(n_steps, "subproc"))
@@ -166,24 +243,33 @@ def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy") -> dict:
                  "trigger_cold_subproc_median": round(statistics.median(ours_sp)),
                  "peer_subproc_median": round(statistics.median(peer_sp)),
                  "best_vs_best_of_medians": round(statistics.median(ours_sp) / peer_med, 3)}
-    return {**extra, **step_budget(peer_med, ours_med),
+    replay_med = statistics.median(replay)
+    return {**extra, **step_budget(peer_med, ours_med, replay_med),
             "steps": n_steps,
             "peer_steps_per_s": [round(x) for x in peer],
             "trigger_cold_steps_per_s": [round(x) for x in ours],
+            "replay_steps_per_s": [round(x) for x in replay],
+            "replay_median": round(replay_med),
+            "replay_vs_peer": round(replay_med / peer_med, 3),
             "pair_ratios": [round(o / p, 3) for o, p in zip(ours, peer, strict=True)],
             "peer_median": round(peer_med), "trigger_cold_median": round(ours_med),
             "ratio_of_medians": round(ours_med / peer_med, 3)}
 
 
-def step_budget(peer_rate: float, ours_rate: float, goal: float = 0.8) -> dict:
-    """Where the time of one env step goes, from the two median rates: the learner's own
-    cost (the peer's whole step: its env does next to nothing), ours, the env's share (the
-    difference) and what the goal leaves for the env (``learner / goal - learner``), in
-    milliseconds per env step."""
-    learner, whole = 1e3 / peer_rate, 1e3 / ours_rate
-    return {"learner_ms_per_step": round(learner, 4), "trigger_ms_per_step": round(whole, 4),
+def step_budget(peer_rate: float, ours_rate: float, replay_rate: float,
+                goal: float = 0.8) -> dict:
+    """Where the time of one env step goes, from the median rates, in milliseconds per env
+    step: the learner's own cost with our observations (the replay's whole step: its env
+    does next to nothing; the peer's step costs more: its env draws its next state and its
+    masked actions with numpy, about 0.016 ms, its masks come as a list and its
+    ``Discrete`` observation is one-hot encoded), ours, the env's share (the difference) and
+    what the goal leaves the env: ours may take ``peer / goal`` per step, the learner's
+    cost included."""
+    learner, whole, peer = 1e3 / replay_rate, 1e3 / ours_rate, 1e3 / peer_rate
+    return {"learner_ms_per_step": round(learner, 4), "peer_ms_per_step": round(peer, 4),
+            "trigger_ms_per_step": round(whole, 4),
             "env_ms_per_step": round(whole - learner, 4),
-            "goal_env_ms_per_step": round(learner / goal - learner, 4)}
+            "goal_env_ms_per_step": round(peer / goal - learner, 4)}
 
 
 def bench_train(seed: int, out: Path, bc_episodes: int, timesteps: int) -> dict:
