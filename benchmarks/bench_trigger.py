@@ -186,14 +186,15 @@ def record_tape(n_steps: int, seed: int = 0) -> tuple[list, gym.Space, gym.Space
     tape, steps = [], 0
     obs, info = env.reset(seed=seed)
     while True:
-        episode = [(obs, info, env.unwrapped.action_masks()), []]
+        mask = env.unwrapped.action_masks()
+        episode = [(obs, info, mask), []]
         done = False
         while not done:
-            action = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
-            obs, reward, terminated, truncated, info = env.step(action)
+            obs, reward, terminated, truncated, info = env.step(
+                int(rng.choice(np.flatnonzero(mask))))
+            mask = env.unwrapped.action_masks()
             done = terminated or truncated
-            episode[1].append((obs, reward, terminated, truncated, info,
-                               env.unwrapped.action_masks()))
+            episode[1].append((obs, reward, terminated, truncated, info, mask))
         tape.append(episode)
         steps += len(episode[1])
         if steps >= n_steps:
