@@ -229,3 +229,118 @@ def test_a_bad_bundle_entry_is_generated(tmp_path, monkeypatch, caplog) -> None:
     with caplog.at_level("WARNING"):
         assert broken.spec(0)["seed"] == broken.source(0)[1]
     assert "cannot read the bundle" in caplog.text
+
+
+# ------------------------------------------------------------------ the bundled ready entries
+def _canonical(value, seen=None):
+    """A comparable form of a parsed world: the graph as VirtualHome JSON, then every other
+    attribute recursively (objects by their sorted ``vars``), so that two worlds built in
+    different ways compare equal exactly when they hold the same state."""
+    if hasattr(value, "to_virtualhome"):
+        return ("graph", json.dumps(value.to_virtualhome(), sort_keys=True, default=str))
+    if isinstance(value, dict):
+        return ("dict", sorted((repr(k), _canonical(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_canonical(v) for v in value])
+    if isinstance(value, (set, frozenset)):
+        return ("set", sorted(repr(_canonical(v)) for v in value))
+    if hasattr(value, "__dict__") or hasattr(value, "__slots__"):
+        names = sorted(set(getattr(value, "__dict__", {}))
+                       | {s for c in type(value).__mro__ for s in getattr(c, "__slots__", ())
+                          if hasattr(value, s)})
+        return (type(value).__qualname__,
+                [(n, _canonical(getattr(value, n))) for n in names if n != "__weakref__"])
+    return ("value", repr(value))
+
+
+def test_the_ready_entries_are_the_bundle_parsed() -> None:
+    # fails after a change to World or Graph's layout until the bundle is rebuilt:
+    # python -m mindhelper_env.scenarios.pool --bundle --workers 2
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    assert pool.ready_path.exists(), f"no ready entries for the default pool's key {pool.key}"
+    assert [p.name for p in pool_mod.BUNDLE_DIR.glob("*.ready.bin")] == [pool.ready_path.name]
+    ready = pool_mod._ReadyEntries(pool.ready_path, pool.key)
+    assert ready.size == pool.size
+    assert ready.sources == [pool.source(k) for k in range(pool.size)]
+    lines = _bundle_lines(pool)
+    for k in (0, 1, 2, pool.size // 2, pool.size - 1):
+        light, world = ready.entry(k, *pool.source(k))
+        spec = json.loads(lines[k])
+        assert pickle.loads(light) == {key: v for key, v in spec.items() if key != "graph"}, k
+        fresh = World(spec["graph"], robot_ids=(pool_mod.ROBOT_ID,))
+        assert _canonical(pickle.loads(world)) == _canonical(fresh), k
+
+
+def test_a_cold_default_pool_plays_ready_entries_without_json(tmp_path, monkeypatch) -> None:
+    def refuse(*a, **k):
+        raise AssertionError("read the JSON for an entry the ready file holds")
+
+    monkeypatch.setattr(EpisodePool, "_read", refuse)
+    monkeypatch.setattr(pool_mod, "generate_episode", refuse)
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, directory=tmp_path)
+    entry = pool.get(11)
+    assert (entry.family, entry.seed) == pool.source(11)
+    env = gym.make(ENV_ID, pool_dir=str(tmp_path))
+    env.reset(seed=4)
+    for _ in range(3):
+        env.step("none")
+    env.reset()
+    assert not list(tmp_path.rglob("*.json"))  # nothing unpacked: no entry needed it
+
+
+def test_a_ready_entry_plays_as_its_replay(tmp_path) -> None:
+    env = gym.make(ENV_ID, pool_dir=str(tmp_path))
+    replay = gym.make(ENV_ID, pool_dir=str(tmp_path))
+    for seed in (21, 22, 23):
+        obs, info = env.reset(seed=seed)
+        spec = env.unwrapped.episode_spec
+        program = "\n".join(spec["reference"]["reference_actions"])
+        obs2, info2 = replay.reset(seed=seed, options={"episode": spec})
+        assert obs == obs2
+        done, t = False, 0
+        while not done:
+            action = program if t == 1 else "none"  # one intervention, then silence
+            obs, r, term, trunc, info = env.step(action)
+            obs2, r2, term2, trunc2, info2 = replay.step(action)
+            assert (obs, r, term, trunc) == (obs2, r2, term2, trunc2), (seed, t)
+            done, t = term or trunc, t + 1
+        assert env.unwrapped.simulation.world.graph.to_virtualhome() == \
+            replay.unwrapped.simulation.world.graph.to_virtualhome()
+
+
+@pytest.mark.parametrize("damage", ["magic", "truncated", "foreign", "sources", "entry"])
+def test_a_bad_ready_file_falls_back_to_the_json(tmp_path, monkeypatch, caplog, damage) -> None:
+    real = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    data = real.ready_path.read_bytes()
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / real.bundle_path.name).write_bytes(real.bundle_path.read_bytes())
+    if damage == "magic":
+        data = b"X" + data[1:]
+    elif damage == "truncated":
+        data = data[:-100]
+    elif damage in ("foreign", "sources"):
+        end = data.index(b"\n", len(pool_mod._READY_MAGIC))
+        head = json.loads(data[len(pool_mod._READY_MAGIC):end])
+        if damage == "foreign":
+            head["generator"] = "old-generator"
+        else:
+            head["sources"][3] = head["sources"][4]
+        data = (pool_mod._READY_MAGIC + json.dumps(head, separators=(",", ":")).encode()
+                + data[end:])
+    else:  # entry 3's compressed bytes are garbage
+        ready = pool_mod._ReadyEntries(real.ready_path, real.key)
+        at = ready._base + int(ready._offsets[3])
+        data = data[:at] + bytes(16) + data[at + 16:]
+    (bundle / real.ready_path.name).write_bytes(data)
+    monkeypatch.setattr(pool_mod, "BUNDLE_DIR", bundle)
+    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size=8, persist=False)
+    with caplog.at_level("WARNING"):
+        entry = pool.get(3)
+    assert (entry.family, entry.seed) == real.source(3)
+    assert pickle.loads(entry.light) == pickle.loads(real.get(3).light)
+    assert "ready entr" in caplog.text
+    if damage in ("sources", "entry"):  # the file is usable; only entry 3 is not
+        assert pool._ready and pool.get(5).world == real.get(5).world
+    else:
+        assert pool._ready is False

@@ -27,7 +27,21 @@ unpacks the bundle into its cache directory (in memory for a pool that does not 
 each bundled entry passes the same checks as a file on disk (generator, family, seed), and
 one that fails them is generated. Maintainers rebuild it after a generator change with
 ``python -m mindhelper_env.scenarios.pool --bundle`` (``tests/test_pool.py`` fails while the
-bundle is missing or stale). The cache directory is
+bundle is missing or stale).
+
+**The ready entries.** Beside the bundle ships ``<key>.ready.bin``: each bundled entry in the
+form a reset needs, its spec without the graph and its parsed world, both pickled, each
+compressed on its own so that an entry is read without the others (format in
+:class:`_ReadyEntries`). A cold pool takes its entries from there first (~0.1 ms each, where
+parsing an entry's JSON and building its world costs ~3 ms), so a first run neither unpacks
+the bundle nor parses JSON until something asks for a complete spec (:meth:`EpisodePool.spec`,
+e.g. ``env.unwrapped.episode_spec``). The file names its format, generator, pool key and each
+entry's ``(family, seed)``; one that does not match, or an entry that does not decompress, is
+logged and the entry comes from the JSON. The pickles name only this package's classes and
+builtins (no numpy), and ``tests/test_pool.py`` checks that they unpickle to the same worlds
+as the JSON builds, so a change to the world's layout also needs the bundle rebuilt.
+
+The cache directory is
 ``$MINDHELPER_CACHE_DIR``, else ``$XDG_CACHE_HOME/mindhelper-env``, else
 ``~/.cache/mindhelper-env``. A file that cannot be read, or that does not hold the episode it
 should, is regenerated.
@@ -44,6 +58,7 @@ import pickle
 import shutil
 import tempfile
 import threading
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +87,8 @@ BUNDLE_DIR = Path(__file__).resolve().parent / "pool_data"
 @dataclass(frozen=True)
 class PoolEntry:
     """One pool episode, kept compact in memory (~12 KB): its spec without the graph and its
-    parsed world, both pickled in this process (never read from disk). :meth:`load` gives
+    parsed world, both pickled (in this process, or read from the bundled ready entries for
+    a bundled entry; never from the cache directory). :meth:`load` gives
     fresh objects each time. Once played, :attr:`memo` adds a few KB: what an env derived
     from the episode's initial state alone (pure functions of the spec), reused at the
     entry's next reset."""
@@ -144,6 +160,8 @@ class EpisodePool:
         self._stop = threading.Event()
         #: bundled entries kept in memory (a pool that does not persist); None: not unpacked
         self._bundled: dict[int, bytes] | None = None
+        #: the bundle's ready entries (None: not opened yet; False: none or unusable)
+        self._ready: _ReadyEntries | bool | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickled as its configuration (an env pickled mid-episode does not carry the pool);
@@ -179,16 +197,16 @@ class EpisodePool:
         if not 0 <= k < self.size:
             raise IndexError(f"pool entry {k} out of range(0, {self.size})")
         family, seed = self.source(k)
+        ready = self._ready_entry(k, family, seed)
+        if ready is not None:
+            entry = PoolEntry(k, family, seed, *ready)
+            with self._lock:
+                return self._entries.setdefault(k, entry)
         spec = self._read(k, family, seed)
         if spec is None:
             spec = generate_episode(family, seed, house=self.house)
             self._write(k, spec)
-        world = World(spec["graph"], robot_ids=(ROBOT_ID,))
-        world.graph.share_values()  # a smaller pickle, unpickled at every reset
-        world.graph.pack_boxes()  # boxes are built when read, not at every reset
-        light = {key: val for key, val in spec.items() if key != "graph"}
-        entry = PoolEntry(k, family, seed, pickle.dumps(light, protocol=pickle.HIGHEST_PROTOCOL),
-                          pickle.dumps(world, protocol=pickle.HIGHEST_PROTOCOL))
+        entry = PoolEntry(k, family, seed, *_entry_pickles(spec))
         with self._lock:
             if self.directory is None:
                 self._full.setdefault(k, pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
@@ -244,6 +262,37 @@ class EpisodePool:
     def bundle_path(self) -> Path:
         """The bundled pool file for this pool's key (it may not exist)."""
         return BUNDLE_DIR / f"{self.key}.jsonl.xz"
+
+    @property
+    def ready_path(self) -> Path:
+        """The bundled ready entries for this pool's key (they may not exist)."""
+        return BUNDLE_DIR / f"{self.key}.ready.bin"
+
+    def _ready_entry(self, k: int, family: str, seed: int) -> tuple[bytes, bytes] | None:
+        """Entry ``k``'s pickles from the bundled ready entries, or None (no such file, a
+        file that cannot be read or is not this pool's, an entry beyond it or that fails its
+        checks: each logged once per pool, and the entry then comes from the JSON)."""
+        ready = self._ready
+        if ready is None:
+            with self._lock:
+                if self._ready is None:
+                    self._ready = False
+                    if self.house is None and self.ready_path.exists():
+                        try:
+                            self._ready = _ReadyEntries(self.ready_path, self.key)
+                        except (OSError, ValueError) as err:
+                            logger.warning("episode pool: cannot use the ready entries %s "
+                                           "(%s); reading the JSON bundle", self.ready_path,
+                                           err)
+                ready = self._ready
+        if not ready or k >= min(ready.size, self.size):
+            return None
+        try:
+            return ready.entry(k, family, seed)
+        except (ValueError, zlib.error) as err:
+            logger.warning("episode pool: ready entry %d of %s is unusable (%s); reading the "
+                           "JSON bundle", k, self.ready_path, err)
+            return None
 
     def _unpack_bundle(self) -> None:
         """Copy the bundled entries into the cache directory (or memory), once."""
@@ -309,6 +358,84 @@ class EpisodePool:
             _atomic_write(path, json.dumps(spec, separators=(",", ":")).encode("utf-8"))
         except OSError as err:  # a read-only cache only costs speed
             logger.warning("episode pool: cannot write %s (%s); keeping it in memory", path, err)
+
+
+def _entry_pickles(spec: dict[str, Any]) -> tuple[bytes, bytes]:
+    """A pool entry's two pickles: its spec without the graph, and its parsed world."""
+    world = World(spec["graph"], robot_ids=(ROBOT_ID,))
+    world.graph.share_values()  # a smaller pickle, unpickled at every reset
+    world.graph.pack_boxes()  # boxes are built when read, not at every reset
+    light = {key: val for key, val in spec.items() if key != "graph"}
+    return (pickle.dumps(light, protocol=pickle.HIGHEST_PROTOCOL),
+            pickle.dumps(world, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+_READY_MAGIC = b"MINDHELPER-POOL-READY\n"
+_READY_FORMAT = 1
+
+
+class _ReadyEntries:
+    """The bundled pool's ready entries (``<key>.ready.bin``, see the module docstring):
+    random access to each entry's pickles, each compressed on its own (zlib, one shared
+    preset dictionary), so that a cold pool reads only the entries it plays.
+
+    Layout: :data:`_READY_MAGIC`; one line of JSON (``format``, ``generator``, ``key``,
+    ``size``, ``sources``: ``[family, seed]`` per entry, ``dictionary``: its length); the
+    dictionary; ``size + 1`` little-endian uint64 offsets into the data after them; the data
+    (entry ``k``: a uint32 length of the spec's pickle, the spec's pickle, the world's)."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        data = path.read_bytes()
+        if not data.startswith(_READY_MAGIC):
+            raise ValueError("not a ready-entries file")
+        end = data.index(b"\n", len(_READY_MAGIC))
+        head = json.loads(data[len(_READY_MAGIC):end])
+        if head.get("format") != _READY_FORMAT or head.get("generator") != GENERATOR_VERSION \
+                or head.get("key") != key:
+            raise ValueError(f"it holds format {head.get('format')}, generator "
+                             f"{head.get('generator')!r}, key {head.get('key')!r}; this pool "
+                             f"needs format {_READY_FORMAT}, {GENERATOR_VERSION!r}, {key!r}")
+        self.size = int(head["size"])
+        self.sources = [(str(f), int(s)) for f, s in head["sources"]]
+        at = end + 1
+        self._zdict = data[at:at + int(head["dictionary"])]
+        at += len(self._zdict)
+        self._offsets = np.frombuffer(data, dtype="<u8", count=self.size + 1, offset=at)
+        self._base = at + 8 * (self.size + 1)
+        if len(self.sources) != self.size or self._base + int(self._offsets[-1]) != len(data):
+            raise ValueError("truncated or inconsistent")
+        self._data = data
+
+    def entry(self, k: int, family: str, seed: int) -> tuple[bytes, bytes]:
+        if self.sources[k] != (family, seed):
+            raise ValueError(f"it holds {self.sources[k]}, not ({family!r}, {seed})")
+        lo, hi = int(self._offsets[k]), int(self._offsets[k + 1])
+        inflate = zlib.decompressobj(zdict=self._zdict)
+        blob = inflate.decompress(self._data[self._base + lo:self._base + hi])
+        if not inflate.eof or len(blob) < 4:
+            raise ValueError("truncated")
+        n = int.from_bytes(blob[:4], "little")
+        return blob[4:4 + n], blob[4 + n:]
+
+    @staticmethod
+    def write(path: Path, key: str, specs: list[dict[str, Any]]) -> None:
+        """Write the ready entries of ``specs`` (entry ``k`` is ``specs[k]``) to ``path``."""
+        blobs = []
+        for spec in specs:
+            light, world = _entry_pickles(spec)
+            blobs.append(len(light).to_bytes(4, "little") + light + world)
+        # the preset dictionary: the end of the first entries (what every entry repeats)
+        zdict = b"".join(blobs[:8])[-32768:]
+        packed = []
+        for blob in blobs:
+            deflate = zlib.compressobj(9, zdict=zdict)
+            packed.append(deflate.compress(blob) + deflate.flush())
+        offsets = np.cumsum([0] + [len(b) for b in packed]).astype("<u8")
+        head = {"format": _READY_FORMAT, "generator": GENERATOR_VERSION, "key": key,
+                "size": len(specs), "sources": [[s["family"], s["seed"]] for s in specs],
+                "dictionary": len(zdict)}
+        path.write_bytes(_READY_MAGIC + json.dumps(head, separators=(",", ":")).encode()
+                         + b"\n" + zdict + offsets.tobytes() + b"".join(packed))
 
 
 def _unpack_lines(directory: Path, lines: list[bytes]) -> None:
@@ -402,11 +529,13 @@ def build_bundle(size: int = DEFAULT_POOL_SIZE, workers: int = 1,
         lines = [_generate_entry(j) for j in jobs]
     out_dir = Path(directory) if directory is not None else BUNDLE_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in out_dir.glob("*.jsonl.xz"):
+    for old in [*out_dir.glob("*.jsonl.xz"), *out_dir.glob("*.ready.bin")]:
         old.unlink()
     path = out_dir / f"{pool.key}.jsonl.xz"
     data = lzma.compress(b"\n".join(lines) + b"\n", preset=9 | lzma.PRESET_EXTREME)
     path.write_bytes(data)
+    _ReadyEntries.write(out_dir / f"{pool.key}.ready.bin", pool.key,
+                        [json.loads(line) for line in lines])
     return path
 
 
