@@ -308,7 +308,8 @@ def test_a_ready_entry_plays_as_its_replay(tmp_path) -> None:
             replay.unwrapped.simulation.world.graph.to_virtualhome()
 
 
-@pytest.mark.parametrize("damage", ["magic", "truncated", "foreign", "sources", "entry"])
+@pytest.mark.parametrize("damage", ["magic", "truncated", "foreign", "sources", "header",
+                                    "entry"])
 def test_a_bad_ready_file_falls_back_to_the_json(tmp_path, monkeypatch, caplog, damage) -> None:
     real = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
     data = real.ready_path.read_bytes()
@@ -319,11 +320,13 @@ def test_a_bad_ready_file_falls_back_to_the_json(tmp_path, monkeypatch, caplog, 
         data = b"X" + data[1:]
     elif damage == "truncated":
         data = data[:-100]
-    elif damage in ("foreign", "sources"):
+    elif damage in ("foreign", "sources", "header"):
         end = data.index(b"\n", len(pool_mod._READY_MAGIC))
         head = json.loads(data[len(pool_mod._READY_MAGIC):end])
         if damage == "foreign":
             head["generator"] = "old-generator"
+        elif damage == "header":  # this pool's, but without its layout
+            head = {k: head[k] for k in ("format", "generator", "key")}
         else:
             head["sources"][3] = head["sources"][4]
         data = (pool_mod._READY_MAGIC + json.dumps(head, separators=(",", ":")).encode()

@@ -390,15 +390,21 @@ class _ReadyEntries:
             raise ValueError("not a ready-entries file")
         end = data.index(b"\n", len(_READY_MAGIC))
         head = json.loads(data[len(_READY_MAGIC):end])
+        if not isinstance(head, dict):
+            raise ValueError("a malformed header")
         if head.get("format") != _READY_FORMAT or head.get("generator") != GENERATOR_VERSION \
                 or head.get("key") != key:
             raise ValueError(f"it holds format {head.get('format')}, generator "
                              f"{head.get('generator')!r}, key {head.get('key')!r}; this pool "
                              f"needs format {_READY_FORMAT}, {GENERATOR_VERSION!r}, {key!r}")
-        self.size = int(head["size"])
-        self.sources = [(str(f), int(s)) for f, s in head["sources"]]
+        try:
+            self.size = int(head["size"])
+            self.sources = [(str(f), int(s)) for f, s in head["sources"]]
+            dictionary = int(head["dictionary"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"a malformed header ({err!r})") from None
         at = end + 1
-        self._zdict = data[at:at + int(head["dictionary"])]
+        self._zdict = data[at:at + dictionary]
         at += len(self._zdict)
         self._offsets = np.frombuffer(data, dtype="<u8", count=self.size + 1, offset=at)
         self._base = at + 8 * (self.size + 1)
