@@ -12,20 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.signals import default_sigint
+
 
 def _command() -> list[str]:
     script = Path(sys.executable).with_name("mindhelper")
     if script.exists():
         return [str(script)]
     return [sys.executable, "-m", "_mindhelper_launch"]
-
-
-def _default_sigint() -> None:
-    """In the child before it starts: Ctrl-C's default disposition. A process started in
-    the background by a shell without job control (``cmd &`` in a script, as CI may run
-    the tests) inherits SIGINT ignored, and Python then keeps ignoring it, as a program
-    started so should; the test is about the command, not about how pytest was started."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -39,7 +33,7 @@ def test_interrupt_while_starting_is_one_line_and_130(tmp_path: Path, sig: int,
                              "silent", "--out", str(out), "--no-progress"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            preexec_fn=_default_sigint)
+                            preexec_fn=default_sigint)
     time.sleep(delay)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mindhelper_env.scenarios.suites import suite_names
+from tests.signals import default_sigint
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc")
 
@@ -49,7 +50,8 @@ def _lines(path: Path) -> int:
 
 def _kill_mid_run(out: Path, sig: int, group: bool, extra: tuple[str, ...] = ()) -> tuple[int, str]:
     proc = subprocess.Popen(_cmd(out, *extra), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            preexec_fn=default_sigint)
     deadline = time.monotonic() + 60
     start = sum(_lines(out / f"{a}.jsonl") for a in AGENTS)
     # wait until episodes are being written, so the kill lands mid-run
