@@ -20,7 +20,10 @@ repeats.
   simulation, which is the ceiling of the ratio (``replay_vs_peer``). The budget of one
   step from the medians (:func:`step_budget`): the learner's milliseconds per step on the
   replay, ours, the env's share (the difference) and the share a ratio of 0.8 would leave
-  it;
+  it. ``--split`` also times the phases of each DummyVecEnv run (per step of the vector
+  env: ``train``, the gradient updates; ``env``, the two envs' steps through the vector
+  env; ``masks``; ``rest``, the learner's own rollout work), which tells the env's cost
+  from what the env does to the learner's own work around it;
 
 * ``speed``: env steps/s of ``MindHelper-Trigger-v0`` alone (masked random actions) and of
   ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
@@ -91,8 +94,11 @@ def bench_ppo(n_steps: int = 30_720) -> float:
     return rate
 
 
-def _ppo_rate(vec, n_steps: int) -> float:
-    """Env steps/s of one ``MaskablePPO.learn(n_steps)`` on ``vec``, from fresh weights."""
+def _ppo_rate(vec, n_steps: int, split: dict | None = None) -> float:
+    """Env steps/s of one ``MaskablePPO.learn(n_steps)`` on ``vec``, from fresh weights.
+
+    With a ``split`` dict, also times the phases of the run (:func:`_time_phases`) and
+    writes them there, in milliseconds per step of the vector env."""
     import torch
     from sb3_contrib import MaskablePPO
 
@@ -100,17 +106,151 @@ def _ppo_rate(vec, n_steps: int) -> float:
     model = MaskablePPO("MlpPolicy", vec, n_steps=512, batch_size=256, n_epochs=4,
                         learning_rate=5e-4, gamma=1.0, ent_coef=0.005, seed=0, device="cpu",
                         verbose=0, policy_kwargs={"net_arch": [32, 32]})
+    spent = _time_phases(model, vec) if split is not None else None
     t0 = time.perf_counter()
     model.learn(n_steps)
-    rate = n_steps / (time.perf_counter() - t0)
+    whole = time.perf_counter() - t0
+    rate = n_steps / whole
+    if spent is not None:
+        vec_steps = n_steps / vec.num_envs
+        split.update({k: round(v / vec_steps * 1e3, 4) for k, v in spent.items()})
+        split["rest"] = round((whole - sum(spent.values())) / vec_steps * 1e3, 4)
+        split["whole"] = round(whole / vec_steps * 1e3, 4)
     vec.close()
     return rate
+
+
+def _time_phases(model, vec) -> dict:
+    """Wraps ``model.train`` (the gradient updates), ``vec.step`` (the envs' steps, resets
+    and wrappers, through the vector env) and ``vec.env_method`` (the masks MaskablePPO asks
+    for before each step) with timers; returns the seconds spent in each, filled in as the
+    model learns. What is left of the run (``rest`` in :func:`_ppo_rate`'s split) is the
+    learner's own rollout work: the policy's forward pass, the rollout buffer, callbacks."""
+    spent = {"train": 0.0, "env": 0.0, "masks": 0.0}
+    clock = time.perf_counter
+
+    def timed(key, fn):
+        def call(*args, **kwargs):
+            t = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[key] += clock() - t
+        return call
+
+    model.train = timed("train", model.train)
+    vec.step = timed("env", vec.step)
+    vec.env_method = timed("masks", vec.env_method)
+    return spent
 
 
 def _vec_cls(vec: str):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+    if vec == "lean":
+        return _lean_vec_cls()
     return SubprocVecEnv if vec == "subproc" else DummyVecEnv
+
+
+def _lean_worker(remote, parent_remote, env_fn) -> None:
+    """One env in its own process for :func:`_lean_vec_cls`: each step's reply carries the
+    env's next masks (after the reset of an episode that ended)."""
+    from stable_baselines3.common.env_util import is_wrapped
+    from stable_baselines3.common.vec_env.patch_gym import _patch_env
+
+    parent_remote.close()
+    env = _patch_env(env_fn.var())
+    masks = env.get_wrapper_attr("action_masks")
+    while True:
+        try:
+            cmd, data = remote.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if cmd == "step":
+            obs, reward, terminated, truncated, info = env.step(data)
+            done = terminated or truncated
+            info["TimeLimit.truncated"] = truncated and not terminated
+            reset_info = None
+            if done:
+                info["terminal_observation"] = obs
+                obs, reset_info = env.reset()
+            remote.send((obs, reward, done, info, reset_info, masks()))
+        elif cmd == "reset":
+            obs, reset_info = env.reset(seed=data[0], **({"options": data[1]} if data[1] else {}))
+            remote.send((obs, reset_info, masks()))
+        elif cmd == "close":
+            env.close()
+            remote.close()
+            return
+        elif cmd == "get_spaces":
+            remote.send((env.observation_space, env.action_space))
+        elif cmd == "env_method":
+            remote.send(env.get_wrapper_attr(data[0])(*data[1], **data[2]))
+        elif cmd == "get_attr":
+            remote.send(env.get_wrapper_attr(data))
+        elif cmd == "has_attr":
+            try:
+                env.get_wrapper_attr(data)
+                remote.send(True)
+            except AttributeError:
+                remote.send(False)
+        elif cmd == "set_attr":
+            setattr(env, data[0], data[1])
+            remote.send(None)
+        elif cmd == "is_wrapped":
+            remote.send(is_wrapped(env, data))
+
+
+def _lean_vec_cls():
+    """SubprocVecEnv with one message each way per step: the masks MaskablePPO asks for
+    before each step come with the step's reply (and the reset's) instead of a second round
+    trip through ``env_method``; workers are forked. The process set-up at its leanest, to
+    measure what lockstep between processes costs on this machine."""
+    import multiprocessing as mp
+
+    from stable_baselines3.common.vec_env import SubprocVecEnv, VecEnv
+    from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
+    from stable_baselines3.common.vec_env.subproc_vec_env import _stack_obs
+
+    class LeanSubprocVecEnv(SubprocVecEnv):
+        def __init__(self, env_fns) -> None:
+            self.waiting, self.closed, self._masks = False, False, None
+            ctx = mp.get_context("fork")
+            self.remotes, self.work_remotes = zip(*[ctx.Pipe() for _ in env_fns], strict=True)
+            self.processes = []
+            for work, remote, fn in zip(self.work_remotes, self.remotes, env_fns, strict=True):
+                proc = ctx.Process(target=_lean_worker, daemon=True,
+                                   args=(work, remote, CloudpickleWrapper(fn)))
+                proc.start()
+                self.processes.append(proc)
+                work.close()
+            self.remotes[0].send(("get_spaces", None))
+            VecEnv.__init__(self, len(env_fns), *self.remotes[0].recv())
+
+        def step_wait(self):
+            results = [remote.recv() for remote in self.remotes]
+            self.waiting = False
+            obs, rewards, dones, infos, self.reset_infos, masks = zip(*results, strict=True)
+            self._masks = list(masks)
+            return (_stack_obs(obs, self.observation_space), np.stack(rewards), np.stack(dones),
+                    infos)
+
+        def reset(self):
+            for k, remote in enumerate(self.remotes):
+                remote.send(("reset", (self._seeds[k], self._options[k])))
+            obs, self.reset_infos, masks = zip(*[remote.recv() for remote in self.remotes], strict=True)
+            self._masks = list(masks)
+            self._reset_seeds()
+            self._reset_options()
+            return _stack_obs(obs, self.observation_space)
+
+        def env_method(self, name, *args, indices=None, **kwargs):
+            if name == "action_masks" and not args and not kwargs and self._masks is not None:
+                return [self._masks[k].copy() for k in self._get_indices(indices)]
+            self._masks = None  # anything else may change the envs: ask them next time
+            return super().env_method(name, *args, indices=indices, **kwargs)
+
+    return LeanSubprocVecEnv
 
 
 def _peer_env():
@@ -119,15 +259,15 @@ def _peer_env():
     return InvalidActionEnvDiscrete(dim=7, n_invalid_actions=3)
 
 
-def bench_peer(n_steps: int, vec: str = "dummy") -> float:
+def bench_peer(n_steps: int, vec: str = "dummy", split: dict | None = None) -> float:
     """MaskablePPO on sb3-contrib's own ``InvalidActionEnvDiscrete`` (7 actions, 3 masked)."""
     from stable_baselines3.common.env_util import make_vec_env
 
     vec_env = make_vec_env(_peer_env, n_envs=2, seed=0, vec_env_cls=_vec_cls(vec))
-    return _ppo_rate(vec_env, n_steps)
+    return _ppo_rate(vec_env, n_steps, split)
 
 
-def bench_cold(n_steps: int, vec: str = "dummy") -> float:
+def bench_cold(n_steps: int, vec: str = "dummy", split: dict | None = None) -> float:
     """MaskablePPO on ``MindHelper-Trigger-v0`` (default pool) in a fresh cache directory."""
     import os
 
@@ -139,7 +279,7 @@ def bench_cold(n_steps: int, vec: str = "dummy") -> float:
         try:
             vec_env = make_vec_env("MindHelper-Trigger-v0", n_envs=2, seed=0,
                                    vec_env_cls=_vec_cls(vec))
-            return _ppo_rate(vec_env, n_steps)
+            return _ppo_rate(vec_env, n_steps, split)
         finally:
             if old is None:
                 os.environ.pop("MINDHELPER_CACHE_DIR", None)
@@ -205,7 +345,7 @@ def record_tape(n_steps: int, seed: int = 0) -> tuple[list, gym.Space, gym.Space
     return tape, *spaces
 
 
-def bench_replay(n_steps: int, tape: tuple) -> float:
+def bench_replay(n_steps: int, tape: tuple, split: dict | None = None) -> float:
     """The ratio part's learner on :class:`TapeEnv` (2 envs, DummyVecEnv), wrapped as
     ``gym.make`` wraps ours (order enforcing, passive checker; ``make_vec_env`` adds
     ``Monitor``)."""
@@ -214,36 +354,58 @@ def bench_replay(n_steps: int, tape: tuple) -> float:
 
     vec_env = make_vec_env(lambda: OrderEnforcing(PassiveEnvChecker(TapeEnv(*tape))),
                            n_envs=2, seed=0)
-    return _ppo_rate(vec_env, n_steps)
+    return _ppo_rate(vec_env, n_steps, split)
 
 
-def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy") -> dict:
+def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy", split: bool = False) -> dict:
     """Peer and ours, both on ``DummyVecEnv`` (the goal's measure); with ``vec="both"`` each
     pair also runs both on ``SubprocVecEnv`` (one process per env), and the report adds
     ``best_vs_best``: ours on subprocesses against the peer on DummyVecEnv (the fastest
-    set-up of each: a peer this cheap only loses to the pipes)."""
+    set-up of each: a peer this cheap only loses to the pipes). ``vec="lean"`` does the same
+    on :func:`_lean_vec_cls` (keys ``*_lean``).
+
+    With ``split``, each DummyVecEnv run also times its phases (:func:`_time_phases`): per
+    step of the vector env (2 env steps), the gradient updates (``train``), the envs'
+    steps (``env``), the masks (``masks``) and the learner's own rollout work (``rest``);
+    the report adds the median of each phase for the peer, ours and the replay."""
     peer, ours, replay, peer_sp, ours_sp = [], [], [], [], []
+    kind = {"both": "subproc", "lean": "lean"}.get(vec)
+    splits: dict[str, list[dict]] = {"peer": [], "trigger_cold": [], "replay": []}
     tape = record_tape(4096)
+
+    def part(name: str) -> dict | None:
+        if not split:
+            return None
+        splits[name].append({})
+        return splits[name][-1]
+
     for _ in range(repeats):
-        peer.append(bench_peer(n_steps))
-        ours.append(bench_cold(n_steps))
-        replay.append(bench_replay(n_steps, tape))
+        peer.append(bench_peer(n_steps, split=part("peer")))
+        ours.append(bench_cold(n_steps, split=part("trigger_cold")))
+        replay.append(bench_replay(n_steps, tape, split=part("replay")))
         line = {"peer": round(peer[-1]), "trigger_cold": round(ours[-1]),
                 "replay": round(replay[-1]), "ratio": round(ours[-1] / peer[-1], 3)}
-        if vec == "both":
-            peer_sp.append(bench_peer(n_steps, "subproc"))
-            ours_sp.append(bench_cold(n_steps, "subproc"))
-            line.update(peer_subproc=round(peer_sp[-1]), trigger_cold_subproc=round(ours_sp[-1]),
-                        best_vs_best=round(ours_sp[-1] / peer[-1], 3))
+        if split:
+            line["split_ms_per_vec_step"] = {k: v[-1] for k, v in splits.items()}
+        if kind is not None:
+            peer_sp.append(bench_peer(n_steps, kind))
+            ours_sp.append(bench_cold(n_steps, kind))
+            line.update({f"peer_{kind}": round(peer_sp[-1]),
+                         f"trigger_cold_{kind}": round(ours_sp[-1]),
+                         "best_vs_best": round(ours_sp[-1] / peer[-1], 3)})
         print(json.dumps(line), flush=True)
     peer_med, ours_med = statistics.median(peer), statistics.median(ours)
     extra = {}
-    if vec == "both":
-        extra = {"peer_subproc_steps_per_s": [round(x) for x in peer_sp],
-                 "trigger_cold_subproc_steps_per_s": [round(x) for x in ours_sp],
-                 "trigger_cold_subproc_median": round(statistics.median(ours_sp)),
-                 "peer_subproc_median": round(statistics.median(peer_sp)),
+    if kind is not None:
+        extra = {f"peer_{kind}_steps_per_s": [round(x) for x in peer_sp],
+                 f"trigger_cold_{kind}_steps_per_s": [round(x) for x in ours_sp],
+                 f"trigger_cold_{kind}_median": round(statistics.median(ours_sp)),
+                 f"peer_{kind}_median": round(statistics.median(peer_sp)),
                  "best_vs_best_of_medians": round(statistics.median(ours_sp) / peer_med, 3)}
+    if split:
+        extra["split_ms_per_vec_step_median"] = {
+            name: {k: round(statistics.median(run[k] for run in runs), 4) for k in runs[0]}
+            for name, runs in splits.items()}
     replay_med = statistics.median(replay)
     return {**extra, **step_budget(peer_med, ours_med, replay_med),
             "steps": n_steps,
@@ -309,8 +471,12 @@ def main() -> None:
     ap.add_argument("--parts", default="ratio,speed,train,suite")
     ap.add_argument("--ratio-steps", type=int, default=20_480,
                     help="env steps of each learn call in the ratio part")
-    ap.add_argument("--vec", choices=("dummy", "both"), default="dummy",
-                    help="ratio part: also run both sides on SubprocVecEnv ('both')")
+    ap.add_argument("--vec", choices=("dummy", "both", "lean"), default="dummy",
+                    help="ratio part: also run both sides on SubprocVecEnv ('both') or on a "
+                         "lean process vector env, the masks sent with each step ('lean')")
+    ap.add_argument("--split", action="store_true",
+                    help="ratio part: also time each run's phases (train, env, masks, the "
+                         "learner's rollout work) per step of the vector env")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--bc-episodes", type=int, default=500)
     ap.add_argument("--timesteps", type=int, default=200_000)
@@ -323,7 +489,7 @@ def main() -> None:
     parts = set(args.parts.split(","))
     report: dict = {}
     if "ratio" in parts:
-        report["ratio"] = bench_ratio(args.repeats, args.ratio_steps, args.vec)
+        report["ratio"] = bench_ratio(args.repeats, args.ratio_steps, args.vec, args.split)
         print(json.dumps(report["ratio"]), flush=True)
     if "speed" in parts:
         envs = [bench_env() for _ in range(args.repeats)]
