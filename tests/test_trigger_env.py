@@ -156,3 +156,37 @@ def test_household_episodes_run_to_the_horizon():
         assert rec["terminated"] and not rec["truncated"]
         needs.add(rec["reference"]["needs_intervention"])
     assert needs == {True, False}  # a help episode and a silent one
+
+
+def _masked_random_run(env, steps: int) -> list:
+    """``steps`` masked random steps from seed 0 (resetting at episode ends): what the
+    learner sees at each, and the household's narration after it."""
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    seen = []
+    for _ in range(steps):
+        mask = env.unwrapped.action_masks()
+        obs, r, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        seen.append((obs.tobytes(), r, term, trunc, mask.tobytes(), repr(sorted(info.items())),
+                     env.unwrapped.household._last_text))
+        if term or trunc:
+            env.reset()
+    return seen
+
+
+def test_unread_narration_is_skipped_and_changes_nothing():
+    """With a symbolic agent and no render mode the Trigger env's household writes no
+    narration (nothing reads it there); every observation, reward, mask and info is the
+    same as with it written."""
+    quiet, told = gym.make(ENV_ID, pool_size=16), gym.make(ENV_ID, pool_size=16)
+    assert quiet.unwrapped.household._narrate is False
+    told.unwrapped.household._narrate = True
+    a, b = _masked_random_run(quiet, 150), _masked_random_run(told, 150)
+    assert [x[:-1] for x in a] == [x[:-1] for x in b]
+    # windows with events seen: narrated only when told to; the rest (nothing seen, the
+    # description of the home at a reset) is the same
+    seen = [k for k, x in enumerate(b) if "[t=" in x[-1]]
+    assert len(seen) > 10
+    assert all(a[k][-1] == "" for k in seen)
+    assert all(a[k][-1] == b[k][-1] for k in range(len(b)) if k not in seen)
+    assert gym.make(ENV_ID, render_mode="ansi").unwrapped.household._narrate is True

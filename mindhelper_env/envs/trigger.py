@@ -116,6 +116,9 @@ class MindHelperTriggerEnv(gym.Env):
     * ``backends``: MindClaw's per-module backends (with ``model``).
     * ``skills``: a skill book or its path (default: the shipped ``skills.json``).
     * ``render_mode``: ``"ansi"`` or ``"rgb_array"``, rendered by the household env.
+      Without a render mode and with the symbolic backends, the household env writes no
+      narration for the windows (nothing here reads it: the Engine perceives
+      ``obs["events"]`` and ``info``), which changes no step and saves about a tenth of one.
 
     ``reset(options=...)`` takes the household env's options (``{"suite": s, "index": i}``,
     ``{"episode": spec}``, ...); sampled episodes come from its episode pool.
@@ -155,6 +158,9 @@ class MindHelperTriggerEnv(gym.Env):
         self.agent = MindClawAgent(model if model is not None else "symbolic", skills=skills,
                                    policy=_external_policy, features=policy_observation,
                                    backends=backends)
+        # nobody reads the household's narration here without a model or a render (the
+        # symbolic modules perceive obs["events"] and info; the policy sees the features)
+        self.household._narrate = render_mode is not None or self.agent.client is not None
         self.observation_space = spaces.Box(0.0, 1.0, (OBSERVATION_SIZE,), np.float32)
         self.action_space = spaces.Discrete(len(TRIGGER_OPS))
         self._ops = TRIGGER_OPS

@@ -304,6 +304,11 @@ class MindHelperEnv(gym.Env):
         self._style = 0
         self._intervened = False
         self._last_text = ""
+        #: False: steps leave ``obs["narration"]`` empty where events were seen (their
+        #: ``events`` and ``info`` stay whole). Only for an owner that reads no narration
+        #: and renders nothing: the Trigger env with a symbolic agent
+        #: (:mod:`mindhelper_env.envs.trigger`), where writing it was about a tenth of a step.
+        self._narrate = True
         self._renderer: Any = None
         self._pool_config = _check_pool(pool_size, pool_dir)
         #: the real houses sampled episodes are set in (None: generated houses)
@@ -552,8 +557,9 @@ class MindHelperEnv(gym.Env):
         visible = self._visible_events(events)
         if visible:
             lines, ev_dicts, events_text = window_events(sim.world, visible, self._names,
-                                                         self._style, self._labels)
-            text = clean_text("\n".join(lines), NARRATION_MAX)
+                                                         self._style, self._labels,
+                                                         self._narrate)
+            text = clean_text("\n".join(lines), NARRATION_MAX) if self._narrate else ""
             # json.dumps text (escapes all but printable ASCII): only the length cut applies
             events_text = cut_text(events_text, EVENTS_MAX)
         else:

@@ -314,16 +314,18 @@ def events_json(events: list[dict[str, Any]], labels: Labels | None = None) -> s
 
 
 def window_events(world: World, events: list[Event], names: dict[int, str], style: int,
-                  labels: Labels) -> tuple[list[str], list[dict[str, Any]], str]:
-    """For a window's events: the narration lines (``[t=..] `` + :func:`narrate_event`),
-    the :func:`event_dict` of each and their JSON, ``json.dumps`` of the dicts (built from
-    per-episode fragments kept in ``labels``)."""
+                  labels: Labels, narrate: bool = True
+                  ) -> tuple[list[str], list[dict[str, Any]], str]:
+    """For a window's events: the narration lines (``[t=..] `` + :func:`narrate_event`;
+    none with ``narrate=False``), the :func:`event_dict` of each and their JSON,
+    ``json.dumps`` of the dicts (built from per-episode fragments kept in ``labels``)."""
     lines, dicts, parts = [], [], []
     plain = True
     nodes = world.graph.nodes
     cache = labels._json
     for ev in events:
-        lines.append(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels))
+        if narrate:
+            lines.append(f"[t={ev.tick}] " + narrate_event(world, ev, names, style, labels))
         # event_dict(world, ev, names), inlined
         actor, verb = ev.actor, ev.verb
         args = ev.args if (verb not in ("walk", "find") or ev.done) else ()
