@@ -12,7 +12,8 @@ repeats.
   env steps/s of each (the whole ``learn`` call, from a model built on fresh envs) and the
   ratio ours / peer of each pair and of the medians; ``--vec both`` also runs each pair on
   ``SubprocVecEnv`` (one process per env) and reports ours there against the peer on
-  DummyVecEnv (``best_vs_best``: each side in its fastest set-up). Each pair also runs the
+  DummyVecEnv (``best_vs_best``: each side in its fastest set-up; ``--vec lean`` and
+  ``--vec spin`` do the same on leaner process vector envs). Each pair also runs the
   same learner on a **replay** of ours (:class:`TapeEnv`: whole episodes of
   ``MindHelper-Trigger-v0`` under masked random actions, recorded beforehand, played back
   with their observations, rewards, masks and ``info`` dicts behind the wrappers
@@ -154,6 +155,19 @@ def _vec_cls(vec: str):
     return SubprocVecEnv if vec == "subproc" else DummyVecEnv
 
 
+def _worker_step(env, masks, action) -> tuple:
+    """One step of a worker's env as SubprocVecEnv's workers take it (reset when the
+    episode ends, the last observation in ``info``), with the next masks."""
+    obs, reward, terminated, truncated, info = env.step(action)
+    done = terminated or truncated
+    info["TimeLimit.truncated"] = truncated and not terminated
+    reset_info = None
+    if done:
+        info["terminal_observation"] = obs
+        obs, reset_info = env.reset()
+    return obs, reward, done, info, reset_info, masks()
+
+
 def _lean_worker(remote, parent_remote, env_fn) -> None:
     """One env in its own process for :func:`_lean_vec_cls`: each step's reply carries the
     env's next masks (after the reset of an episode that ended)."""
@@ -169,14 +183,7 @@ def _lean_worker(remote, parent_remote, env_fn) -> None:
         except (EOFError, KeyboardInterrupt):
             return
         if cmd == "step":
-            obs, reward, terminated, truncated, info = env.step(data)
-            done = terminated or truncated
-            info["TimeLimit.truncated"] = truncated and not terminated
-            reset_info = None
-            if done:
-                info["terminal_observation"] = obs
-                obs, reset_info = env.reset()
-            remote.send((obs, reward, done, info, reset_info, masks()))
+            remote.send(_worker_step(env, masks, data))
         elif cmd == "reset":
             obs, reset_info = env.reset(seed=data[0], **({"options": data[1]} if data[1] else {}))
             remote.send((obs, reset_info, masks()))
@@ -277,17 +284,6 @@ def _spin_worker(remote, parent_remote, env_fns) -> None:
     parent_remote.close()
     envs = [_patch_env(fn()) for fn in env_fns.var]
     masks = [env.get_wrapper_attr("action_masks") for env in envs]
-
-    def step(env, mask, action):
-        obs, reward, terminated, truncated, info = env.step(action)
-        done = terminated or truncated
-        info["TimeLimit.truncated"] = truncated and not terminated
-        reset_info = None
-        if done:
-            info["terminal_observation"] = obs
-            obs, reset_info = env.reset()
-        return obs, reward, done, info, reset_info, mask()
-
     while True:
         _spin_wait(remote)
         try:
@@ -295,7 +291,7 @@ def _spin_worker(remote, parent_remote, env_fns) -> None:
         except (EOFError, KeyboardInterrupt):
             return
         if cmd == "step":
-            remote.send([step(*args) for args in zip(envs, masks, data, strict=True)])
+            remote.send([_worker_step(*args) for args in zip(envs, masks, data, strict=True)])
         elif cmd == "reset":
             out = []
             for env, mask, (seed, options) in zip(envs, masks, data, strict=True):
