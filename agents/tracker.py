@@ -34,9 +34,11 @@ from typing import Any
 
 from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.scenarios.observer import (
+    VIEW_VERBS,
     Need,
     PersonView,
     SceneView,
+    forget_opened,
     judge_tick,
     someone_notices,
 )
@@ -91,12 +93,21 @@ def _is_mapping(x: Any) -> bool:
 
 
 def parse_events(obs: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The events of an observation as dicts (an empty list for malformed JSON)."""
+    """The events of an observation as dicts (an empty list for malformed JSON).
+
+    ``obs["events"]`` is the JSON text of the window's event dicts, or (from an env that
+    was told to skip the text, as the Trigger env tells its household) the list of those
+    dicts itself, read as the text would decode."""
     raw = obs.get("events", "[]") if _is_mapping(obs) else "[]"
-    try:
-        events = json.loads(raw) if isinstance(raw, str) else []
-    except ValueError:
-        return []
+    if type(raw) is list:
+        events = raw
+    else:
+        try:
+            events = json.loads(raw) if isinstance(raw, str) else []
+        except ValueError:
+            return []
+        if not isinstance(events, list):
+            return []
     return [e for e in events if isinstance(e, dict) and isinstance(e.get("tick"), int)]
 
 
@@ -106,6 +117,8 @@ class BeliefTracker:
     #: the rooms and locations :meth:`_learn_static` learned last, and their ids (a class
     #: default too, for a tracker pickled before it existed)
     _static: tuple[list[Any], list[Any], set[int]] | None = None
+    _synced: tuple[list[Any], list[Any]] | None = None
+    revision = 0
 
     def __init__(self, robot_id: int = 1, *, goal_inference: bool = True) -> None:
         self.robot_id = robot_id
@@ -132,6 +145,11 @@ class BeliefTracker:
         self.changes: list[tuple[int, int, int | None, int | None]] = []
         self.parsed: tuple[Any, list[dict[str, Any]]] | None = None
         self._static = None
+        #: counts the updates that may have changed what the tracker knows (an update that
+        #: saw nothing and found the robot's view as before does not count)
+        self.revision += 1
+        #: copies of the objects and actors the last counted update synced to
+        self._synced: tuple[list[Any], list[Any]] | None = None
 
     # ------------------------------------------------------------------ input
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
@@ -142,6 +160,19 @@ class BeliefTracker:
         robot = info.get("robot") if is_map else None
         if _is_mapping(robot):
             self.robot_room = robot.get("room")
+        if self._started:
+            events = parse_events(obs)
+            #: the observation last parsed and its events (read-only; MindClaw's memory
+            #: reuses them instead of parsing the JSON again)
+            self.parsed = (obs, events)
+            if not events and self._unchanged(cands):
+                # nothing seen, and the robot's view is the one synced last: learning and
+                # syncing it again would change nothing
+                tick = info.get("tick") if is_map else None
+                if isinstance(tick, int):
+                    self.tick = tick
+                return []
+        self.revision += 1
         self._learn_static(cands)
         if not self._started:
             self._started = True
@@ -149,10 +180,6 @@ class BeliefTracker:
             for p in self.people.values():
                 self._look_around(p, -1)
             return []
-        events = parse_events(obs)
-        #: the observation last parsed and its events (read-only; MindClaw's memory reuses
-        #: them instead of parsing the JSON again)
-        self.parsed = (obs, events)
         new: list[Cue] = []
         by_tick: dict[int, list[dict[str, Any]]] = {}
         for ev in events:
@@ -199,6 +226,14 @@ class BeliefTracker:
                 self.people[aid] = Person(aid, str(a.get("name", aid)), str(a.get("kind", "adult")))
             self.classes[aid] = "character"
 
+    def _unchanged(self, cands: Mapping[str, Any]) -> bool:
+        """Are the rooms, locations, objects and actors of ``cands`` those of the last
+        synced window (compared in C with the copies kept)?"""
+        learned, synced = self._static, self._synced
+        return (learned is not None and synced is not None
+                and synced[0] == cands.get("objects", []) and synced[1] == cands.get("actors", [])
+                and learned[0] == cands.get("rooms", []) and learned[1] == cands.get("locations", []))
+
     def _sync(self, cands: Mapping[str, Any]) -> None:
         """End-of-window snapshot: what the robot sees now overrides reconstruction."""
         # dict updates from comprehensions: the same entries, in the same order, as one
@@ -214,18 +249,26 @@ class BeliefTracker:
         learned = self._static
         if learned is not None and not learned[2].isdisjoint(classes):
             self._static = None  # a room's or location's class was overwritten
-        for a in cands.get("actors", []) or []:
+        actors = cands.get("actors", []) or []
+        for a in actors:
             p = self.people[int(a["id"])]
             p.room = a.get("room")
             p.holding = [int(h) for h in a.get("holding", [])]
             for h in p.holding:
                 self.where[h] = p.id
+        # copies (the caller's dicts are its own to change), for _unchanged
+        if type(objects) is list and type(actors) is list:
+            held = list(map(dict, actors))
+            for a in held:
+                h = a.get("holding")
+                if type(h) is list:
+                    a["holding"] = h.copy()
+            self._synced = (list(map(dict, objects)), held)
+        else:
+            self._synced = None
 
     # ------------------------------------------------------------------ one tick
     def _tick(self, tick: int, events: list[dict[str, Any]]) -> list[Cue]:
-        before = self._views()
-        scene = SceneView(dict(self.where), self.classes, self.room_of, before)
-        self._before_tick(tick, before, scene)
         norm = []
         for ev in events:
             args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
@@ -233,9 +276,20 @@ class BeliefTracker:
                 if isinstance(a, dict) and "id" in a and "class" in a:
                     self.classes.setdefault(int(a["id"]), str(a["class"]))
             norm.append((int(ev.get("actor", -1)), str(ev.get("verb")), tuple(args)))
-        cues = [Cue(t, who, kind, place, need) for t, who, kind, place, need in
-                judge_tick(tick, norm, before, scene, self._opened, self._anchor,
-                           self.notices)]
+        if VIEW_VERBS.isdisjoint([n[1] for n in norm]):
+            # no cue can come of this tick (most ticks: walks, grabs, puts): the people's
+            # views and the scene are not built
+            forget_opened(norm, self.people, self._opened)
+            cues = []
+        else:
+            # the state at the start of the tick (the loop above only adds classes, which
+            # the views do not hold and the scene shares)
+            before = self._views()
+            scene = SceneView(dict(self.where), self.classes, self.room_of, before)
+            self._before_tick(tick, before, scene)
+            cues = [Cue(t, who, kind, place, need) for t, who, kind, place, need in
+                    judge_tick(tick, norm, before, scene, self._opened, self._anchor,
+                               self.notices)]
         for ev in events:
             self._apply(ev)
         for p in self.people.values():
@@ -243,8 +297,10 @@ class BeliefTracker:
         return cues
 
     def _before_tick(self, tick: int, views: dict[int, PersonView], scene: SceneView) -> None:
-        """Called with the state at the start of each tick (read-only snapshots: the people
-        and the scene the cues of the tick are judged on); subclasses keep what they need."""
+        """Called with the state at the start of each tick that can yield a cue (one with an
+        event whose verb is in :data:`~mindhelper_env.scenarios.observer.VIEW_VERBS`;
+        read-only snapshots: the people and the scene the cues of the tick are judged on);
+        subclasses keep what they need."""
 
     def notices(self, person: PersonView, scene: SceneView) -> bool:
         """Does someone notice ``person``'s struggle (and help)? The observer's rule: an adult
@@ -314,22 +370,6 @@ class BeliefTracker:
             self.open[args[0]] = False
 
     # ------------------------------------------------------------------ perception of people
-    def _hidden(self, obj: int) -> bool:
-        loc = self.where.get(obj)
-        return loc is not None and loc in self.is_container and not self.open.get(loc, False)
-
-    def _room_of_obj(self, obj: int) -> int | None:
-        loc = self.where.get(obj)
-        if loc is None:
-            return None
-        if loc in self.people:
-            return self.people[loc].room
-        if loc == self.robot_id:
-            return self.robot_room
-        if loc in self.rooms:
-            return loc
-        return self.room_of.get(loc)
-
     def _set_belief(self, p: Person, obj: int, place: int | None, tick: int, why: str) -> None:
         old = p.beliefs.get(obj)
         if place is None:
@@ -346,17 +386,32 @@ class BeliefTracker:
         p.looked = True
         if p.room is None:
             return
+        room = p.room
+        people, rooms, room_of = self.people, self.rooms, self.room_of
+        boxes, is_open, robot, where = self.is_container, self.open.get, self.robot_id, self.where
         in_view_places: set[int] = set()
-        for obj, loc in list(self.where.items()):
-            if self._room_of_obj(obj) == p.room and not self._hidden(obj):
+        for obj, loc in list(where.items()):
+            # the room the object is in (with the person or robot holding it), and not
+            # inside a closed container
+            if loc in people:
+                r = people[loc].room
+            elif loc == robot:
+                r = self.robot_room
+            elif loc in rooms:
+                r = loc
+            else:
+                r = room_of.get(loc)
+            if r == room and not (loc in boxes and not is_open(loc, False)):
                 self._set_belief(p, obj, loc, tick, "saw it on entering the room")
-        for place, r in self.room_of.items():
-            if r == p.room and place not in self.rooms and place in self.classes \
-                    and (place not in self.is_container or self.open.get(place, False)):
+        classes = self.classes
+        for place, r in room_of.items():
+            if r == room and place not in rooms and place in classes \
+                    and (place not in boxes or is_open(place, False)):
                 in_view_places.add(place)
-        for obj, b in list(p.beliefs.items()):
-            if b.place in in_view_places and self.where.get(obj) != b.place:
-                self._set_belief(p, obj, None, tick, "saw it was not there")
+        if in_view_places:
+            for obj, b in list(p.beliefs.items()):
+                if b.place in in_view_places and where.get(obj) != b.place:
+                    self._set_belief(p, obj, None, tick, "saw it was not there")
 
     def _perceive(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
         if p.room != p.last_room or not p.looked:

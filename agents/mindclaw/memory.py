@@ -125,6 +125,8 @@ class MindMemory:
         self.visual_facts: dict[int, Fact] = {}
         self.actor_beliefs: dict[int, dict[int, Fact]] = {}
         self.perception = Perception(0)
+        #: the tracker's revision :attr:`perception` was computed at
+        self._revision: int | None = None
 
     def belief_snapshot(self) -> dict[int, dict[int, int]]:
         """Read-only copy of the committed belief table: ``{person: {object: place}}``
@@ -140,6 +142,9 @@ class MindMemory:
         parsed = t.parsed
         events = parsed[1] if parsed is not None and parsed[0] is obs else parse_events(obs)
         tick = t.tick
+        if t.revision == self._revision and not events and not cues:
+            return self._perceive_again(tick)
+        self._revision = t.revision
         why = self._evidence(events)
         p = Perception(tick)
         # Only the rows that differ are visited in Python (most of the table agrees with the
@@ -177,6 +182,23 @@ class MindMemory:
             prior = {o: f.location for o, f in self.actor_beliefs.get(cue.person, {}).items()
                      if f.location is not None}
             p.cues.append(CueContext(cue, self.cue_signature(cue, prior), prior))
+        self.perception = p
+        return p
+
+    def _perceive_again(self, tick: int) -> Perception:
+        """:meth:`perceive` when the tracker is as it was at the last perception and the
+        window saw nothing: the rows still pending are those that differed then and were not
+        committed since (a commit makes its rows agree with the tracker, and touches no
+        other row), so they are the last perception's, the visual facts and erased beliefs
+        dated ``tick`` and the facts' evidence ``in view`` as :meth:`perceive` gives them."""
+        p = Perception(tick)
+        for op, rows in self.perception.pending.items():
+            if op.endswith("visual_fact"):
+                p.pending[op] = [Change(None, c.obj, c.old, c.new, tick, "in view") for c in rows]
+            else:
+                p.pending[op] = [c if c.new is not None else
+                                 Change(c.actor, c.obj, c.old, None, tick, c.evidence)
+                                 for c in rows]
         self.perception = p
         return p
 

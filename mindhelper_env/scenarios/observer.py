@@ -37,14 +37,14 @@ the rules themselves carry no ground truth.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mindhelper_env.world.house import OBJECT_CATALOG
 
 __all__ = ["Need", "PersonView", "SceneView", "is_usual_place", "classes_kept_at", "judge_look",
            "judge_stretch", "judge_stand", "judge_tick", "ADULT_REACH", "GOAL_AFTER",
-           "infer_goal", "stretch_target", "someone_notices"]
+           "infer_goal", "stretch_target", "someone_notices", "VIEW_VERBS", "forget_opened"]
 
 #: Reach (metres) of an adult; adults can reach every shelf and cabinet of a generated house.
 ADULT_REACH = 2.0
@@ -210,6 +210,28 @@ def judge_stand(person: PersonView, container: int, scene: SceneView,
     return Need("implicit_goal", person.id, container, "stand")
 
 
+#: The verbs whose events :func:`judge_tick` reads ``before`` and ``scene`` for (the cues, and
+#: the beliefs a person had when opening a container). A tick without any of them yields no
+#: cue, and its only effect is :func:`forget_opened`, so a caller may skip building the
+#: views for it.
+VIEW_VERBS = frozenset({"open", "close", "look", "stretch", "stand"})
+
+
+def _forget(opened: dict[tuple[int, int], dict[int, int]], who: int) -> None:
+    for key in [k for k in opened if k[0] == who]:
+        del opened[key]
+
+
+def forget_opened(events: Iterable[tuple[int, str, tuple[int, ...]]], people: Container[int],
+                  opened: dict[tuple[int, int], dict[int, int]]) -> None:
+    """What :func:`judge_tick` does for a tick none of whose verbs is in :data:`VIEW_VERBS`:
+    whoever of ``people`` grabs or puts something in is no longer looking into the
+    containers they opened."""
+    for who, verb, _args in events:
+        if verb in ("grab", "putin") and who in people:
+            _forget(opened, who)
+
+
 def judge_tick(
     tick: int,
     events: Iterable[tuple[int, str, tuple[int, ...]]],
@@ -236,8 +258,7 @@ def judge_tick(
         if verb == "open" and args:
             opened[(who, args[0])] = dict(p.beliefs)
         elif verb in ("grab", "putin"):
-            for key in [k for k in opened if k[0] == who]:
-                del opened[key]
+            _forget(opened, who)
         elif verb == "close" and args and (who, args[0]) in opened:
             view = PersonView(p.id, p.reach, p.room, p.near, p.holding,
                               opened.pop((who, args[0])), p.busy, p.took)
