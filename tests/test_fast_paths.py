@@ -320,3 +320,152 @@ def test_objects_in_agrees_with_is_hidden_and_location():
     assert w.objects_in(ids, rooms) == want
     assert (behind, curtain, room) in want
     assert any(w.is_hidden(i) for i in ids)  # something is inside a closed container
+
+
+# ---------------------------------------------------------------------- the Engine's perception
+def _plain_tick(self, tick, events):
+    """``BeliefTracker._tick`` as it was before ticks without a cue verb skipped the views."""
+    from mindhelper_env.agents.tracker import Cue
+    from mindhelper_env.scenarios.observer import SceneView, judge_tick
+
+    before = self._views()
+    scene = SceneView(dict(self.where), self.classes, self.room_of, before)
+    self._before_tick(tick, before, scene)
+    norm = []
+    for ev in events:
+        args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
+        for a in ev.get("args", []):
+            if isinstance(a, dict) and "id" in a and "class" in a:
+                self.classes.setdefault(int(a["id"]), str(a["class"]))
+        norm.append((int(ev.get("actor", -1)), str(ev.get("verb")), tuple(args)))
+    cues = [Cue(t, who, kind, place, need) for t, who, kind, place, need in
+            judge_tick(tick, norm, before, scene, self._opened, self._anchor, self.notices)]
+    for ev in events:
+        self._apply(ev)
+    for p in self.people.values():
+        self._perceive(p, tick, events)
+    return cues
+
+
+def _plain_memory():
+    """MindClaw's memory with every fast path of its perception turned off: the views built
+    at every tick, the tracker synced every window, the belief tables diffed every window."""
+    from mindhelper_env.agents.mindclaw.memory import MindMemory, _Tracker
+
+    class PlainTracker(_Tracker):
+        _tick = _plain_tick
+
+        def _unchanged(self, cands):
+            return False
+
+    class PlainMemory(MindMemory):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tracker = PlainTracker(1)
+            self.reset()
+
+        def perceive(self, obs, info):
+            self._revision = None
+            return super().perceive(obs, info)
+
+    return PlainMemory()
+
+
+def _tracker_state(t) -> dict:
+    # (the snapshots before each tick: compared on the ticks of cues, the only ones read)
+    skip = {"revision", "_synced", "parsed", "stance", "where_before", "views_before"}
+    return {k: v for k, v in vars(t).items() if k not in skip}
+
+
+def _rows(p) -> tuple:
+    return ({op: [c.to_dict() for c in rows] for op, rows in p.pending.items()},
+            [(c.cue, c.signature, c.prior_beliefs) for c in p.cues], p.tick)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_engine_perception_fast_paths_change_nothing(quiet) -> None:
+    """Windows that saw nothing (the tracker not synced again, the last pending rows reused)
+    and ticks without a cue verb (no views built) leave the tracker and every perception as
+    the plain definitions do, with commits in between as a Trigger makes them; also on the
+    household's unread-text mode (event dicts instead of JSON, shared candidates)."""
+    from mindhelper_env.agents.mindclaw.memory import BELIEF_OPS, MindMemory
+    from mindhelper_env.agents.tracker import parse_events
+
+    # (the env checker would flag the decoded events of the unread-text mode)
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0, disable_env_checker=True)
+    hh = env.unwrapped
+    hh._quiet = quiet
+    rng = np.random.default_rng(3)
+    fast_windows = views_skipped = cues = 0
+    for index in range(0, 40, 3):
+        obs, info = env.reset(options={"suite": "vh-dev-v2", "index": index})
+        fast, plain = MindMemory(), _plain_memory()
+        done = False
+        while not done:
+            rev = fast.tracker.revision
+            p, q = fast.perceive(obs, info), plain.perceive(obs, info)
+            fast_windows += fast.tracker.revision == rev
+            assert _rows(p) == _rows(q)
+            assert _tracker_state(fast.tracker) == _tracker_state(plain.tracker)
+            cues += len(p.cues)
+            # every tick that yields a cue had its views built (the cue's features read them)
+            for tick in {c.cue.tick for c in p.cues}:
+                for snap in ("stance", "where_before", "views_before"):
+                    assert getattr(fast.tracker, snap)[tick] == getattr(plain.tracker, snap)[tick]
+            views_skipped += len({e["tick"] for e in parse_events(obs)}
+                                 - set(fast.tracker.views_before))
+            for op in BELIEF_OPS:  # commit some operations, the same in both
+                if rng.random() < 0.3:
+                    assert [c.to_dict() for c in fast.commit(op)] == \
+                        [c.to_dict() for c in plain.commit(op)]
+            assert fast.belief_snapshot() == plain.belief_snapshot()
+            objs = info["candidates"]["objects"]
+            action = "none"
+            if objs and rng.random() < 0.1:
+                o = objs[int(rng.integers(len(objs)))]
+                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            obs, _, term, trunc, info = env.step(action)
+            done = term or trunc
+    assert fast_windows > 100 and views_skipped > 100 and cues > 10
+
+
+def test_household_unread_text_mode_gives_the_same_events_and_info() -> None:
+    """In the quiet mode (the Trigger env's household) ``obs["events"]`` is the list the JSON
+    text decodes to, ``info`` is equal and the reset narration is empty."""
+    from mindhelper_env.agents.tracker import parse_events
+
+    plain = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    quiet = gym.make("MindHelper-VirtualHome-v0", pool_size=0, disable_env_checker=True)
+    q = quiet.unwrapped
+    q._quiet = True
+    rng = np.random.default_rng(1)
+    seen = 0
+    for index in range(0, 30, 5):
+        a, ia = plain.reset(options={"suite": "vh-dev-v2", "index": index})
+        b, ib = quiet.reset(options={"suite": "vh-dev-v2", "index": index})
+        assert a["narration"] and b["narration"] == "" and ia == ib
+        done = False
+        while not done:
+            objs = ia["candidates"]["objects"]
+            action = "none"
+            if objs and rng.random() < 0.1:
+                o = objs[int(rng.integers(len(objs)))]
+                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            a, _ra, ta, ua, ia = plain.step(action)
+            b, _rb, tb, ub, ib = quiet.step(action)
+            assert (_ra, ta, ua) == (_rb, tb, ub) and ia == ib
+            if a["events"] != "[]":
+                assert b["events"] == json.loads(a["events"]) and b["events"] is ib["events"]
+                seen += 1
+            assert parse_events(a) == parse_events(b)
+            done = ta or ua
+    assert seen > 20
+
+
+@pytest.mark.parametrize("raw, n", [("[]", 0), ("5", 0), ('{"tick": 1}', 0), ("[1, {}]", 0),
+                                    ('[{"tick": 2, "verb": "walk"}]', 1), ("[{", 0),
+                                    ([{"tick": 3}, {"tick": "x"}, 7], 1), (None, 0)])
+def test_parse_events_takes_text_or_the_decoded_list(raw, n) -> None:
+    from mindhelper_env.agents.tracker import parse_events
+
+    assert len(parse_events({"events": raw})) == n

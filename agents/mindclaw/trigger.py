@@ -60,7 +60,7 @@ from mindhelper_env.scenarios.observer import Need
 __all__ = ["TRIGGER_OPS", "TRIGGER_FEATURE_SIZE", "FEATURE_NAMES", "MAX_DISPATCHES",
            "EXTRA_FEATURE_NAMES", "OBSERVATION_NAMES", "OBSERVATION_SIZE", "policy_observation",
            "WindowState", "Trigger", "trigger_features", "action_mask", "rule_policy",
-           "op_index", "window_op", "look_context"]
+           "op_index", "window_op", "look_context", "mask_flags"]
 
 TRIGGER_OPS: tuple[str, ...] = (*BELIEF_OPS, "reasoning_run", "action_run", "noop")
 
@@ -121,18 +121,25 @@ def action_mask(memory: MindMemory, state: WindowState) -> np.ndarray:
     cue and no intervention yet; ``action_run`` a need found and no intervention yet;
     ``noop`` is always valid.
     """
-    # built as a list, then one array (the order of TRIGGER_OPS)
+    return np.array(mask_flags(state), dtype=bool)
+
+
+def mask_flags(state: WindowState) -> list[bool]:
+    """:func:`action_mask` as a list (cheaper to test when no array is needed)."""
     count = state.perception.count
     free = not state.acted
-    return np.array([count(op) > 0 for op in BELIEF_OPS]
-                    + [free and state.next_cue() is not None, free and bool(state.needs), True],
-                    dtype=bool)
+    return [count(op) > 0 for op in BELIEF_OPS] + [
+        free and state.next_cue() is not None, free and bool(state.needs), True]
 
 
 def trigger_features(memory: MindMemory, state: WindowState,
                      skills: SkillBook | None = None) -> np.ndarray:
     """The documented feature vector (float32, length :data:`TRIGGER_FEATURE_SIZE`)."""
-    # built as a list (in FEATURE_NAMES order), then one float32 array
+    return np.array(_feature_list(state, skills), dtype=np.float32)
+
+
+def _feature_list(state: WindowState, skills: SkillBook | None) -> list[Any]:
+    """:func:`trigger_features` as a list (in :data:`FEATURE_NAMES` order)."""
     count = state.perception.count
     x: list[Any] = [min(count(op) / 10.0, 1.0) for op in BELIEF_OPS]
     x.append(min(state.unhandled() / 5.0, 1.0))
@@ -149,21 +156,23 @@ def trigger_features(memory: MindMemory, state: WindowState,
         x += [0.0] * 9
     x += [float(bool(state.needs)), float(state.acted),
           min(state.dispatches / MAX_DISPATCHES, 1.0), min(max(state.tick, 0) / 200.0, 1.0)]
-    return np.array(x, dtype=np.float32)
+    return x
 
 
 def policy_observation(memory: MindMemory, state: WindowState,
                        skills: SkillBook | None = None) -> np.ndarray:
     """:func:`trigger_features` plus :data:`EXTRA_FEATURE_NAMES` (float32, length
     :data:`OBSERVATION_SIZE`, all in [0, 1])."""
-    x = np.zeros(OBSERVATION_SIZE, dtype=np.float32)
-    x[:TRIGGER_FEATURE_SIZE] = trigger_features(memory, state, skills)
+    # one list (in OBSERVATION_NAMES order), then one float32 array
+    x = _feature_list(state, skills)
     cue = state.next_cue()
     if cue is not None:
-        for j, key in enumerate(("expected_missing", "astray_class")):
-            x[TRIGGER_FEATURE_SIZE + j] = float(bool(cue.signature.get(key)))
-        x[TRIGGER_FEATURE_SIZE + 2:] = look_context(memory, cue)
-    return x
+        x += [float(bool(cue.signature.get(key))) for key in ("expected_missing",
+                                                               "astray_class")]
+        x += look_context(memory, cue)
+    else:
+        x += [0.0] * len(EXTRA_FEATURE_NAMES)
+    return np.array(x, dtype=np.float32)
 
 
 def look_context(memory: MindMemory, ctx: CueContext) -> tuple[float, float]:

@@ -8,7 +8,6 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from mindhelper_env.envs.records import record_info
 from mindhelper_env.envs.virtualhome import MindHelperEnv, merge_reward
 
 __all__ = ["MindHelperTriggerEnv", "TRIGGER_REWARD", "OUTCOMES"]
@@ -160,8 +159,10 @@ class MindHelperTriggerEnv(gym.Env):
                                    policy=_external_policy, features=policy_observation,
                                    backends=backends)
         # nobody reads the household's narration here without a model or a render (the
-        # symbolic modules perceive obs["events"] and info; the policy sees the features)
-        self.household._narrate = render_mode is not None or self.agent.client is not None
+        # symbolic modules perceive obs["events"] and info; the policy sees the features),
+        # nor needs its events as JSON text or copies of its candidates (the Engine changes
+        # none)
+        self.household._quiet = render_mode is None and self.agent.client is None
         self.observation_space = spaces.Box(0.0, 1.0, (OBSERVATION_SIZE,), np.float32)
         self.action_space = spaces.Discrete(len(TRIGGER_OPS))
         self._ops = TRIGGER_OPS
@@ -276,7 +277,7 @@ class MindHelperTriggerEnv(gym.Env):
     def _advance(self) -> tuple[float, dict[str, Any] | None]:
         """Run automatic operations (and windows) until the policy must choose or the
         episode ends; returns the reward collected and the final info entries (or None)."""
-        from mindhelper_env.agents.mindclaw.trigger import action_mask
+        from mindhelper_env.agents.mindclaw.trigger import mask_flags
 
         engine = self.engine
         reward = 0.0
@@ -284,9 +285,9 @@ class MindHelperTriggerEnv(gym.Env):
             state = engine.state
             op = engine.trigger.automatic(engine.memory, state)
             if op is None:
-                mask = action_mask(engine.memory, state)
-                if any(mask.tolist()[:-1]):  # (cheaper than numpy's any on 6 values)
-                    self._mask = mask
+                flags = mask_flags(state)  # action_mask's values; an array only when asked
+                if any(flags[:-1]):
+                    self._mask = np.array(flags, dtype=bool)
                     return reward, None
                 op = "noop"
             reward += self._cost(op)
@@ -302,12 +303,14 @@ class MindHelperTriggerEnv(gym.Env):
         if terminated or truncated:
             self._mask = np.zeros(len(self._ops), dtype=bool)
             self._mask[-1] = True
-            return self._outcome_reward()
+            return self._outcome_reward(info)
         self._obs, self._info = obs, info
         self.engine.begin_window(obs, info)
         return 0.0, None
 
-    def _outcome_reward(self) -> tuple[float, dict[str, Any]]:
+    def _outcome_reward(self, last_info: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """The outcome reward and the final info entries, from the household's last step
+        (``last_info``: its record entries are the episode's, as ``record_info`` gives them)."""
         from mindhelper_env.metrics import episode_outcome
 
         record = self.household.episode_record()
@@ -322,7 +325,7 @@ class MindHelperTriggerEnv(gym.Env):
             "harm": bool(out["harm"]),
         }
         reward = sum(self.reward_config[k] for k, v in flags.items() if v)
-        final = record_info(record)
+        final = {k: last_info[k] for k in ("episode_record", "episode_record_json")}
         final["outcome"] = flags
         return float(reward), final
 

@@ -304,11 +304,13 @@ class MindHelperEnv(gym.Env):
         self._style = 0
         self._intervened = False
         self._last_text = ""
-        #: False: steps leave ``obs["narration"]`` empty where events were seen (their
-        #: ``events`` and ``info`` stay whole). Only for an owner that reads no narration
-        #: and renders nothing: the Trigger env with a symbolic agent
-        #: (:mod:`mindhelper_env.envs.trigger`), whose steps run about 7 % faster without it.
-        self._narrate = True
+        #: True for an owner that reads no narration, renders nothing, changes nothing in
+        #: ``obs`` and ``info`` and shows them to nobody (the Trigger env with a symbolic
+        #: agent, :mod:`mindhelper_env.envs.trigger`): resets and windows with events leave
+        #: ``obs["narration"]`` empty, ``obs["events"]`` is the list of event dicts the JSON
+        #: text would decode to (``info["events"]`` itself), and ``info["candidates"]`` lists
+        #: the env's own dicts instead of copies.
+        self._quiet = False
         self._renderer: Any = None
         self._pool_config = _check_pool(pool_size, pool_dir)
         #: the real houses sampled episodes are set in (None: generated houses)
@@ -406,7 +408,9 @@ class MindHelperEnv(gym.Env):
         memo = self._pool_entry.memo if self._pool_entry is not None \
             and self.observability == "home" else None
         text = memo.get("reset_narration") if memo is not None else None
-        if text is None:
+        if self._quiet:
+            text = ""
+        elif text is None:
             text = clean_text(describe_scene(sim.world, self._visible_rooms(), self._names,
                                              ROBOT_ID, self._kinds, self._labels),
                               NARRATION_MAX)
@@ -558,10 +562,10 @@ class MindHelperEnv(gym.Env):
         if visible:
             lines, ev_dicts, events_text = window_events(sim.world, visible, self._names,
                                                          self._style, self._labels,
-                                                         self._narrate)
+                                                         not self._quiet, not self._quiet)
             text = clean_text("\n".join(lines), NARRATION_MAX)  # "" without narration
             # json.dumps text (escapes all but printable ASCII): only the length cut applies
-            events_text = cut_text(events_text, EVENTS_MAX)
+            events_text = ev_dicts if self._quiet else cut_text(events_text, EVENTS_MAX)
         else:
             text, ev_dicts, events_text = "Nothing happened that you could see.", [], "[]"
         self._last_text = text
@@ -668,7 +672,9 @@ class MindHelperEnv(gym.Env):
             if room in room_set:
                 actors.append({"id": a.id, "name": a.name, "kind": a.kind, "room": room,
                                "holding": w.held_by(a.id)})
-        copy_ = dict.copy  # info gets copies (its dicts are the caller's to change)
+        # info gets copies (its dicts are the caller's to change)
+        objects, locations, rooms_ = (cached[k] if self._quiet else list(map(dict.copy, cached[k]))
+                                      for k in (3, 5, 7))
         return {
             "tick": sim.tick,
             "window": self._window,
@@ -677,9 +683,9 @@ class MindHelperEnv(gym.Env):
             "events": events,
             "candidates": {
                 "actors": actors,
-                "objects": list(map(copy_, cached[3])),  # sorted by id
-                "locations": list(map(copy_, cached[5])),  # sorted by id
-                "rooms": list(map(copy_, cached[7])),
+                "objects": objects,  # sorted by id
+                "locations": locations,  # sorted by id
+                "rooms": rooms_,
             },
             "robot": {"id": ROBOT_ID, "room": chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},

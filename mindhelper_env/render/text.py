@@ -314,13 +314,14 @@ def events_json(events: list[dict[str, Any]], labels: Labels | None = None) -> s
 
 
 def window_events(world: World, events: list[Event], names: dict[int, str], style: int,
-                  labels: Labels, narrate: bool = True
-                  ) -> tuple[list[str], list[dict[str, Any]], str]:
+                  labels: Labels, narrate: bool = True, encode: bool = True
+                  ) -> tuple[list[str], list[dict[str, Any]], str | None]:
     """For a window's events: the narration lines (``[t=..] `` + :func:`narrate_event`;
     none with ``narrate=False``), the :func:`event_dict` of each and their JSON,
-    ``json.dumps`` of the dicts (built from per-episode fragments kept in ``labels``)."""
+    ``json.dumps`` of the dicts (built from per-episode fragments kept in ``labels``;
+    None with ``encode=False``)."""
     lines, dicts, parts = [], [], []
-    plain = True
+    plain = encode
     nodes = world.graph.nodes
     cache = labels._json
     for ev in events:
@@ -348,6 +349,8 @@ def window_events(world: World, events: list[Event], names: dict[int, str], styl
                 parts.append(_event_fragment(world, ev, d, cache))
             except _NotPlain:
                 plain = False
+    if not encode:
+        return lines, dicts, None
     return lines, dicts, "[" + ", ".join(parts) + "]" if plain else json.dumps(dicts)
 
 
