@@ -116,6 +116,10 @@ class _Tracker(BeliefTracker):
 class MindMemory:
     """BeliefTracker perception plus MindClaw's committed belief table."""
 
+    #: the tracker's revision :attr:`perception` was computed at (a class default too, for
+    #: a memory pickled before it existed)
+    _revision: int | None = None
+
     def __init__(self, robot_id: int = 1) -> None:
         self.tracker: BeliefTracker = _Tracker(robot_id)
         self.reset()
@@ -125,8 +129,7 @@ class MindMemory:
         self.visual_facts: dict[int, Fact] = {}
         self.actor_beliefs: dict[int, dict[int, Fact]] = {}
         self.perception = Perception(0)
-        #: the tracker's revision :attr:`perception` was computed at
-        self._revision: int | None = None
+        self._revision = None
 
     def belief_snapshot(self) -> dict[int, dict[int, int]]:
         """Read-only copy of the committed belief table: ``{person: {object: place}}``
