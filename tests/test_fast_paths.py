@@ -15,6 +15,16 @@ from mindhelper_env.world import World
 from mindhelper_env.world.graph import _BOX_SLOT, Node, SceneGraph
 
 
+def _grab_some(rng, info, p: float) -> str:
+    """With probability ``p`` (when anything is in view), a program that walks to a random
+    object in view and grabs it; else ``"none"``."""
+    objs = info["candidates"]["objects"]
+    if objs and rng.random() < p:
+        o = objs[int(rng.integers(len(objs)))]
+        return f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+    return "none"
+
+
 def _plain_objects_in(w, ids, rooms):
     return [(i, w.location(i), w.room_of(i)) for i in ids
             if w.room_of(i) in rooms and not w.is_hidden(i)]
@@ -32,11 +42,7 @@ def test_objects_in_matches_room_of_is_hidden_and_location() -> None:
             for rooms in (set(w.rooms), {w.rooms[0]}, set()):
                 assert w.objects_in(ids, rooms) == _plain_objects_in(w, ids, rooms)
                 checked += 1
-            objs = info["candidates"]["objects"]
-            action = "none"
-            if objs and rng.random() < 0.5:
-                o = objs[int(rng.integers(len(objs)))]
-                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            action = _grab_some(rng, info, 0.5)
             obs, _, term, trunc, info = env.step(action)
             if term or trunc:
                 break
@@ -219,11 +225,7 @@ def test_window_events_are_narrate_event_event_dict_and_json() -> None:
         obs, info = env.reset(options={"suite": "vh-dev-v2", "index": i})
         u = env.unwrapped
         while True:
-            objs = info["candidates"]["objects"]
-            action = "none"
-            if objs and rng.random() < 0.4:
-                o = objs[int(rng.integers(len(objs)))]
-                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            action = _grab_some(rng, info, 0.4)
             obs, _, term, trunc, info = env.step(action)
             w, names, evs = u.simulation.world, u.character_names, u._last_events
             lines, dicts, text = window_events(w, evs, names, u._style, Labels(w, names))
@@ -419,11 +421,7 @@ def test_engine_perception_fast_paths_change_nothing(quiet) -> None:
                     assert [c.to_dict() for c in fast.commit(op)] == \
                         [c.to_dict() for c in plain.commit(op)]
             assert fast.belief_snapshot() == plain.belief_snapshot()
-            objs = info["candidates"]["objects"]
-            action = "none"
-            if objs and rng.random() < 0.1:
-                o = objs[int(rng.integers(len(objs)))]
-                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            action = _grab_some(rng, info, 0.1)
             obs, _, term, trunc, info = env.step(action)
             done = term or trunc
     assert fast_windows > 100 and views_skipped > 100 and cues > 10
@@ -446,11 +444,7 @@ def test_household_unread_text_mode_gives_the_same_events_and_info() -> None:
         assert a["narration"] and b["narration"] == "" and ia == ib
         done = False
         while not done:
-            objs = ia["candidates"]["objects"]
-            action = "none"
-            if objs and rng.random() < 0.1:
-                o = objs[int(rng.integers(len(objs)))]
-                action = f"[walk] <{o['class']}> ({o['id']}); [grab] <{o['class']}> ({o['id']})"
+            action = _grab_some(rng, ia, 0.1)
             a, _ra, ta, ua, ia = plain.step(action)
             b, _rb, tb, ub, ib = quiet.step(action)
             assert (_ra, ta, ua) == (_rb, tb, ub) and ia == ib
