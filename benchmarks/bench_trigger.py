@@ -12,13 +12,13 @@ repeats.
   env steps/s of each (the whole ``learn`` call, from a model built on fresh envs) and the
   ratio ours / peer of each pair and of the medians; ``--vec both`` also runs each pair on
   ``SubprocVecEnv`` (one process per env) and reports ours there against the peer on
-  DummyVecEnv (``best_vs_best``: each side in its fastest set-up; ``--vec lean`` and
-  ``--vec spin`` do the same on leaner process vector envs). Each pair also runs the
-  same learner on a **replay** of ours (:class:`TapeEnv`: whole episodes of
-  ``MindHelper-Trigger-v0`` under masked random actions, recorded beforehand, played back
-  with their observations, rewards, masks and ``info`` dicts behind the wrappers
-  ``gym.make`` adds): the learner's cost with our observation and ``info`` shapes and no
-  simulation, which is the ceiling of the ratio (``replay_vs_peer``). The budget of one
+  DummyVecEnv (``best_vs_best``: each side in its fastest set-up; ``--vec lean``,
+  ``--vec spin`` and ``--vec hybrid`` do the same on leaner process vector envs). Each
+  pair also runs the same learner on a **replay** of ours (:class:`TapeEnv`: whole
+  episodes of ``MindHelper-Trigger-v0`` under masked random actions, recorded beforehand,
+  played back with their observations, rewards, masks and ``info`` dicts behind the
+  wrappers ``gym.make`` adds): the learner's cost with our observation and ``info`` shapes
+  and no simulation, which is the ceiling of the ratio (``replay_vs_peer``). The budget of one
   step from the medians (:func:`step_budget`): the learner's milliseconds per step on the
   replay, ours, the env's share (the difference) and the share a ratio of 0.8 would leave
   it. ``--split`` also times the phases of each DummyVecEnv run (per step of the vector
@@ -152,6 +152,8 @@ def _vec_cls(vec: str):
         return _lean_vec_cls()
     if vec == "spin":
         return _spin_vec_cls()
+    if vec == "hybrid":
+        return _spin_vec_cls(local=1)
     return SubprocVecEnv if vec == "subproc" else DummyVecEnv
 
 
@@ -308,48 +310,66 @@ def _spin_worker(remote, parent_remote, env_fns) -> None:
             return
 
 
-def _spin_vec_cls():
-    """A vector env for MaskablePPO whose envs all run in **one** forked worker that
-    spin-waits for its next command, so the main process only learns: no wake-up between
-    steps (the lean set-up's cost), one message each way per vector step, the masks with
-    it, and the learner's process runs none of the simulation. The envs step one after the
-    other, so it can only win if the env runs faster away from the learner. Enough of the
-    VecEnv API for ``MaskablePPO.learn``; the worker blocks after 5 ms without a command
-    (the gradient updates)."""
+def _spin_vec_cls(local: int = 0):
+    """A vector env for MaskablePPO whose envs run in **one** forked worker that spin-waits
+    for its next command: no wake-up between steps (the lean set-up's cost), one message
+    each way per vector step, the masks with it. The worker's envs step one after the
+    other. With ``local=0`` the learner's process runs none of the simulation, so it can
+    only win if the env runs faster away from the learner; with ``local=1`` (``--vec
+    hybrid``) the learner's process steps the first env itself while the worker steps the
+    others, so the two CPUs step the two envs at the same time. Enough of the VecEnv API
+    for ``MaskablePPO.learn``; the worker blocks after 5 ms without a command (the
+    gradient updates)."""
     import multiprocessing as mp
 
     from stable_baselines3.common.vec_env import VecEnv
     from stable_baselines3.common.vec_env.base_vec_env import CloudpickleWrapper
+    from stable_baselines3.common.vec_env.patch_gym import _patch_env
 
     class SpinVecEnv(VecEnv):
         def __init__(self, env_fns) -> None:
+            env_fns = list(env_fns)
             ctx = mp.get_context("fork")
             self.remote, work = ctx.Pipe()
             self.process = ctx.Process(target=_spin_worker, daemon=True,
-                                       args=(work, self.remote, CloudpickleWrapper(list(env_fns))))
+                                       args=(work, self.remote,
+                                             CloudpickleWrapper(env_fns[local:])))
             self.process.start()
             work.close()
+            self.envs = [_patch_env(fn()) for fn in env_fns[:local]]
+            self._mask_fns = [env.get_wrapper_attr("action_masks") for env in self.envs]
             self.remote.send(("spaces", None))
             obs_space, act_space, self._render_mode = self.remote.recv()
             self._masks: list = []
+            self._actions: list = []
             VecEnv.__init__(self, len(env_fns), obs_space, act_space)
 
         def step_async(self, actions) -> None:
-            self.remote.send(("step", list(actions)))
+            self.remote.send(("step", list(actions[local:])))
+            self._actions = list(actions[:local])
 
         def step_wait(self):
+            mine = [_worker_step(*args)
+                    for args in zip(self.envs, self._mask_fns, self._actions, strict=True)]
             _spin_wait(self.remote)
-            obs, rewards, dones, infos, self.reset_infos, masks = zip(*self.remote.recv(),
+            obs, rewards, dones, infos, self.reset_infos, masks = zip(*mine, *self.remote.recv(),
                                                                       strict=True)
             self._masks = list(masks)
             return (np.stack(obs), np.array(rewards, dtype=np.float32), np.array(dones),
                     list(infos))
 
         def reset(self):
+            n = self.num_envs
             self.remote.send(("reset", [(self._seeds[k], self._options[k])
-                                        for k in range(self.num_envs)]))
+                                        for k in range(local, n)]))
+            mine = []
+            for k, (env, mask) in enumerate(zip(self.envs, self._mask_fns, strict=True)):
+                options = self._options[k]
+                obs, reset_info = env.reset(seed=self._seeds[k],
+                                            **({"options": options} if options else {}))
+                mine.append((obs, reset_info, mask()))
             _spin_wait(self.remote)
-            obs, self.reset_infos, masks = zip(*self.remote.recv(), strict=True)
+            obs, self.reset_infos, masks = zip(*mine, *self.remote.recv(), strict=True)
             self._masks = list(masks)
             self._reset_seeds()
             self._reset_options()
@@ -377,6 +397,8 @@ def _spin_vec_cls():
         def close(self) -> None:
             self.remote.send(("close", None))
             self.process.join(5)
+            for env in self.envs:
+                env.close()
 
     return SpinVecEnv
 
@@ -492,7 +514,8 @@ def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy", split: bool = Fa
     set-up of each: a peer this cheap only loses to the pipes). ``vec="lean"`` does the same
     on :func:`_lean_vec_cls` (keys ``*_lean``).
 
-    ``vec="spin"`` does the same on :func:`_spin_vec_cls` (keys ``*_spin``).
+    ``vec="spin"`` does the same on :func:`_spin_vec_cls` (keys ``*_spin``), and
+    ``vec="hybrid"`` on it with the first env in the learner's process (keys ``*_hybrid``).
 
     With ``split``, each DummyVecEnv run (and ours on the ``vec`` set-up) also times its
     phases (:func:`_time_phases`): per
@@ -500,7 +523,7 @@ def bench_ratio(repeats: int, n_steps: int, vec: str = "dummy", split: bool = Fa
     steps (``env``), the masks (``masks``) and the learner's own rollout work (``rest``);
     the report adds the median of each phase for the peer, ours and the replay."""
     peer, ours, replay, peer_sp, ours_sp = [], [], [], [], []
-    kind = {"both": "subproc", "lean": "lean", "spin": "spin"}.get(vec)
+    kind = {"both": "subproc", "lean": "lean", "spin": "spin", "hybrid": "hybrid"}.get(vec)
     splits: dict[str, list[dict]] = {"peer": [], "trigger_cold": [], "replay": []}
     if kind is not None:
         splits[f"trigger_cold_{kind}"] = []
@@ -604,10 +627,13 @@ def main() -> None:
     ap.add_argument("--parts", default="ratio,speed,train,suite")
     ap.add_argument("--ratio-steps", type=int, default=20_480,
                     help="env steps of each learn call in the ratio part")
-    ap.add_argument("--vec", choices=("dummy", "both", "lean", "spin"), default="dummy",
+    ap.add_argument("--vec", choices=("dummy", "both", "lean", "spin", "hybrid"),
+                    default="dummy",
                     help="ratio part: also run both sides on SubprocVecEnv ('both'), on a "
                          "lean process vector env, the masks sent with each step ('lean'), "
-                         "or with all envs in one spin-waiting worker ('spin')")
+                         "with all envs in one spin-waiting worker ('spin'), or with the "
+                         "first env in the learner's process and the other in that worker, "
+                         "stepping at the same time ('hybrid')")
     ap.add_argument("--split", action="store_true",
                     help="ratio part: also time each run's phases (train, env, masks, the "
                          "learner's rollout work) per step of the vector env")
