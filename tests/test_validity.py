@@ -465,57 +465,60 @@ def test_new_agents_play_without_fallbacks(name):
 
 
 # ---------------------------------------------------------------- v2 guards (dev suite)
+V2_TRAIN = 800  # training episodes for the classifiers of TestV2Bounds
+
+
+@pytest.fixture(scope="module")
+def v2_played():
+    agents = ["oracle", "belief-tracker", *validity.ABLATION_AGENTS,
+              validity.GOAL_ABLATION, *validity.SHORTCUT_BASELINES]
+    agents += [validity.hedged(a) for a in agents if a != "oracle"]
+    return agent_scores(DEV, agents, workers=1)
+
+
+@pytest.fixture(scope="module")
+def v2_data():
+    return validity.training_data(V2_TRAIN), validity.suite_data(DEV)
+
+
 class TestV2Bounds:
     """validity.BOUNDS on the 100-episode dev suite with looser margins (13-14 episodes per
     twin group)."""
 
-    TRAIN = 800
-
-    @pytest.fixture(scope="class")
-    def played(self):
-        agents = ["oracle", "belief-tracker", *validity.ABLATION_AGENTS,
-                  validity.GOAL_ABLATION, *validity.SHORTCUT_BASELINES]
-        agents += [validity.hedged(a) for a in agents if a != "oracle"]
-        return agent_scores(DEV, agents, workers=1)
-
-    @pytest.fixture(scope="class")
-    def data(self):
-        return validity.training_data(self.TRAIN), validity.suite_data(DEV)
-
-    def test_tracker_and_oracle(self, played):
+    def test_tracker_and_oracle(self, v2_played):
         for key in ("PHA", "PHR", "PIR", "PSR", "PIA", "TA"):
-            assert played["oracle"][key] == 100.0, key
-        assert played["belief-tracker"]["PHA"] >= 90.0
+            assert v2_played["oracle"][key] == 100.0, key
+        assert v2_played["belief-tracker"]["PHA"] >= 90.0
 
     @pytest.mark.parametrize("agent", validity.ABLATION_AGENTS)
-    def test_ablations_fail_where_beliefs_decide(self, played, agent):
-        assert played[agent]["PHA"] <= 67.0
+    def test_ablations_fail_where_beliefs_decide(self, v2_played, agent):
+        assert v2_played[agent]["PHA"] <= 67.0
         for g in validity.belief_groups():
-            assert played[agent]["groups"][g]["PHA"] <= 70.0, g
+            assert v2_played[agent]["groups"][g]["PHA"] <= 70.0, g
 
-    def test_goal_blind_ablation_hands_the_wrong_thing(self, played):
+    def test_goal_blind_ablation_hands_the_wrong_thing(self, v2_played):
         groups = validity.goal_groups()
         assert groups
         for g in groups:
-            assert played[validity.GOAL_ABLATION]["groups"][g]["PHR"] <= 55.0, g
-            assert played["belief-tracker"]["groups"][g]["PHR"] >= 90.0, g
+            assert v2_played[validity.GOAL_ABLATION]["groups"][g]["PHR"] <= 55.0, g
+            assert v2_played["belief-tracker"]["groups"][g]["PHR"] >= 90.0, g
 
     @pytest.mark.parametrize("agent", validity.SHORTCUT_BASELINES)
-    def test_shortcuts_fail_hedged_or_not(self, played, agent):
+    def test_shortcuts_fail_hedged_or_not(self, v2_played, agent):
         for name in (agent, validity.hedged(agent)):
-            assert played[name]["PIA"] <= 72.0, name
-            assert played[name]["PHA"] <= 62.0, name
+            assert v2_played[name]["PIA"] <= 72.0, name
+            assert v2_played[name]["PHA"] <= 62.0, name
 
-    def test_the_hedge_does_not_pay(self, played):
-        for name, m in played.items():
-            h = played.get(validity.hedged(name))
+    def test_the_hedge_does_not_pay(self, v2_played):
+        for name, m in v2_played.items():
+            h = v2_played.get(validity.hedged(name))
             if h is not None:
                 assert abs(h["PHA"] - m["PHA"]) <= 1.0, name
                 assert h["PIA"] == m["PIA"], name
 
     @pytest.mark.parametrize("context", validity.WINDOW_CONTEXTS)
-    def test_window_classifier_agent_fails(self, data, context):
-        train, _ = data
+    def test_window_classifier_agent_fails(self, v2_data, context):
+        train, _ = v2_data
         clf = validity.train_window_classifier(train, context=context)
         m = validity.scores(validity.play_records(DEV, validity.WindowClassifierAgent(clf),
                                                   "window-classifier"), DEV)
@@ -531,12 +534,12 @@ class TestV2Bounds:
     # benchmarks/bench_validity.py.
     GROUP_MAX = 0.87
 
-    def test_cue_time_classifier_is_near_chance(self, data):
-        acc = validity.cue_classifier_accuracy(*data)
+    def test_cue_time_classifier_is_near_chance(self, v2_data):
+        acc = validity.cue_classifier_accuracy(*v2_data)
         for g in validity.twin_groups():
             assert acc[g] <= self.GROUP_MAX, (g, acc[g])
 
-    def test_no_feature_gives_the_answer_away(self, data):
-        for g, r in validity.feature_scan(*data).items():
+    def test_no_feature_gives_the_answer_away(self, v2_data):
+        for g, r in validity.feature_scan(*v2_data).items():
             assert r["single"]["test"] <= 0.80, (g, r["single"])
             assert r["tree"]["test"] <= self.GROUP_MAX, g

@@ -22,6 +22,7 @@ Needs the ``sft`` extra (``trl``, ``peft``, ``datasets``, with ``torch`` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -134,6 +135,10 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
         peft_config = LoraConfig(r=int(lora_rank), lora_alpha=2 * int(lora_rank),
                                  lora_dropout=0.0, target_modules="all-linear",
                                  task_type="CAUSAL_LM")
+    # transformers 5.x renamed the switch (the old name warns, and goes in v6)
+    names = {f.name for f in dataclasses.fields(SFTConfig)}
+    checkpointing = ("activation_checkpointing" if "activation_checkpointing" in names
+                     else "gradient_checkpointing")
     args = SFTConfig(
         output_dir=str(out / "trainer"), num_train_epochs=float(epochs),
         max_steps=int(max_steps), per_device_train_batch_size=int(batch_size),
@@ -141,7 +146,7 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
         logging_steps=int(logging_steps), save_strategy="no", report_to=[], seed=int(seed),
         data_seed=int(seed), use_cpu=not cuda, max_length=int(max_length),
         completion_only_loss=True, dataloader_num_workers=0, disable_tqdm=True,
-        gradient_checkpointing=bool(gradient_checkpointing),
+        **{checkpointing: bool(gradient_checkpointing)},
         # TRL's SFTConfig turns bf16 on by default; on a CPU without bf16 matrix units that
         # falls back to scalar kernels, some fifty times slower than float32
         bf16=bool(cuda and torch.cuda.is_bf16_supported()), fp16=False,
