@@ -1,5 +1,6 @@
 """The package's layout: no import cycle, no import from a lower layer to a higher one, no
-module over 900 lines (docs/design.md, "Layers").
+module over 900 lines (docs/design.md, "Layers"), and every folder and data file of the
+sources shipped by pyproject.toml's setuptools configuration.
 
 The import graph is built from the source with ``ast``: every ``import`` and ``from ...
 import`` in a module counts, at module level and inside functions alike. An edge goes to the
@@ -193,3 +194,41 @@ def test_design_map_names_every_package() -> None:
                  if p.name != "__init__.py")
     missing = [f for f in top if f not in design]
     assert not missing, f"docs/design.md's layout map lacks {missing}"
+
+
+def _setuptools_config() -> dict:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11 (CI runs 3.11)
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["tool"]["setuptools"]
+
+
+def _shipped_folders() -> dict[str, Path]:
+    """Import name -> folder for every folder of the three sources, __pycache__ aside."""
+    out: dict[str, Path] = {}
+    for prefix, base in SOURCES.items():
+        for path in [base, *sorted(p for p in base.rglob("*") if p.is_dir())]:
+            parts = path.relative_to(base).parts
+            if "__pycache__" in parts or (prefix == "mindhelper_env" and parts
+                                          and parts[0] in ("agents", "wrappers")):
+                continue
+            out[".".join([prefix, *parts])] = path
+    return out
+
+
+def test_every_folder_is_a_listed_package_and_every_data_file_ships() -> None:
+    # setuptools warns of a folder missing from `packages` ("package would be ignored") and
+    # may leave it out of the wheel; a data file no package-data pattern matches is left out
+    config = _setuptools_config()
+    folders = _shipped_folders()
+    listed = set(config["packages"])
+    missing = sorted(set(folders) - listed)
+    assert not missing, f"pyproject.toml [tool.setuptools] packages lacks {missing}"
+    assert not sorted(listed - set(folders)), "packages lists folders that do not exist"
+    unmatched = []
+    for name, folder in folders.items():
+        patterns = config["package-data"].get(name, [])
+        for path in sorted(p for p in folder.iterdir() if p.is_file()):
+            if path.suffix not in (".py", ".pyc") and not any(path.match(g) for g in patterns):
+                unmatched.append(path.relative_to(ROOT).as_posix())
+    assert not unmatched, f"no package-data pattern ships {unmatched}"
+    assert "pool_data" in {f.name for f in folders.values()}  # the walk sees data folders
