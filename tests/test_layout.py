@@ -53,6 +53,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+def _mapped_elsewhere(prefix: str, parts: tuple[str, ...] | list[str]) -> bool:
+    """``mindhelper_env/agents`` and ``/wrappers`` would shadow the folders that
+    package-dir maps to those names (``agents/``, ``wrappers/``): skip them."""
+    return prefix == "mindhelper_env" and bool(parts) and parts[0] in ("agents", "wrappers")
+
+
 def _modules() -> dict[str, Path]:
     mods: dict[str, Path] = {}
     for prefix, base in SOURCES.items():
@@ -60,7 +66,7 @@ def _modules() -> dict[str, Path]:
             parts = list(path.relative_to(base).with_suffix("").parts)
             if parts[-1] == "__init__":
                 parts = parts[:-1]
-            if prefix == "mindhelper_env" and parts and parts[0] in ("agents", "wrappers"):
+            if _mapped_elsewhere(prefix, parts):
                 continue
             mods[".".join([prefix, *parts])] = path
     return mods
@@ -208,8 +214,7 @@ def _shipped_folders() -> dict[str, Path]:
     for prefix, base in SOURCES.items():
         for path in [base, *sorted(p for p in base.rglob("*") if p.is_dir())]:
             parts = path.relative_to(base).parts
-            if "__pycache__" in parts or (prefix == "mindhelper_env" and parts
-                                          and parts[0] in ("agents", "wrappers")):
+            if "__pycache__" in parts or _mapped_elsewhere(prefix, parts):
                 continue
             out[".".join([prefix, *parts])] = path
     return out
@@ -223,7 +228,7 @@ def test_every_folder_is_a_listed_package_and_every_data_file_ships() -> None:
     listed = set(config["packages"])
     missing = sorted(set(folders) - listed)
     assert not missing, f"pyproject.toml [tool.setuptools] packages lacks {missing}"
-    assert not sorted(listed - set(folders)), "packages lists folders that do not exist"
+    assert not listed - set(folders), "packages lists folders that do not exist"
     unmatched = []
     for name, folder in folders.items():
         patterns = config["package-data"].get(name, [])
