@@ -99,11 +99,21 @@ def test_masked_action_falls_back_to_the_rule_policy():
     assert info["masked_actions"] == 1
 
 
-@pytest.mark.parametrize("kwargs", [{"reward": {"bonus": 1}}, {"reward": {"late": "x"}},
-                                    {"render_mode": "video"}, {"window_ticks": 0}])
-def test_bad_arguments(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"reward": {"bonus": 1}}, r"unknown reward terms \['bonus'\]"),
+    ({"reward": {"late": "x"}}, r"reward\['late'\] must be a finite number"),
+    ({"window_ticks": 0}, "window_ticks must be a positive int"),
+])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
         gym.make(ENV_ID, **kwargs)
+
+
+def test_unknown_render_mode_is_refused_after_gymnasiums_warning():
+    # gym.make warns about a render mode outside metadata before the constructor refuses it
+    with pytest.warns(UserWarning, match="render_mode='video'"), \
+            pytest.raises(ValueError, match=r"render_mode must be one of \['ansi', 'rgb_array'\]"):
+        gym.make(ENV_ID, render_mode="video")
 
 
 def test_unknown_argument_is_a_type_error():
