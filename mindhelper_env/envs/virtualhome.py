@@ -55,8 +55,8 @@ class MindHelperEnv(gym.Env):
     returns what happened in it. The robot answers with an executable program of
     VirtualHome-style script lines or ``"none"``. It should intervene only when a false
     belief or an implicit goal blocks the focus person's task — and then quickly and
-    helpfully — and stay silent otherwise. Episodes come from twelve scenario families
-    (:mod:`mindhelper_env.scenarios`), each validated by simulation.
+    helpfully — and stay silent otherwise. Episodes come from {n_families} scenario families
+    (:data:`~mindhelper_env.scenarios.spec.FAMILIES`), each validated by simulation.
 
     ## Action Space
 
@@ -131,7 +131,7 @@ class MindHelperEnv(gym.Env):
     ## Arguments
 
     * ``families``: family names (list) or ``{family: weight}`` to sample from (default: all
-      twelve, weighted so that half the episodes need help:
+      {n_families}, weighted so that half the episodes need help:
       :data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`).
     * ``window_ticks`` (3): ticks per observation window. Help issued at any tick from onset
       to the deadline (onset + 5) is validated to work; windows longer than 5 ticks may make
@@ -819,6 +819,11 @@ class MindHelperEnv(gym.Env):
         self._renderer = None
         self._frame_renderer = None
         super().close()
+
+
+# the family count comes from the registry (docstrings are None under python -OO)
+if MindHelperEnv.__doc__:
+    MindHelperEnv.__doc__ = MindHelperEnv.__doc__.replace("{n_families}", str(len(FAMILIES)))
 
 
 def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
