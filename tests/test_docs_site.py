@@ -320,3 +320,55 @@ def test_readme_chromium_step_uses_sudo_only_when_not_root(tmp_path, uid, expect
     else:
         assert calls[0] == "apt-get update" and not any(c.startswith("sudo") for c in calls)
     assert any("install -y chromium" in c for c in calls)
+
+
+def _github_slug(heading: str) -> str:
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_readme_links_resolve() -> None:
+    """Every relative link of the README names a file of the repository and, with an
+    anchor into a Markdown file, one of its headings (as GitHub and MkDocs slug them)."""
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert len(links) > 10
+    for link in links:
+        if "://" in link:
+            continue
+        path, _, anchor = link.partition("#")
+        target = ROOT / path if path else README
+        assert target.exists(), link
+        if anchor and target.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)
+            assert anchor in {_github_slug(h) for h in headings}, link
+
+
+def test_license_citation_and_changelog_follow_the_package_version() -> None:
+    """LICENSE is MIT and named in pyproject.toml (so it ships in the wheel); CITATION.cff
+    is CFF 1.2.0 with the required keys and the package's version, as is the README's
+    BibTeX; CHANGELOG.md has an Unreleased section and one for the package's version."""
+    import mindhelper_env
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11 (CI runs 3.11)
+
+    version = mindhelper_env.__version__
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["version"] == version
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License")
+    assert "Copyright (c) 2026 The MindHelper-Env authors" in license_text
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    keys = dict(re.findall(r'^([a-z-]+):\s*"?([^"\n]*)"?\s*$', cff, re.M))
+    assert keys["cff-version"] == "1.2.0"
+    for key in ("message", "title", "version", "license", "type"):
+        assert keys.get(key), key
+    assert re.search(r"^authors:\n  - name: \S", cff, re.M)
+    assert keys["version"] == version
+    assert re.search(rf"version\s*=\s*\{{{re.escape(version)}\}}",
+                     README.read_text(encoding="utf-8"))
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## [Unreleased]" in changelog
+    assert re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d\d-\d\d$", changelog, re.M)
