@@ -372,3 +372,9 @@ def test_license_citation_and_changelog_follow_the_package_version() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     assert "## [Unreleased]" in changelog
     assert re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d\d-\d\d$", changelog, re.M)
+
+
+def test_contributing_page_shows_the_readme_test_command() -> None:
+    page = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    command = _bash_block_after(README.read_text(encoding="utf-8"), "**Run the tests**")
+    assert f"```bash\n{command}\n```" in page
