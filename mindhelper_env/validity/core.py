@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.agents.belief import ReactiveAgent
-from mindhelper_env.validity_data import (
+from mindhelper_env.validity.data import (
     FEATURES,
     SCAN_BOUNDED_KINDS,
     EpisodeData,
