@@ -225,12 +225,15 @@ class PhysicalModel:
     names: tuple[str, ...] = _CUE_NAMES
 
     def prob(self, features: Mapping[str, float]) -> float:
-        x = np.array([[float(features.get(n.split(":", 1)[1], 0.0)) for n in self.names]])
-        if isinstance(self.model, float):
+        """P(precise) of one struggle's features (:func:`struggle_features`' names, without
+        the ``cue:`` prefix)."""
+        if isinstance(self.model, float):  # the training labels were all alike
             return self.model
+        x = np.array([[float(features.get(n.split(":", 1)[1], 0.0)) for n in self.names]])
         return float(self.model.predict_proba(x)[0, 1])
 
     def probs(self, rows: Sequence[CueRow]) -> np.ndarray:
+        """P(precise) of each struggle row (:class:`CueRow`)."""
         if not rows:
             return np.zeros(0)
         x = np.array([[r.features.get(n, 0.0) for n in self.names] for r in rows])
