@@ -39,7 +39,8 @@ from typing import Any
 from mindhelper_env.world.script import is_silence
 
 __all__ = ["MovementPrefix", "WaitAndSee", "OnRepeat", "Delay", "HEDGES", "PREFIX_SUFFIX",
-           "HEDGE_SUFFIX", "split_prefix_suffix", "split_hedge_suffix", "make_hedge"]
+           "HEDGE_SUFFIX", "split_prefix_suffix", "split_hedge_suffix", "strip_hedges",
+           "make_hedge"]
 
 #: ``NAME+prefixN``: the registry agent ``NAME`` wrapped in ``MovementPrefix(lines=N)``.
 PREFIX_SUFFIX = re.compile(r"^(?P<base>.+)\+prefix(?P<lines>\d{1,3})$")
@@ -321,6 +322,18 @@ def split_hedge_suffix(name: str) -> tuple[str, str | None, int | None]:
     if m is None:
         return name, None, None
     return m.group("base"), m.group("kind"), int(m.group("k"))
+
+
+def strip_hedges(name: str) -> tuple[str, list[str]]:
+    """The agent under every hedge suffix and the suffixes, innermost first:
+    ``("physical-rules", ["wait3", "prefix8"])`` for ``"physical-rules+wait3+prefix8"``."""
+    hedges: list[str] = []
+    while True:
+        base, kind, k = split_hedge_suffix(name)
+        if kind is None:
+            return name, hedges[::-1]
+        hedges.append(f"{kind}{k}")
+        name = base
 
 
 def make_hedge(agent: Any, kind: str, k: int) -> Any:

@@ -276,6 +276,7 @@ def test_hedge_suffixes_in_the_registry():
     with pytest.raises(ValueError, match="int from 0 to 999"):
         WaitAndSee(PhysicalRulesAgent(), -1)
     assert validity.base_agent("x+wait3+prefix8") == ("x", ["wait3", "prefix8"])
+    assert validity.base_agent("x") == ("x", [])
 
 
 # ---------------------------------------------------------------------- synthetic scans

@@ -66,16 +66,11 @@ def bounds_for(suite: str) -> dict[str, float]:
 
 
 def base_agent(name: str) -> tuple[str, list[str]]:
-    """``("physical-rules", ["wait3", "prefix8"])`` for ``"physical-rules+wait3+prefix8"``."""
-    from mindhelper_env.agents.hedge import split_hedge_suffix
+    """``("physical-rules", ["wait3", "prefix8"])`` for ``"physical-rules+wait3+prefix8"``
+    (:func:`~mindhelper_env.agents.hedge.strip_hedges`)."""
+    from mindhelper_env.agents.hedge import strip_hedges
 
-    hedges: list[str] = []
-    while True:
-        base, kind, k = split_hedge_suffix(name)
-        if kind is None:
-            return name, hedges[::-1]
-        hedges.append(f"{kind}{k}")
-        name = base
+    return strip_hedges(name)
 
 
 def _pha(m: Mapping[str, Any], group: str | None = None) -> float | None:
