@@ -27,8 +27,9 @@ validity instruments check it (docs/validity.md). Each wraps any agent and plays
 
 Every wrapper reads only ``obs`` and ``info``; ``reset`` and ``usage`` are the wrapped
 agent's (``trigger_ops`` and ``trace`` too, when it has them), and ``name`` is
-``"<agent name>+<hedge><K>"``. The wrapped agent sees every window as before; a held
-program is the one it issued (a one-shot agent is not asked again).
+``"<agent name>+<hedge><K>"``. The wrapped agent sees every window as before; while one of
+its programs is held, the programs it issues are not sent (the held one goes out, or is
+dropped, first). Each holding wrapper counts what it ``released`` and ``dropped``.
 """
 
 from __future__ import annotations
