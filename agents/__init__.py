@@ -9,9 +9,11 @@ MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or 
 given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run
 with numpy (the shipped ``learned_trigger.npz``, or ``trigger=PATH``).
 
-Any name (registered or an import path) takes the suffix ``+prefixN``: the agent wrapped in
-:class:`~mindhelper_env.agents.hedge.MovementPrefix` (``N`` free ``[walk]`` lines before
-each of its programs), e.g. ``make_agent("reactive+prefix10")``.
+Any name (registered or an import path) takes a hedge suffix (:mod:`~mindhelper_env.agents.hedge`):
+``+prefixN`` (:class:`~mindhelper_env.agents.hedge.MovementPrefix`, ``N`` free ``[walk]``
+lines before each of its programs), ``+waitN`` (wait-and-see), ``+repeatN`` (act on a
+repeated struggle), ``+delayN`` (act ``N`` windows later), e.g.
+``make_agent("reactive+prefix10")``, ``make_agent("physical-rules+wait3")``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mindhelper_env.agents.belief import (
     PriorAgent,
     ReactiveAgent,
 )
-from mindhelper_env.agents.hedge import MovementPrefix, split_prefix_suffix
+from mindhelper_env.agents.hedge import MovementPrefix, make_hedge, split_hedge_suffix
 from mindhelper_env.agents.simple import OracleAgent, RandomAgent, SilentAgent
 
 __all__ = ["Agent", "Usage", "make_agent", "AGENTS", "register_agent", "resolve_agent",
@@ -70,6 +72,23 @@ def _perspective_free(**kw: Any) -> Any:
 AGENTS["ablation-shared-view"] = _ablation("ablation-shared-view")
 AGENTS["ablation-own-actions"] = _ablation("ablation-own-actions")
 AGENTS["perspective-free"] = _perspective_free
+
+
+def _physical_rules(**kw: Any) -> Any:
+    from mindhelper_env.agents.physical import PhysicalRulesAgent
+
+    return PhysicalRulesAgent()
+
+
+def _coarse_mind(**kw: Any) -> Any:
+    from mindhelper_env.agents.coarse_mind import CoarseMindAgent
+
+    return CoarseMindAgent()
+
+
+# validity instruments (docs/validity.md): objects without minds; a mind at room level
+AGENTS["physical-rules"] = _physical_rules
+AGENTS["coarse-mind"] = _coarse_mind
 
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")
@@ -134,18 +153,18 @@ def resolve_agent(name: str) -> Callable[..., Any]:
     factory = AGENTS.get(name)
     if factory is not None:
         return factory
-    base, lines = split_prefix_suffix(name)
-    if lines is not None:
+    base, hedge, k = split_hedge_suffix(name)
+    if hedge is not None and k is not None:
         inner = resolve_agent(base)
 
         def hedged(**kwargs: Any) -> Any:
-            return MovementPrefix(inner(**kwargs), lines=lines)
+            return make_hedge(inner(**kwargs), hedge, k)
 
         return hedged
     if not is_import_path(name):
         raise ValueError(f"unknown agent {name!r}; known agents: {sorted(AGENTS)} "
                          "(or give an import path like 'mypkg.agents:MyAgent'; any name "
-                         "takes the suffix '+prefixN')")
+                         "takes a hedge suffix: '+prefixN', '+waitN', '+repeatN', '+delayN')")
     module_name, _, attr = name.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)

@@ -5,7 +5,8 @@ first acts) and extracts every window's tokens and label, the cue-time narration
 :data:`FEATURES` (over a hundred observable episode features, computed from ``obs`` and
 ``info`` only); :func:`suite_data` and :func:`training_data` do it for a suite and for
 training-seed episodes (:func:`training_episodes`). The classifiers, the feature scan and
-the bounds that use them are in :mod:`mindhelper_env.validity`, which re-exports these names.
+the bounds that use them are in :mod:`mindhelper_env.validity.core`; the package
+:mod:`mindhelper_env.validity` re-exports these names.
 """
 
 from __future__ import annotations
@@ -399,6 +400,8 @@ def suite_data(suite: str, limit: int | None = None) -> list[EpisodeData]:
     return [episode_data(suite_episode(suite, i)) for i in range(n)]
 
 
-def training_data(n: int, seed: int = 0, house: Any = None) -> list[EpisodeData]:
-    """:class:`EpisodeData` of ``n`` training episodes (:func:`training_episodes`)."""
-    return _data(training_episodes(n, seed, house=house))
+def training_data(n: int, seed: int = 0, house: Any = None,
+                  specs: Iterable[Mapping[str, Any]] | None = None) -> list[EpisodeData]:
+    """:class:`EpisodeData` of ``n`` training episodes (:func:`training_episodes`), or of
+    ``specs`` if given (episodes generated once for several instruments)."""
+    return _data(training_episodes(n, seed, house=house) if specs is None else specs)
