@@ -1,0 +1,105 @@
+"""The rest of the friction list (issue 46, item 8): play, examples, report, renderer, errors.
+
+Each test fails on the code before the fix it guards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mindhelper_env.agents.human import HumanAgent, describe_view
+from mindhelper_env.cli.play_session import describe_outcome, play
+from mindhelper_env.scenarios import suites as S
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = "vh-dev-v2"
+
+
+def _first(help_needed: bool) -> int:
+    return next(i for i in range(100) if S.suite_episode(DEV, i)["reference"][
+        "needs_intervention"] == help_needed)
+
+
+# ------------------------------------------------------------------------------------ play
+def test_play_intro_states_the_task(tmp_path: Path) -> None:
+    said: list[str] = []
+
+    def no_more(prompt: str) -> str:
+        raise EOFError
+
+    play(suite=DEV, index=_first(False), input_fn=no_more, output_fn=said.append)
+    intro = said[0].lower()
+    assert "blocked" in intro  # only when someone is blocked
+    assert "window" in intro and "too late" in intro and "false alarm" in intro
+    assert "first intervention" in intro and "scored" in intro  # one act counts
+    assert "silent" in intro
+
+
+def test_play_unknown_id_is_refused_and_never_sent(tmp_path: Path) -> None:
+    lines = ["[grab] <apple> (99999)"]
+    said: list[str] = []
+
+    def person(prompt: str) -> str:
+        if lines:
+            return lines.pop(0)
+        raise EOFError
+
+    result = play(suite=DEV, index=_first(True), input_fn=person, output_fn=said.append)
+    assert any("99999" in s and "not sent" in s for s in said), said[:5]
+    assert result["outcome"]["t_I"] is None
+    assert all(not a.get("acts") for a in result["record"]["actions"])
+    assert "you never intervened" in result["verdict"]
+
+
+def test_play_known_ids_still_go_through() -> None:
+    info = {"tick": 0, "robot": {"id": 1, "room": 4, "holding": []},
+            "candidates": {"actors": [], "objects": [], "rooms": [{"id": 4, "class": "kitchen"}],
+                           "locations": [{"id": 12, "class": "fridge", "room": 4,
+                                          "open": False}]}}
+    answers = ["[open] <fridge> (12)"]
+    agent = HumanAgent(input_fn=lambda p: answers.pop(0), output_fn=lambda s: None)
+    agent.reset()
+    # the mug (40) was narrated, not listed: it was seen, so it is known
+    assert agent.act({"narration": "[t=0] Emma took the mug (40)."}, info) == "[open] <fridge> (12)"
+    answers.append("[grab] <mug> (40)")
+    assert agent.act({"narration": ""}, info) == "[grab] <mug> (40)"
+
+
+def test_question_mark_names_the_places() -> None:
+    info = {"robot": {"id": 1, "room": 4, "holding": [31]},
+            "candidates": {
+                "actors": [{"id": 5, "name": "Emma", "kind": "child", "room": 4,
+                            "holding": [40]}],
+                "objects": [{"id": 31, "class": "apple", "location": 12, "room": 4},
+                            {"id": 40, "class": "mug", "location": 9, "room": 4}],
+                "locations": [{"id": 12, "class": "fridge", "room": 4, "open": False},
+                              {"id": 9, "class": "table", "room": 4, "open": None}],
+                "rooms": [{"id": 4, "class": "kitchen"}]}}
+    text = describe_view(info)
+    assert "the apple (31) in the fridge (12) in the kitchen (4)" in text
+    assert "Emma (5, child) in the kitchen (4), holding the mug (40)" in text
+    assert "fridge (12, closed)" in text and "table (9)" in text
+    assert "in the kitchen (4), holding the apple (31)" in text
+    shown: list[str] = []
+    answers = ["?", ""]
+    agent = HumanAgent(input_fn=lambda p: answers.pop(0), output_fn=shown.append)
+    agent.reset()
+    agent.act({"narration": ""}, info)
+    assert any("the fridge (12)" in s for s in shown)
+
+
+@pytest.mark.parametrize("t_i,expect", [(None, "you never intervened"),
+                                        (3, "you intervened too early (tick 3)"),
+                                        (7, "you intervened in time (tick 7)"),
+                                        (12, "you intervened too late (tick 12)")])
+def test_play_verdict_wording(t_i: int | None, expect: str) -> None:
+    ref: dict[str, Any] = {"needs_intervention": True, "focus_name": "Emma",
+                           "family": "false_belief_relocation",
+                           "window": {"onset_tick": 5, "deadline_tick": 9}}
+    outcome = {"t_I": t_i, "precise": t_i == 7, "premature": t_i == 3, "late": t_i == 12,
+               "success": t_i == 7, "harm": False, "silent": t_i is None}
+    verdict = describe_outcome(outcome, ref)
+    assert expect in verdict, verdict
+    assert "intervened never" not in verdict
