@@ -103,3 +103,51 @@ def test_play_verdict_wording(t_i: int | None, expect: str) -> None:
     verdict = describe_outcome(outcome, ref)
     assert expect in verdict, verdict
     assert "intervened never" not in verdict
+
+
+# ------------------------------------------------------------------------------------ errors
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    from mindhelper_env.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv,command", [
+    (("evaluate", "--agents", "silent", "--out", "x"), "evaluate"),  # argparse found it
+    (("play", "--index", "100000"), "play"),  # the command found it
+    (("score", "no-such-file.jsonl", "--suite", DEV), "score"),
+    (("suite", "export", "no-such-suite", "somewhere"), "suite export"),
+    (("evaluate", "--suite", "no-such-suite", "--agents", "silent", "--out", "x"), "evaluate"),
+])
+def test_every_error_has_one_prefix_style(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          argv: tuple[str, ...], command: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"mindhelper: error: {command}: "), err
+    assert f"{command}: {command}:" not in err
+
+
+def test_resume_hint_speaks_flags_at_the_command_line(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ("evaluate", "--suite", DEV, "--agents", "silent", "--out", str(out), "--limit", "1",
+            "--no-progress", "--no-plots", "--no-timing")
+    assert _cli(capsys, *args)[0] == 0
+    code, _, err = _cli(capsys, *args)
+    assert code == 2 and "--resume" in err and "--overwrite" in err, err
+    assert "=True" not in err, err
+    code, _, err = _cli(capsys, "evaluate", "--suite", DEV, "--agents", "silent", "--out",
+                        str(tmp_path / "none"), "--resume", "--no-progress")
+    assert code == 2 and "drop --resume to start one" in err and "=True" not in err, err
+
+
+def test_evaluate_help_mentions_module_class(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _cli(capsys, "evaluate", "--help")
+    assert code == 0
+    assert "module:Class" in out and "current folder" in out
