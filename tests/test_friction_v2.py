@@ -151,3 +151,69 @@ def test_evaluate_help_mentions_module_class(capsys: pytest.CaptureFixture[str])
     code, out, _ = _cli(capsys, "evaluate", "--help")
     assert code == 0
     assert "module:Class" in out and "current folder" in out
+
+
+# ------------------------------------------------------------------------------------ examples
+EXAMPLES = ROOT / "examples"
+_EXTRAS = {"train_ppo.py": "rl", "rllib_trigger.py": "rllib", "pettingzoo_people.py": "pettingzoo"}
+
+
+def _scripts() -> list[str]:
+    return sorted(p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+
+
+def test_examples_readme_lists_every_example_with_its_command_and_extra() -> None:
+    readme = (EXAMPLES / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`"): line for line in readme.splitlines()
+            if line.startswith("| `")}
+    assert sorted(rows) == _scripts()
+    for name, row in rows.items():
+        assert f"python examples/{name}" in row, row
+        extra = row.rstrip(" |").rsplit("|", 1)[1].strip().strip("`")
+        assert extra == _EXTRAS.get(name, "—"), (name, extra)
+
+
+@pytest.mark.parametrize("script,argv", [
+    ("play_oracle.py", []),
+    ("twin_pairs.py", ["false_belief_told_away", "false_belief_told", "--windows", "60",
+                       "--width", "20"]),
+])
+def test_examples_stop_quietly_when_the_pipe_closes(script: str, argv: list[str]) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, str(EXAMPLES / script), *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()  # as `| head -1` does
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert first, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert proc.returncode == 0
+
+
+def test_pettingzoo_example_without_its_extra_ends_in_one_line(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pettingzoo':\n"
+        "            raise ModuleNotFoundError(f\"No module named '{name}'\", name=name)\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, _Hide())\n")
+    env = {**os.environ, "PYTHONPATH": str(hide)}
+    proc = subprocess.run([sys.executable, str(EXAMPLES / "pettingzoo_people.py"),
+                           "--episodes", "1"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "pettingzoo" in proc.stderr and "pip install" in proc.stderr, proc.stderr
