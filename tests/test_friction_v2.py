@@ -217,3 +217,150 @@ def test_pettingzoo_example_without_its_extra_ends_in_one_line(tmp_path: Path) -
     assert "Traceback" not in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "pettingzoo" in proc.stderr and "pip install" in proc.stderr, proc.stderr
+
+
+# ------------------------------------------------------------------------------------ report
+def _need_report() -> None:
+    pytest.importorskip("jinja2", reason='needs the report extra: pip install -e ".[report]"')
+    pytest.importorskip("matplotlib", reason='needs the report extra: pip install -e ".[report]"')
+
+
+@pytest.fixture(scope="module")
+def report_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A run of silent and oracle on 6 episodes and its report."""
+    _need_report()
+    from mindhelper_env.evaluation import evaluate
+    from mindhelper_env.report import write_report
+
+    run = tmp_path_factory.mktemp("run")
+    evaluate(DEV, ["silent", "oracle"], run, limit=6, progress=False, plots=False, timing=False)
+    out = tmp_path_factory.mktemp("rep") / "report"
+    write_report(out, [run], resamples=200, workers=1)
+    return run, out
+
+
+def _header(html: str) -> str:
+    return html[html.index("<header>"):html.index("</header>")]
+
+
+def test_report_top_bar_links_the_paired_comparison(report_pair: tuple[Path, Path]) -> None:
+    _, out = report_pair
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert 'id="paired"' in index
+    assert 'href="./index.html#paired"' in _header(index)
+    pages = sorted((out / "episodes").rglob("*.html"))
+    assert pages
+    for page in [out / "episodes.html", *pages]:
+        html = page.read_text(encoding="utf-8")
+        root = "." if page.parent == out else "../.."
+        assert f'href="{root}/index.html#paired">Paired comparison</a>' in _header(html), page
+
+
+def test_report_refuses_a_non_empty_out_unless_overwrite(
+        report_pair: tuple[Path, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    run, built = report_pair
+    out = tmp_path / "report"
+    shutil.copytree(built, out)
+    stale = out / "episodes" / "a9" / "old.html"
+    stale.parent.mkdir()
+    stale.write_text("an earlier report's page")
+    before = (out / "index.html").read_bytes()
+    code, _, err = _cli(capsys, "report", str(run), "--out", str(out), "--workers", "1")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "--overwrite" in err and str(out) in err and "=True" not in err, err
+    assert stale.exists() and (out / "index.html").read_bytes() == before
+    code, _, err = _cli(capsys, "report", str(run), "--out", str(out), "--workers", "1",
+                        "--overwrite")
+    assert code == 0, err
+    assert not stale.exists() and (out / "index.html").is_file()
+    # a folder holding anything but a report is never cleared, even with --overwrite
+    kept = sorted(p.name for p in run.iterdir())
+    code, _, err = _cli(capsys, "report", str(run), "--out", str(run), "--overwrite")
+    assert code == 2 and "not a report's" in err and len(err.splitlines()) == 1, err
+    assert sorted(p.name for p in run.iterdir()) == kept
+
+
+def test_report_counts_one_agent_in_the_singular(tmp_path: Path) -> None:
+    _need_report()
+    from mindhelper_env.evaluation import evaluate
+    from mindhelper_env.report import write_report
+    from mindhelper_env.report.explain import plural
+
+    assert plural(1, "agent") == "1 agent" and plural(2, "agent") == "2 agents"
+    assert plural(0, "episode") == "0 episodes"
+    run = tmp_path / "run"
+    evaluate(DEV, ["silent"], run, limit=1, progress=False, plots=False, timing=False)
+    write_report(tmp_path / "rep", [run], resamples=200, workers=1)
+    header = _header((tmp_path / "rep" / "index.html").read_text(encoding="utf-8"))
+    assert "· 1 agent<" in header and "1 agents" not in header, header
+    assert "1 episode (" in header and "1 episodes" not in header, header
+
+
+def test_family_heatmap_reads_without_red_and_green() -> None:
+    pytest.importorskip("matplotlib", reason='needs the report extra: pip install -e ".[report]"')
+    import matplotlib
+
+    from mindhelper_env.plots import HEATMAP_CMAP, heatmap_text_color, relative_luminance
+
+    cmap = matplotlib.colormaps[HEATMAP_CMAP]
+    light = [relative_luminance(cmap(v / 100)) for v in range(101)]
+    # lightness alone orders the values (a red-green map peaks in its yellow middle)
+    assert all(b > a for a, b in zip(light, light[1:], strict=False))
+    assert light[-1] - light[0] > 0.5
+    for v in range(101):  # the printed number stays legible on its cell (WCAG AA, 4.5:1)
+        text = 0.0 if heatmap_text_color(float(v)) == "black" else 1.0
+        hi, lo = max(light[v], text), min(light[v], text)
+        assert (hi + 0.05) / (lo + 0.05) >= 4.5, v
+
+
+def test_silent_twin_page_says_why_no_help_was_needed(report_pair: tuple[Path, Path]) -> None:
+    from mindhelper_env.report.explain import WHY_NO_HELP, why_no_help
+    from mindhelper_env.scenarios.spec import SILENT_FAMILIES
+
+    assert set(SILENT_FAMILIES) <= set(WHY_NO_HELP)
+    assert why_no_help({"needs_intervention": True, "family": "implicit_goal_reach"}) is None
+    assert why_no_help({"needs_intervention": False, "family": "false_belief_witnessed",
+                        "focus_name": "Jonas"}, "mug (4)").startswith("Jonas saw the move")
+    _, out = report_pair
+    seen = 0
+    for i in range(6):
+        ref = S.suite_episode(DEV, i)["reference"]
+        html = (out / "episodes" / "a0" / f"{ref['episode_id']}.html").read_text(
+            encoding="utf-8")
+        if ref["needs_intervention"]:
+            assert 'id="why-no-help"' not in html
+            continue
+        seen += 1
+        start = html.index('id="why-no-help"')
+        line = html[start:html.index("</p>", start)]
+        assert ref["focus_name"] in line, line
+    assert seen >= 1
+
+
+def test_long_runs_of_quiet_windows_are_folded(report_pair: tuple[Path, Path]) -> None:
+    from mindhelper_env.report.explain import fold_quiet_windows
+
+    def w(k: int, text: str = "Nothing happened that you could see.", **kw: Any) -> dict:
+        return {"window": k, "tick": 3 * k, "end": 3 * k + 3, "narration": text,
+                "program": None, "executed": [], "scored": False, **kw}
+
+    windows = [w(0, "[t=0] Emma went to the sofa (3).")] + [w(k) for k in range(1, 7)] \
+        + [w(7, program="[open] <fridge> (9)")] + [w(8), w(9)] + [w(k) for k in range(10, 16)]
+    rows = fold_quiet_windows(windows, {"onset_tick": 36, "deadline_tick": 41})
+    kinds = [(r["fold"], r.get("count"), r["window"] if not r["fold"] else r["first"])
+             for r in rows]
+    # 8-11 quiet: folded; 12-13 overlap the help window (ticks 36-41): kept; 14-15: too short
+    assert kinds == [(False, None, 0), (True, 6, 1), (False, None, 7), (True, 4, 8),
+                     (False, None, 12), (False, None, 13), (False, None, 14),
+                     (False, None, 15)], kinds
+    _, out = report_pair
+    folded = 0
+    for page in sorted((out / "episodes").rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        folded += html.count("<tr class=\"quiet\" data-count=")
+        assert "quiet windows: nothing the robot could see" in html or \
+            'class="quiet"' not in html
+    assert folded >= 1
