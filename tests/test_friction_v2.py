@@ -364,3 +364,113 @@ def test_long_runs_of_quiet_windows_are_folded(report_pair: tuple[Path, Path]) -
         assert "quiet windows: nothing the robot could see" in html or \
             'class="quiet"' not in html
     assert folded >= 1
+
+
+# ------------------------------------------------------------------------------------ renderer
+def _require_vh() -> None:
+    import importlib
+    import os
+
+    if os.environ.get("MINDHELPER_REQUIRE_VH") == "1":
+        importlib.import_module("virtualhome_eval")
+    else:
+        pytest.importorskip("virtualhome_eval", reason="needs virtualhome-eval: pip install "
+                                                       "--no-deps virtualhome-eval==0.1.1")
+
+
+def _require_tdw() -> None:
+    from tests.conftest import require_tdw
+
+    require_tdw()
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+#: The house sets: generated houses, the TDW floorplan houses, VirtualHome's TestScene1.
+HOUSE_SUITES = [("vh-dev-v2", None), ("tdw-dev-v2", _require_tdw),
+                ("vh-scene1-dev-v2", _require_vh)]
+
+
+@pytest.mark.parametrize("suite,require", HOUSE_SUITES, ids=[s for s, _ in HOUSE_SUITES])
+def test_labels_at_256_px_never_overlap_and_stay_in_the_frame(suite: str, require: Any) -> None:
+    """Every frame of a sample of episodes of each house set, drawn at 256 px as
+    ``render()`` and ``mindhelper render`` draw them: no label covers another (rooms,
+    furniture, objects, people) and every label, title and caption lies inside the image."""
+    pytest.importorskip("PIL", reason='needs the video extra: pip install -e ".[video]"')
+    if require is not None:
+        require()
+    import gymnasium as gym
+
+    from mindhelper_env.render.text import narrate_event
+    from mindhelper_env.render.topdown import TopDownRenderer
+
+    size = 256
+    renderer = TopDownRenderer(size)
+    env = gym.make("MindHelper-VirtualHome-v0")
+    frames, bad = 0, []
+    for index in (0, 9, 17):
+        env.reset(options={"suite": suite, "index": index})
+        base = env.unwrapped
+
+        def frame(sim: Any, events: list[Any], index: int = index) -> None:
+            nonlocal frames
+            labels: list[Any] = []
+            captions = [narrate_event(sim.world, ev, base.character_names) for ev in events]
+            renderer.render(sim.world, actors={a.id: (a.name, a.kind) for a in sim.actors},
+                            captions=captions, title=f"tick {sim.tick}  window 3",
+                            cache_key=(suite, index), labels=labels)
+            frames += 1
+            on_map = [lb for lb in labels if lb.kind not in ("title", "caption")]
+            assert {lb.kind for lb in on_map} >= {"room", "person"}
+            for lb in labels:
+                x0, y0, x1, y1 = lb.box
+                if not (0 <= x0 < x1 <= size and 0 <= y0 < y1 <= size):
+                    bad.append((index, sim.tick, "outside", lb))
+            for i, a in enumerate(on_map):
+                bad.extend((index, sim.tick, "overlap", a, b) for b in on_map[i + 1:]
+                           if _overlap(a.box, b.box))
+
+        frame(base.simulation, [])
+        base.on_tick = frame
+        try:
+            done = False
+            while not done:
+                _, _, term, trunc, _ = env.step("none")
+                done = term or trunc
+        finally:
+            base.on_tick = None
+    env.close()
+    assert frames > 100
+    assert bad == [], bad[:5]
+
+
+def test_recorded_frames_caption_only_the_current_window(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    pytest.importorskip("PIL", reason='needs the video extra: pip install -e ".[video]"')
+    import re
+
+    import gymnasium as gym
+
+    from mindhelper_env.agents import make_agent
+    from mindhelper_env.render.episode import record_episode
+    from mindhelper_env.render.topdown import TopDownRenderer
+
+    shown: list[tuple[int, list[str]]] = []
+    real = TopDownRenderer.render
+
+    def spy(self: Any, world: Any, **kw: Any) -> Any:
+        shown.append((int(re.search(r"tick (\d+)", kw["title"]).group(1)), list(kw["captions"])))
+        return real(self, world, **kw)
+
+    monkeypatch.setattr(TopDownRenderer, "render", spy)
+    env = gym.make("MindHelper-VirtualHome-v0", window_ticks=3)
+    record_episode(env, make_agent("silent"), options={"suite": DEV, "index": 1})
+    env.close()
+    assert sum(len(c) for _, c in shown) > 10
+    for tick, captions in shown:
+        window = (tick - 1) // 3  # the frame after tick t-1 of that window
+        for line in captions:
+            t = int(re.match(r"\[t=(\d+)\]", line).group(1))
+            assert t // 3 == window, (tick, captions)

@@ -38,11 +38,15 @@ class _Recorder:
         self.frames: list[np.ndarray] = []
         self.lanes: dict[str, list[dict[str, Any]]] = {}
         self.captions: list[str] = []
+        self.window: int | None = None
 
     def frame(self, sim: Any, events: list[Any], *, lanes: bool = True) -> None:
         names = self.env.character_names
+        window = getattr(self.env, "_window", None)  # the observation window being played
+        if window != self.window:  # captions tell the current window only, as the robot reads
+            self.captions, self.window = [], window
         new = [f"[t={ev.tick}] " + narrate_event(sim.world, ev, names) for ev in events]
-        self.captions = (self.captions + new)[-6:]
+        self.captions = self.captions + new
         self.frames.append(self.renderer.render(
             sim.world,
             actors={a.id: (a.name, a.kind) for a in sim.actors},
