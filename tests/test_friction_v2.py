@@ -414,7 +414,7 @@ def test_labels_at_256_px_never_overlap_and_stay_in_the_frame(suite: str, requir
         env.reset(options={"suite": suite, "index": index})
         base = env.unwrapped
 
-        def frame(sim: Any, events: list[Any], index: int = index) -> None:
+        def frame(sim: Any, events: list[Any], index: int = index, base: Any = base) -> None:
             nonlocal frames
             labels: list[Any] = []
             captions = [narrate_event(sim.world, ev, base.character_names) for ev in events]
