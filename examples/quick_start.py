@@ -20,7 +20,8 @@ def main() -> None:
         obs, reward, terminated, truncated, info = env.step(action)
         episode_return += reward
     record = info["episode_record"]  # what scoring uses (see mindhelper_env.metrics)
-    print(f"{record['family']}: robot acted {len(record['actions'])} time(s), "
+    acts = len(record["actions"])
+    print(f"{record['family']}: robot acted {acts} time{'' if acts == 1 else 's'}, "
           f"focus person succeeded: {record['focus_success']}, return {episode_return:+.2f}")
     env.close()
 
