@@ -2,7 +2,8 @@
 
 :func:`record_episode` plays one episode through the plain Gymnasium API and, through the
 env's per-tick hook (``env.unwrapped.on_tick``), draws one top-down frame per tick and notes
-each person's room and activity. :func:`save_episode_media` writes the video (``.gif`` or
+each person's room and activity; a frame's captions are the events of the window being played
+so far, as the robot reads them. :func:`save_episode_media` writes the video (``.gif`` or
 ``.mp4``) and ``<stem>-timeline.png`` next to it.
 """
 
