@@ -21,7 +21,7 @@ Drawing is deterministic: no randomness, every ordering is by node id. Labels ne
 another and stay inside the frame: a greedy placer tries fixed candidate positions, then a
 grid around the thing labelled; a furniture or object label with no free spot is left out
 (the object keeps its dot), and a person's label, which is always drawn, hides for that frame
-the room, furniture or object label it cannot avoid (:mod:`.topdown_people`).
+the room, furniture or object label it cannot avoid (:mod:`mindhelper_env.render.topdown_people`).
 ``render(..., labels=[])`` lists the boxes of the labels drawn. Everything that does not change
 during an episode (walls, room names, furniture outlines and labels, label occupancy) is drawn
 once per house into a cached base image; each frame copies the base and draws the dynamic layer
