@@ -180,7 +180,8 @@ class TopDownRenderer(_People):
             img.paste(st._HEADER_TEXT, (4, 1), t.mask)
             if labels is not None:
                 top, ih = self._ink(self._font_big_px)
-                labels.append(geo.LabelBox("title", str(title), (4, 1 + top, 4 + t.w, 1 + top + ih)))
+                labels.append(geo.LabelBox("title", str(title),
+                                           (4, 1 + top, 4 + t.w, 1 + top + ih)))
         if layout.caption_lines:
             shown = self._draw_captions(img, captions, layout.caption_lines)
             labels is not None and labels.extend(shown)
@@ -465,7 +466,8 @@ class TopDownRenderer(_People):
                 max(y, 0):y + th, max(x, 0):x + t.w].any()
             if not inside:
                 pos = geo._place_near(occ, f.rect, t.w, th, f.inward, step=max(1, lh // 5),
-                                      reach=2 * lh, bounds=interiors.get(f.room), text=txt)  # type: ignore[arg-type]
+                                      reach=2 * lh, text=txt,
+                                      bounds=interiors.get(f.room))  # type: ignore[arg-type]
                 if pos is None:  # no spot that leaves the other labels readable: unlabelled
                     continue
                 x, y = pos
