@@ -441,7 +441,7 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
 
     table = {a: s["metrics"] for a, s in scored.items()}
     n = max(s["metrics"]["episodes"] for s in scored.values())
-    subtitle = f"{suite}, {n} episodes"
+    subtitle = f"{suite}, {plural(n, 'episode')}"
     charts = _CHARTS
     (out / "charts").mkdir(parents=True, exist_ok=True)
     plot_intervals({a: (s["metrics"], s["ci"]) for a, s in scored.items()},

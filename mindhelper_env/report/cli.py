@@ -79,7 +79,9 @@ def check_extra() -> None:
 
 def _say(result: dict[str, Any]) -> None:
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in result["timings"].items())
-    sys.stderr.write(f"report: {result['index']} ({result['pages']} episode pages in "
+    from mindhelper_env.report.explain import plural
+
+    sys.stderr.write(f"report: {result['index']} ({plural(result['pages'], 'episode page')} in "
                      f"{result['seconds']:.1f} s: {stages})\n")
 
 
