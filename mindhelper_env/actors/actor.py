@@ -26,7 +26,8 @@ Activities (JSON dicts, in order):
   is seen struggling there; then hand them ``object`` or open ``container`` for them.
 * ``{"type": "phone", "ticks": k}`` — take a phone call where one stands and talk for ``k``
   ticks (visible: ``phone`` when it starts, ``hangup`` when it ends). Someone on the phone
-  notices nothing around them.
+  notices nothing around them; with **attention perception** (below) they also see and hear
+  nothing of what others do meanwhile.
 * ``{"type": "tell", "person": id, "object": id, "place": id}`` — go to ``person`` and tell
   them where ``object`` is (``place``). Everyone in the room hears it (earshot is the room),
   the robot's cameras included.
@@ -44,6 +45,13 @@ decide, so that a robot cannot wait to see whether anyone comes: whether someone
 must be read off the scene at the struggle (who is in the room, on the phone, with a free
 hand). What a stretching person wants is known to the people of the house (they share the
 task), not to the robot: a stretch names only the place.
+
+**Attention perception** (``attention=True``; episodes whose spec says ``"perception":
+"attention"``, generator ``mh-gen-3.0`` on). Presence is not perception: a person on the
+phone perceives none of the others' events in the room (a move, a put, an opened container,
+a tell said to someone else) and, once the call ends, looks around the room again (what lies
+in view then is seen; what moved into a closed container is not). Without it (the default,
+the episodes of ``mh-gen-2.x``) everyone in a room perceives everything that happens there.
 
 **Visible behaviour.** People use the containers they open and close them again. Besides
 script lines an actor emits three behaviour events (``outbox``), all of them things a camera
@@ -129,6 +137,9 @@ class Actor:
     #: where a stuck person wanders to (furniture id; None: they stay put)
     stuck_walk: int | None = None
     beliefs: dict[int, int] = field(default_factory=dict)
+    #: attention perception: on the phone, perceive nothing of others' events (module
+    #: docstring)
+    attention: bool = False
     #: what the person goes on to do once their task is over, done or given up (the same
     #: kinds of activity; no markers, and a failure there only skips the activity): people
     #: carry on with their day either way, so what they do after a task shows nothing of
@@ -174,7 +185,7 @@ class Actor:
     _stuck_beliefs: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> Actor:
+    def from_spec(cls, spec: dict[str, Any], *, attention: bool = False) -> Actor:
         kind = spec.get("kind", "adult")
         if kind not in ACTOR_KINDS:
             raise ValueError(f"unknown actor kind {kind!r}; expected one of {sorted(ACTOR_KINDS)}")
@@ -199,6 +210,7 @@ class Actor:
             linger=int(spec.get("linger", 0)),
             stuck_walk=None if spec.get("stuck_walk") is None else int(spec["stuck_walk"]),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
+            attention=bool(attention),
         )
 
     @property
@@ -225,6 +237,10 @@ class Actor:
     def perceive(self, world: World, events: list[Event]) -> None:
         """Update beliefs from what this actor can see this tick."""
         room = world.chars[self.id].room
+        if self.attention and self.busy:
+            # on the phone: nothing of the room reaches them; they look around once it ends
+            self._look = True
+            return
         if room != self._last_room or self._look:
             self._last_room = room
             self._look = False

@@ -675,7 +675,7 @@ class MindHelperEnv(gym.Env):
         # info gets copies (its dicts are the caller's to change)
         objects, locations, rooms_ = (cached[k] if self._quiet else list(map(dict.copy, cached[k]))
                                       for k in (3, 5, 7))
-        return {
+        info = {
             "tick": sim.tick,
             "window": self._window,
             "pending_program": [str(x) for x in sim.pending],
@@ -690,6 +690,11 @@ class MindHelperEnv(gym.Env):
             "robot": {"id": ROBOT_ID, "room": chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},
         }
+        if sim.perception != "room":
+            # how the people perceive, where it is not the room rule of mh-gen-2.x episodes
+            # (whose streams stay as they were): a public rule of the episode, like its house
+            info["perception"] = sim.perception
+        return info
 
     def _node_lists(self, sim: Simulation) -> tuple[dict[int, str],
                                                      list[tuple[int, str, bool, int | None]],
