@@ -13,7 +13,7 @@ end of a window) — and keeps
   same perception rules the people follow (they see their room when they enter it; in a room
   they see what others take, put and reveal; a place in view that lacks what they expected
   erases that belief; where ``info["perception"]`` is ``"attention"``, someone on the phone
-  perceives none of it and looks around once the call ends); each entry keeps the tick and
+  perceives none of it); each entry keeps the tick and
   the evidence that set it;
 * **attention and earlier steps**: who is on the phone (and so notices nothing), and what each
   person took so far (what they will want next follows from it:
@@ -131,7 +131,7 @@ class BeliefTracker:
 
     def reset(self) -> None:
         #: attention perception (``info["perception"] == "attention"``): someone on the phone
-        #: perceives none of the others' events and looks around once the call ends
+        #: perceives none of the others' events
         self.attention = False
         self.where: dict[int, int] = {}
         self.classes: dict[int, str] = {}
@@ -423,8 +423,7 @@ class BeliefTracker:
 
     def _perceive(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
         if self.attention and p.busy:
-            p.looked = False  # on the phone: nothing reaches them; they look around after
-            return
+            return  # on the phone: nothing of what happens in the room reaches them
         if p.room != p.last_room or not p.looked:
             self._look_around(p, tick)
             return

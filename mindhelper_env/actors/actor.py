@@ -49,8 +49,8 @@ task), not to the robot: a stretch names only the place.
 **Attention perception** (``attention=True``; episodes whose spec says ``"perception":
 "attention"``, generator ``mh-gen-3.0`` on). Presence is not perception: a person on the
 phone perceives none of the others' events in the room (a move, a put, an opened container,
-a tell said to someone else) and, once the call ends, looks around the room again (what lies
-in view then is seen; what moved into a closed container is not). Without it (the default,
+a tell said to someone else); what changed meanwhile they learn as anyone would, from what
+they see happen next or on entering a room. Without it (the default,
 the episodes of ``mh-gen-2.x``) everyone in a room perceives everything that happens there.
 
 **Visible behaviour.** People use the containers they open and close them again. Besides
@@ -238,9 +238,7 @@ class Actor:
         """Update beliefs from what this actor can see this tick."""
         room = world.chars[self.id].room
         if self.attention and self.busy:
-            # on the phone: nothing of the room reaches them; they look around once it ends
-            self._look = True
-            return
+            return  # on the phone: nothing of what happens in the room reaches them
         if room != self._last_room or self._look:
             self._last_room = room
             self._look = False

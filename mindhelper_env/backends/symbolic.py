@@ -42,8 +42,8 @@ __all__ = ["Simulation", "ROBOT_ID", "ExecutedLine", "PERCEPTION_MODES"]
 ROBOT_ID = 1
 #: How the people of an episode perceive (the spec's ``"perception"``; default ``room``):
 #: ``room`` — everyone in a room perceives everything that happens there (``mh-gen-2.x``);
-#: ``attention`` — a person on the phone perceives none of the others' events and looks
-#: around once the call ends (``mh-gen-3.x``; :class:`~mindhelper_env.actors.actor.Actor`).
+#: ``attention`` — a person on the phone perceives none of the others' events
+#: (``mh-gen-3.x``; :class:`~mindhelper_env.actors.actor.Actor`).
 PERCEPTION_MODES = ("room", "attention")
 
 _MOVING_VERBS = frozenset({"grab", "putin", "putback", "drop", "give"})

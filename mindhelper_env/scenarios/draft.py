@@ -53,6 +53,9 @@ class Draft:
         self.needs_help = False
         #: objects other people's chores must leave alone
         self.keep: set[int] = set()
+        #: people whose schedule a twin group's mind switch changes (``mh-gen-3.0``: the one
+        #: who moves X, tells or leaves X astray; the adults whose call is switched)
+        self.switched: set[int] = set()
         names = list(NAMES)
         order = rng.permutation(len(names))
         self._names = [names[int(i)] for i in order]

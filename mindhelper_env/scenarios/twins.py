@@ -29,9 +29,8 @@ validation, or none is kept, so selection never favours one side. Each suite epi
 comes from its own base (its own seed): an agent never sees both sides of a pair.
 
 People perceive by **attention** in these episodes (the spec's ``"perception":
-"attention"``): someone on the phone sees and hears nothing of what others do, and looks
-around once the call ends (:class:`~mindhelper_env.actors.actor.Actor`). So presence is not
-perception, and room co-presence alone decides no belief group.
+"attention"``): someone on the phone sees and hears nothing of what others do
+(:class:`~mindhelper_env.actors.actor.Actor`). So presence is not perception, and room co-presence alone decides no belief group.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from mindhelper_env.world.house import OBJECT_CATALOG
 from mindhelper_env.world.world import World
 
 __all__ = ["GENERATOR_V3", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
-           "group_variants", "build_variant"]
+           "group_variants", "build_variant", "base_variants", "probe"]
 
 GENERATOR_V3 = "mh-gen-3.0"
 
@@ -83,15 +82,21 @@ def _any_kind(d: Draft) -> str:
     return "adult" if d.chance(0.6) else ("child" if d.chance(0.5) else "wheelchair")
 
 
-def _probe(d: Draft) -> Simulation:
-    """A simulation of the draft as it stands (ids as drafted, no rng drawn)."""
-    graph = d.g.to_virtualhome()
+def probe(d: Draft) -> Simulation:
+    """A simulation of the draft as it stands (ids as drafted, no rng drawn). The parsed
+    world is kept on the draft while its graph is unchanged (probes only change schedules)."""
+    key = (len(d.g.nodes), d.world.version, d.world.states_version)
+    cached = getattr(d, "_probe_world", None)
+    if cached is None or cached[0] != key:
+        graph = d.g.to_virtualhome()
+        cached = (key, World(graph, robot_ids=(ROBOT_ID,)))
+        d._probe_world = cached  # type: ignore[attr-defined]
     actors = [{**a, "after": list(a.get("after", ()))} for a in d.actors]
-    spec = {"graph": graph, "actors": actors, "events": list(d.events),
+    spec = {"actors": actors, "events": list(d.events),
             "robot": {"id": ROBOT_ID, "name": "robot"}, "horizon": 90,
             "perception": "attention",
             "reference": {"focus_actor": d.focus, "needs_intervention": d.needs_help}}
-    return Simulation(spec, world=World(graph, robot_ids=(ROBOT_ID,)))
+    return Simulation(spec, world=cached[1].copy())
 
 
 def _perceives(sim: Simulation, who: int, room: int) -> bool:
@@ -104,7 +109,7 @@ def _timeline(d: Draft, who: int, room: int, until: Callable[[Simulation], bool]
               ticks: int = 84) -> list[bool]:
     """Per tick, whether ``who`` perceives ``room`` (simulating the draft until ``until`` or
     ``ticks``): the state after each tick's acts, which is what perception reads."""
-    sim = _probe(d)
+    sim = probe(d)
     out: list[bool] = []
     while sim.tick < ticks:
         sim.step_tick()
@@ -122,12 +127,6 @@ def _stretches(flags: list[bool], want: bool, need: int) -> list[int]:
         if all(flags[k] == want for k in range(t - 1, t + need + 1)):
             out.append(t)
     return out
-
-
-def _shared_order(d: Draft, n: int) -> list[float]:
-    """``n`` uniform draws: a random preference over candidate times, the same for every
-    variant of the base."""
-    return [float(x) for x in d.rng.random(n)]
 
 
 def _after_cue(d: Draft, room: int, near: int) -> dict[str, Any]:
@@ -160,17 +159,20 @@ def _knows_better(d: Draft, a: int, after: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------ belief groups
 def _blocks(d: Draft, a: int, r1: int, r_away: int, avoid: tuple[int, ...],
-            length: tuple[int, int], told: bool) -> None:
+            length: tuple[int, int], told: bool) -> list[tuple[str, int]]:
     """A's timeline after X is put away, the same on every side: a while watching at
     furniture of ``r1`` and a busy while — a phone call at furniture of ``r1`` (three times in
     four) or a while in ``r_away`` — in a random order. Told-away starts with one more busy
-    while (the move), and the other two follow in a random order (the tell)."""
+    while (the move), and the other two follow in a random order (the tell). Returns each
+    block's kind (``watch``/``busy``) and the index of its main activity in A's list."""
     spots = [f for f in d.furniture(r1) if f not in avoid] or [f for f in d.furniture(r1)]
     order = ["watch", "busy"]
     if d.chance(0.5):
         order.reverse()
     if told:
         order.insert(0, "busy")
+    acts = d.actor(a)["activities"]
+    out = []
     for i, kind in enumerate(order):
         k = int(d.rng.integers(*length)) if not told or i == 0 else int(d.rng.integers(5, 8))
         away = d.chance(0.25)
@@ -183,6 +185,31 @@ def _blocks(d: Draft, a: int, r1: int, r_away: int, avoid: tuple[int, ...],
         else:
             d.goto(a, spot, 0)
             d.phone(a, k)
+        out.append((kind, len(acts) - 1))
+    return out
+
+
+def _windows(d: Draft, who: int, indexes: list[int], until: int) -> dict[int, list[int]]:
+    """The ticks ``who`` spends in each activity of ``indexes`` (simulated up to ``until``)."""
+    sim = probe(d)
+    actor = sim.actor_by_id[who]
+    out: dict[int, list[int]] = {i: [] for i in indexes}
+    while sim.tick < until:
+        tick = sim.tick
+        sim.step_tick()
+        if not actor._after and actor._idx in out:
+            out[actor._idx].append(tick)
+    return out
+
+
+def _in_block(cands: list[int], window: list[int], u: float) -> list[int]:
+    """The candidates inside ``window`` (ticks), ranked by how close they start to the
+    fraction ``u`` of the window: the same place in its block on every side."""
+    if not window:
+        return []
+    lo, hi = window[0], window[-1]
+    aim = lo + u * max(0, hi - lo)
+    return sorted((t for t in cands if lo <= t <= hi), key=lambda t: (abs(t - aim), t))
 
 
 def _before_look(d: Draft, a: int, r1: int, l1: int, l2: int) -> None:
@@ -231,6 +258,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     surfaces = d.reachable_for(a, d.surfaces(r1))
     if not surfaces:
         raise Reject("no low surface in the room")
+    xs: list[int]
     n_x = 2 if group == "emptied" else 1
     if group == "emptied":
         d.remove_instances(cls)
@@ -251,12 +279,11 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     spots_b = [f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]
     b_spot = d.pick(spots_b)
     length = {"emptied": (15, 19), "told": (10, 13)}.get(group, (10, 14))
-    _blocks(d, a, r1, r_away, (l1, l2), length, group == "told")
+    blocks = _blocks(d, a, r1, r_away, (l1, l2), length, group == "told")
     _before_look(d, a, r1, l1, l2)
     after = _after_cue(d, r1, l1)
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
-    prefs = _shared_order(d, 97)
-    tell_prefs = _shared_order(d, 89)
+    u_move, u_tell = float(d.rng.random()), float(d.rng.random())
     listener = None
     if group == "told":
         listener = d.person(kind="adult", room=r1)
@@ -264,6 +291,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     # the rest of the house, drawn before any timing is chosen
     _life(d, cls, (r1, r_away))
     # --- the switch: when B moves X (and, in told-away, when B tells)
+    d.switched.add(b)
     b_rec = d.actor(b)
     wait = {"type": "idle", "ticks": 200}
     b_rec["activities"].extend([{"type": "goto", "target": b_spot, "stay": 0, "use": None},
@@ -274,35 +302,41 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     d.actor(a)["activities"].append(look)
     look_tick = _first_open(d, a, l1, skip=_opens_early(d, a, l1))
     flags = _timeline(d, a, r1, lambda s: s.tick >= look_tick)
+    windows = _windows(d, a, [i for _, i in blocks], look_tick)
     start = _idle_start(d, b, wait)
     need = 6 * n_x
     moved_seen = False if group == "told" else not help_side
+    # the move in the busy block (help, and told-away's first block on both sides) or the
+    # watching block (twin), at the same place in its block
+    move_block = blocks[0][1] if group == "told" else next(
+        i for kind, i in blocks if (kind == "watch") == moved_seen)
     moves = [t for t in _stretches(flags, moved_seen, need)
              if t > start and t + need + 3 < look_tick]
+    moves = _in_block(moves, windows[move_block], u_move)
 
     def moved(sim: Simulation) -> bool:
         return all(sim.world.location(o) == l2 for o in xs) and not sim.world.is_open(l2)
 
-    t_move = _settle(d, wait, start, moves, prefs, lambda sim: _belief_is(sim, a, xs, l2)
-                     if moved_seen else _belief_is(sim, a, xs, l1), moved, look_tick)
+    _settle(d, wait, start, moves, lambda sim: _belief_is(sim, a, xs, l2)
+            if moved_seen else _belief_is(sim, a, xs, l1), moved, look_tick)
     if group == "told":
         tell_wait = {"type": "idle", "ticks": 200}
         b_rec["activities"].extend([tell_wait, {"type": "tell", "person": listener,
                                                 "object": x, "place": l2}])
         tell_start = _idle_start(d, b, tell_wait)
+        tell_block = next(i for kind, i in blocks[1:] if (kind == "watch") != help_side)
         ears = [t for t in _stretches(flags, not help_side, 3)
                 if t > tell_start and t + 3 < look_tick]
-
+        ears = _in_block(ears, windows[tell_block], u_tell)
         tell_index = len(b_rec["activities"]) - 1
 
         def told(sim: Simulation) -> bool:
             actor = sim.actor_by_id[b]
             return actor._after or actor._idx > tell_index
 
-        _settle(d, tell_wait, tell_start, ears, tell_prefs,
+        _settle(d, tell_wait, tell_start, ears,
                 lambda sim: _belief_is(sim, a, xs, l2 if not help_side else l1), told,
                 look_tick)
-        del t_move
     acts = d.actor(a)["activities"]
     del acts[next(i for i, act in enumerate(acts) if act is look)]  # this one, not its equal
     # --- the look and what follows it
@@ -329,17 +363,16 @@ def _belief_is(sim: Simulation, who: int, objs: list[int], place: int) -> bool:
                for o in objs)
 
 
-def _settle(d: Draft, wait: dict[str, Any], start: int, cands: list[int], prefs: list[float],
+def _settle(d: Draft, wait: dict[str, Any], start: int, ranked: list[int],
             outcome: Callable[[Simulation], bool], done: Callable[[Simulation], bool],
             before: int, tries: int = 6) -> int:
     """Set ``wait`` (an idle activity that starts at tick ``start``) so that what follows it
-    starts at the most preferred of ``cands`` for which, once ``done`` holds (checked each
-    tick, before tick ``before``), ``outcome`` holds too (simulated). Raises
-    :class:`~mindhelper_env.scenarios.draft.Reject` if no candidate does."""
-    ranked = sorted(cands, key=lambda t: prefs[t % len(prefs)])
+    starts at the first of ``ranked`` for which, once ``done`` holds (checked each tick,
+    before tick ``before``), ``outcome`` holds too (simulated). Raises
+    :class:`~mindhelper_env.scenarios.draft.Reject` if none of the first ``tries`` does."""
     for t in ranked[:tries]:
         wait["ticks"] = max(0, t - start)
-        sim = _probe(d)
+        sim = probe(d)
         while sim.tick < before - 1:
             sim.step_tick()
             if done(sim):
@@ -368,7 +401,7 @@ def _put_other(d: Draft, who: int, room: int, avoid: tuple[int, ...], cls: str) 
 def _first_open(d: Draft, a: int, l1: int, *, skip: bool) -> int:
     """The tick A opens L1 for the look (simulated; the first open is skipped when A opened
     L1 before, putting X away or checking it)."""
-    sim = _probe(d)
+    sim = probe(d)
     opens = 0
     while sim.tick < 84:
         tick = sim.tick
@@ -391,7 +424,7 @@ def _opens_early(d: Draft, a: int, l1: int) -> bool:
 def _idle_start(d: Draft, who: int, wait: dict[str, Any]) -> int:
     """The tick ``who`` starts the idle activity ``wait`` (simulated)."""
     ticks, wait["ticks"] = wait["ticks"], 200
-    sim = _probe(d)
+    sim = probe(d)
     actor = sim.actor_by_id[who]
     index = next(i for i, act in enumerate(d.actor(who)["activities"]) if act is wait)
     try:
@@ -426,9 +459,10 @@ def _goal_class(d: Draft, min_places: int = 2) -> str:
 
 def _search(d: Draft, variant: str) -> None:
     """A takes something (the earlier step, in another room) and then needs what goes with
-    it: an X. The house's only X is carried by C and left on a surface where nobody keeps
-    one, in the room of the earlier step: before A comes for the earlier step (A sees it
-    there: twin) or after A has left (help). A checks the usual place first either way."""
+    it: an X. After the earlier step A stays in that room a while, watching or on the phone
+    (both, in a random order, on every side). The house's only X is brought in by C and left
+    on a surface there where nobody keeps one: while A watches (twin: A knows where it is)
+    or while A is on the phone (help). A checks the usual place first either way."""
     help_side = variant == "help"
     d.scenery()
     cls = _goal_class(d)
@@ -444,16 +478,27 @@ def _search(d: Draft, variant: str) -> None:
     if not others:
         raise Reject("one room only")
     r_step = d.pick(others)
-    # a while in A's own room before the earlier step and after it, on every side (time for
-    # the switch: X left in the room of the earlier step before A comes, or after A left)
-    d.goto(a, d.pick(d.furniture(r0)), int(d.rng.integers(5, 9)))
+    if d.chance(0.5):
+        d.goto(a, d.pick(d.furniture(r0)), int(d.rng.integers(2, 5)))
     d.earlier_step(a, cls, r_step)
-    d.goto(a, d.pick(d.furniture(r0)), int(d.rng.integers(5, 9)))
     spots = [p for p in d.unusual_surfaces(cls) if d.room_of(p) == r_step]
     where = d.pick(spots)
-    search = [p for p in d.search_order(cls, set()) if p in usual]
+    stay = [f for f in d.furniture(r_step) if f != where] or [where]
+    order = ["watch", "phone"] if d.chance(0.5) else ["phone", "watch"]
+    acts = d.actor(a)["activities"]
+    blocks = []
+    for kind_ in order:
+        k = int(d.rng.integers(8, 12))
+        spot = d.pick(stay)
+        if kind_ == "watch":
+            d.goto(a, spot, k)
+        else:
+            d.goto(a, spot, 0)
+            d.phone(a, k)
+        blocks.append((kind_, len(acts) - 1))
+    search = [p for p in d.search_order(cls, set()) if p in usual and d.room_of(p) != r_step]
     if not search:
-        raise Reject("nowhere usual to search")
+        raise Reject("nowhere usual to search outside the room of the earlier step")
     _look_alikes(d, search[0], cls, (r0, r_step))
     r_c = d.pick([r for r in d.rooms if r not in (r0, r_step)] or others)
     c = d.person(kind="adult", room=r_c)
@@ -462,43 +507,36 @@ def _search(d: Draft, variant: str) -> None:
     d.keep.add(x)
     after = _after_cue(d, d.room_of(search[0]), search[0])
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s != where])
-    prefs = _shared_order(d, 97)
+    u = float(d.rng.random())
     d.actor(a)["patience"] = int(d.rng.integers(4, 6))
     d.actor(a)["retry_wait"] = after["wait"]
     for _ in range(max(1, int(d.rng.integers(1, 3)) - 1)):
         d.bystander()
     # --- the switch: when C leaves X on the surface
+    d.switched.add(c)
     wait = {"type": "idle", "ticks": 200}
     d.actor(c)["activities"].extend([wait, {"type": "deliver", "objects": [x], "dest": where}])
     act = {"type": "fetch", "object": x, "dest": dest, "search": [int(p) for p in search],
            "habit_first": True}
     d.actor(a)["activities"].append(act)
-    first_look = search[0]
-    look_tick = _first_look(d, a, first_look)
-    flags = _timeline(d, a, r_step, lambda s: s.tick >= look_tick)
-    seen = [t for t, f in enumerate(flags) if f]
-    if not seen:
-        raise Reject("A is never in the room of the earlier step")
+    look_tick = _first_look(d, a, search[0])
+    windows = _windows(d, a, [i for _, i in blocks], look_tick)
     start = _idle_start(d, c, wait)
     travel = _travel(d, c, r_c, where)
-    # twin: X lies there before A comes for the earlier step; help: C brings it only after
-    # A has left that room, before A's look
-    if help_side:
-        cands = [t - travel for t in range(seen[-1] + 1, look_tick - 1)]
-    else:
-        cands = [t - travel for t in range(max(0, seen[0] - 8), seen[0])]
-    cands = [t for t in cands if t > start]
+    block = next(i for kind_, i in blocks if (kind_ == "watch") != help_side)
+    puts = [t for t in windows[block][1:-2]]
+    cands = [t - travel for t in _in_block(puts, windows[block], u) if t - travel > start]
 
     def delivered(sim: Simulation) -> bool:
-        return sim.tick >= look_tick
+        return sim.world.holder(x) is None
 
     def outcome(sim: Simulation) -> bool:
-        if sim.world.holder(x) is not None or sim.world.anchor(x) != where:
+        if sim.world.anchor(x) != where:
             return False
         b = sim.actor_by_id[a].beliefs.get(x)
         return (b is None) if help_side else (b is not None and sim.world.anchor(b) == where)
 
-    _settle(d, wait, start, cands, prefs, outcome, delivered, look_tick + 2, tries=8)
+    _settle(d, wait, start, cands, outcome, delivered, look_tick, tries=8)
     if help_side:
         d.mental_state = {"type": "implicit_goal", "goal": f"get a {cls}", "object": x}
         d.needs_help = True
@@ -509,7 +547,7 @@ def _search(d: Draft, variant: str) -> None:
 
 def _first_look(d: Draft, a: int, place: int) -> int:
     """The tick A first looks at ``place`` (opens it, or looks it over; simulated)."""
-    sim = _probe(d)
+    sim = probe(d)
     while sim.tick < 84:
         tick = sim.tick
         for e in sim.step_tick():
@@ -557,6 +595,7 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
     if (variant == "helped" and not at_anchor) or (variant == "noticed" and at_anchor):
         raise Incompatible(variant)
     q = d.person(kind="adult", room=room)
+    d.switched.add(q)
     spot = anchor if at_anchor else d.pick(spots)
     seated = "SITTABLE" in d.g.nodes[spot].properties
     d.goto(q, spot, 0)
@@ -576,6 +615,7 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
     elsewhere = [r for r in d.rooms if r != room]
     if elsewhere:
         e = d.person(kind="adult", room=d.pick(elsewhere))
+        d.switched.add(e)
         there = d.furniture(d.world.chars[e].room)
         there = [f for f in there if ("SITTABLE" in d.g.nodes[f].properties) == seated] or there
         d.goto(e, d.pick(there), 0)
@@ -663,6 +703,26 @@ GROUP_BUILDERS: dict[str, tuple[Callable[[Draft, str], None], dict[str, str]]] =
 def group_variants(help_family: str) -> dict[str, str]:
     """``{family: variant}`` of a twin group (help family first)."""
     return dict(GROUP_BUILDERS[help_family][1])
+
+
+def base_variants(help_family: str, seed: int, attempt: int = 0,
+                  houses: Any = None) -> dict[str, Draft]:
+    """Every variant of one base draft of a twin group, built but not validated:
+    ``{family: draft}`` (a variant this base has no room for is left out; raises
+    :class:`~mindhelper_env.scenarios.draft.Reject` if the base cannot be built). The
+    generator seeds its drafts this way (``generate_episode(..., generator="mh-gen-3.0")``)."""
+    import numpy as np
+
+    index = tuple(V3_TWINS).index(help_family)
+    out: dict[str, Draft] = {}
+    for family in GROUP_BUILDERS[help_family][1]:
+        d = Draft(np.random.default_rng([int(seed), 1000 + index, int(attempt)]), family, houses)
+        try:
+            build_variant(d, help_family, family)
+        except Incompatible:
+            continue
+        out[family] = d
+    return out
 
 
 def build_variant(d: Draft, help_family: str, family: str) -> None:
