@@ -42,28 +42,12 @@ from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.draft import FITS, Draft, Reject
 from mindhelper_env.scenarios.observer import GOAL_AFTER, classes_kept_at
+from mindhelper_env.scenarios.spec import GENERATOR_V3, V3_FAMILIES, V3_TWINS
 from mindhelper_env.world.house import OBJECT_CATALOG
 from mindhelper_env.world.world import World
 
 __all__ = ["GENERATOR_V3", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
            "group_variants", "build_variant", "base_variants", "probe"]
-
-GENERATOR_V3 = "mh-gen-3.0"
-
-#: The twin groups of ``mh-gen-3.0``: each help family and the silent twins built from the
-#: same base draft. (``false_belief_irrelevant``, ``false_belief_self_corrected`` and
-#: ``search_self_found`` of ``mh-gen-2.x`` are gone: their difference from the help family
-#: was physical — no cue at all, X lying in view, X where one keeps it — not a mind.)
-V3_TWINS: dict[str, tuple[str, ...]] = {
-    "false_belief_relocation": ("false_belief_witnessed",),
-    "false_belief_watched": ("watched_move_seen",),
-    "false_belief_told_away": ("false_belief_told",),
-    "false_belief_emptied": ("emptied_witnessed",),
-    "implicit_goal_search": ("search_seen_astray",),
-    "implicit_goal_reach": ("reach_helped", "reach_noticed"),
-    "implicit_goal_blocked": ("blocked_helped", "blocked_noticed"),
-}
-V3_FAMILIES = (*V3_TWINS, *(t for twins in V3_TWINS.values() for t in twins), "routine")
 
 #: Ticks a focus person who knows better waits after the look before going for X (as in
 #: ``mh-gen-2.x``): past the robot's deadline and its next decision.
