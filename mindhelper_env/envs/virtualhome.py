@@ -23,8 +23,15 @@ from mindhelper_env.render.text import (
     style_of,
     window_events,
 )
-from mindhelper_env.scenarios.generator import generate_episode, sample_episode
-from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, FAMILIES, Reference
+from mindhelper_env.scenarios.generator import GENERATORS, generate_episode, sample_episode
+from mindhelper_env.scenarios.spec import (
+    FAMILIES,
+    GENERATOR_V3,
+    GENERATOR_VERSION,
+    V3_FAMILIES,
+    Reference,
+    family_weights,
+)
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.script import is_silence
 
@@ -246,11 +253,17 @@ class MindHelperEnv(gym.Env):
         house: Any = None,
         backend: str = "symbolic",
         backend_options: dict[str, Any] | None = None,
+        generator: str | None = None,
     ) -> None:
+        if generator is not None and generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {list(GENERATORS)}, got {generator!r}")
+        #: the generator of sampled episodes (``mh-gen-3.0``: twins from one base draft,
+        #: attention perception; None: the current default)
+        self.generator = GENERATOR_VERSION if generator is None else generator
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         self.render_mode = render_mode
-        self.families = self._check_families(families)
+        self.families = self._check_families(families, self.generator)
         if isinstance(window_ticks, bool) or not isinstance(window_ticks, (int, np.integer)) \
                 or window_ticks < 1:
             raise ValueError(f"window_ticks must be a positive int, got {window_ticks!r}")
@@ -326,9 +339,10 @@ class MindHelperEnv(gym.Env):
         self._mirror: Any = None
 
     @staticmethod
-    def _check_families(families: Any) -> dict[str, float]:
+    def _check_families(families: Any, generator: str | None = None) -> dict[str, float]:
+        known = V3_FAMILIES if generator == GENERATOR_V3 else FAMILIES
         if families is None:
-            return dict(DEFAULT_FAMILY_WEIGHTS)
+            return family_weights(generator)
         if isinstance(families, str):
             families = [families]
         if not isinstance(families, dict):
@@ -338,8 +352,8 @@ class MindHelperEnv(gym.Env):
                 raise ValueError("families must be a family name, a list of names or a dict "
                                  f"of weights, got {type(families).__name__}") from None
         for f, w in families.items():
-            if not isinstance(f, str) or f not in FAMILIES:
-                raise ValueError(f"unknown family {f!r}; expected some of {list(FAMILIES)}")
+            if not isinstance(f, str) or f not in known:
+                raise ValueError(f"unknown family {f!r}; expected some of {list(known)}")
             if isinstance(w, bool) or not isinstance(w, (int, float)) \
                     or not np.isfinite(w) or w < 0:
                 raise ValueError(f"weight of {f!r} must be a finite non-negative number, "
@@ -445,21 +459,24 @@ class MindHelperEnv(gym.Env):
             return self._suite_episode(options["suite"], options.get("index"))
         if "family" in options:
             fam = options["family"]
-            if not isinstance(fam, str) or fam not in FAMILIES:
-                raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
+            known = V3_FAMILIES if self.generator == GENERATOR_V3 else FAMILIES
+            if not isinstance(fam, str) or fam not in known:
+                raise ValueError(f"unknown family {fam!r}; expected one of {list(known)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)),
-                                    house=self.houses)
+                                    house=self.houses, generator=self.generator)
         return self._sample_spec()
 
     def _sample_spec(self) -> dict[str, Any]:
         """A sampled training episode: from the episode pool, or freshly generated."""
         size, directory = self._pool_config
         if size == 0:
-            return sample_episode(self.np_random, self.families, house=self.houses)
+            return sample_episode(self.np_random, self.families, house=self.houses,
+                                  generator=self.generator)
         if self._pool is None:
             from mindhelper_env.scenarios.pool import get_pool
 
-            self._pool = get_pool(self.families, size, directory, house=self.houses)
+            self._pool = get_pool(self.families, size, directory, house=self.houses,
+                                  generator=self.generator)
         self._pool_entry = self._pool.sample(self.np_random)
         # the last episode is over (reset cannot fail from here): free its world before
         # unpickling the next, so the garbage collector sees one world's objects, not two
@@ -475,7 +492,8 @@ class MindHelperEnv(gym.Env):
         if size and self._pool is None:
             from mindhelper_env.scenarios.pool import get_pool
 
-            self._pool = get_pool(self.families, size, directory, house=self.houses)
+            self._pool = get_pool(self.families, size, directory, house=self.houses,
+                                  generator=self.generator)
         return self._pool
 
     def _vector_options(self, options: dict[str, Any]) -> dict[str, Any]:

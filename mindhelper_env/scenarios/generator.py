@@ -35,10 +35,10 @@ from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
 from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 from mindhelper_env.scenarios.spec import (
-    DEFAULT_FAMILY_WEIGHTS,
     FAMILIES,
     GENERATOR_VERSION,
     Reference,
+    family_weights,
     twin_group,
 )
 from mindhelper_env.scenarios.spec import TWINS as TWIN_GROUPS
@@ -453,12 +453,12 @@ def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any) ->
 
 
 def sample_episode(rng: np.random.Generator, families: dict[str, float] | None = None,
-                   house: Any = None) -> dict[str, Any]:
+                   house: Any = None, generator: str | None = None) -> dict[str, Any]:
     """Draw a family (by weight) and a seed from ``rng`` and generate the episode (set in
-    ``house``, see :func:`generate_episode`)."""
-    fams = families or DEFAULT_FAMILY_WEIGHTS
+    ``house``, by ``generator``, see :func:`generate_episode`)."""
+    fams = families or family_weights(generator)
     names = list(fams)
     w = np.array([float(fams[n]) for n in names])
     fam = names[int(rng.choice(len(names), p=w / w.sum()))]
     seed = int(rng.integers(0, 2**31 - 1))
-    return generate_episode(fam, seed, house=house)
+    return generate_episode(fam, seed, house=house, generator=generator)
