@@ -142,13 +142,13 @@ def _knows_better(d: Draft, a: int, after: dict[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------------------ belief groups
-def _blocks(d: Draft, a: int, r1: int, r_away: int, avoid: tuple[int, ...],
-            length: tuple[int, int], told: bool) -> list[tuple[str, int]]:
+def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int, int],
+            told: bool) -> list[tuple[str, int]]:
     """A's timeline after X is put away, the same on every side: a while watching at
-    furniture of ``r1`` and a busy while — a phone call at furniture of ``r1`` (three times in
-    four) or a while in ``r_away`` — in a random order. Told-away starts with one more busy
-    while (the move), and the other two follow in a random order (the tell). Returns each
-    block's kind (``watch``/``busy``) and the index of its main activity in A's list."""
+    furniture of ``r1`` and a phone call at furniture of ``r1``, in a random order. Told-away
+    starts with one more call (the move), and the other two follow in a random order (the
+    tell). Returns each block's kind (``watch``/``busy``) and the index of its main activity
+    in A's list. (A is in the room either way: who is in the room says nothing.)"""
     spots = [f for f in d.furniture(r1) if f not in avoid] or [f for f in d.furniture(r1)]
     order = ["watch", "busy"]
     if d.chance(0.5):
@@ -159,13 +159,9 @@ def _blocks(d: Draft, a: int, r1: int, r_away: int, avoid: tuple[int, ...],
     out = []
     for i, kind in enumerate(order):
         k = int(d.rng.integers(*length)) if not told or i == 0 else int(d.rng.integers(5, 8))
-        away = d.chance(0.25)
         spot = d.pick(spots)
-        there = d.pick(d.furniture(r_away))
         if kind == "watch":
             d.goto(a, spot, k)
-        elif away:
-            d.goto(a, there, k)
         else:
             d.goto(a, spot, 0)
             d.phone(a, k)
@@ -263,7 +259,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     spots_b = [f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]
     b_spot = d.pick(spots_b)
     length = {"emptied": (15, 19), "told": (10, 13)}.get(group, (10, 14))
-    blocks = _blocks(d, a, r1, r_away, (l1, l2), length, group == "told")
+    blocks = _blocks(d, a, r1, (l1, l2), length, group == "told")
     _before_look(d, a, r1, l1, l2)
     after = _after_cue(d, r1, l1)
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
