@@ -280,10 +280,8 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
         d.fetch(b, o, l2, [l1])
     look = {"type": "check", "target": l1}  # the look's first steps, as on every side
     d.actor(a)["activities"].append(look)
-    look_tick = _first_open(d, a, l1, skip=_opens_early(d, a, l1))
-    flags = _timeline(d, a, r1, lambda s: s.tick >= look_tick)
-    windows = _windows(d, a, [i for _, i in blocks], look_tick)
-    start = _idle_start(d, b, wait)
+    look_tick, flags, windows, start = _observe(d, a, r1, l1, [i for _, i in blocks], b, wait,
+                                                skip=_opens_early(d, a, l1))
     need = 6 * n_x
     moved_seen = False if group == "told" else not help_side
     # the move in the busy block (help, and told-away's first block on both sides) or the
@@ -376,6 +374,37 @@ def _put_other(d: Draft, who: int, room: int, avoid: tuple[int, ...], cls: str) 
             d.fetch(who, y, box, [d.world.anchor(y)])
             return
     d.idle(who, int(d.rng.integers(4, 7)))
+
+
+def _observe(d: Draft, a: int, room: int, l1: int, blocks: list[int], b: int,
+             wait: dict[str, Any], *, skip: bool) -> tuple[int, list[bool], dict[int, list[int]],
+                                                           int]:
+    """One simulation of the base before the switch: the tick A opens L1 for the look (the
+    first open skipped when A opened it before), whether A perceives ``room`` at each tick up
+    to it, the ticks of each of A's ``blocks`` and the tick B starts ``wait``."""
+    sim = probe(d)
+    actor, mover = sim.actor_by_id[a], sim.actor_by_id[b]
+    b_index = next(i for i, act in enumerate(d.actor(b)["activities"]) if act is wait)
+    flags: list[bool] = []
+    windows: dict[int, list[int]] = {i: [] for i in blocks}
+    start = None
+    opens = 0
+    while sim.tick < 84:
+        tick = sim.tick
+        events = sim.step_tick()
+        flags.append(_perceives(sim, a, room))
+        if not actor._after and actor._idx in windows:
+            windows[actor._idx].append(tick)
+        if start is None and not mover._after and mover._idx == b_index:
+            start = tick
+        for e in events:
+            if e.actor == a and e.verb == "open" and e.args and e.args[0] == l1:
+                opens += 1
+                if opens == (2 if skip else 1):
+                    if start is None:
+                        raise Reject("B never gets to the move")
+                    return tick, flags[:tick], windows, start
+    raise Reject("the focus person never opens L1")
 
 
 def _first_open(d: Draft, a: int, l1: int, *, skip: bool) -> int:
