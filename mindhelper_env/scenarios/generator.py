@@ -400,10 +400,18 @@ def _finish(family: str, seed: int, episode_id: str | None, houses: Any,
         return spec
 
 
-#: ``mh-gen-3.0``: what the focus person does once the task is over, the same whatever the
-#: variant (so the variants of a base share their rng state; post-hoc features are reported,
-#: not bounded)
-_CARRY_ON_V3 = (1, 3, 1.0)
+#: ``mh-gen-3.0``: what the focus person does once the task is over, per family as
+#: :data:`CARRY_ON` (a help family's person makes up in walks for the task's last steps that
+#: a twin's person takes after the cue), drawn from a stream of its own so that the variants
+#: of a base keep the same draws (and ids)
+CARRY_ON_V3: dict[str, tuple[int, int, float]] = {
+    "false_belief_relocation": (2, 4, 3.0), "false_belief_watched": (2, 4, 3.0),
+    "false_belief_told_away": (2, 4, 3.0), "false_belief_emptied": (2, 4, 3.0),
+    "implicit_goal_search": (1, 3, 3.0), "implicit_goal_reach": (1, 3, 3.0),
+    "implicit_goal_blocked": (2, 4, 3.0),
+    "false_belief_witnessed": (0, 2, 0.0), "watched_move_seen": (0, 2, 0.0),
+    "false_belief_told": (0, 2, 0.0), "emptied_witnessed": (0, 2, 0.0),
+}
 
 
 def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
@@ -417,7 +425,10 @@ def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
         BUILDERS["routine"](d)
     else:
         build_variant(d, group, family)
-    d.carry_on(d.focus, _CARRY_ON_V3[:2], _CARRY_ON_V3[2])
+    low, high, walks = CARRY_ON_V3.get(family, (1, 3, 0.0))
+    d.rng, main = np.random.default_rng([seed, 2000 + index, attempt]), d.rng
+    d.carry_on(d.focus, (low, high), walks)
+    d.rng = main
     draft = d.to_spec()
     draft["perception"] = "attention"
     draft["horizon_ticks"] = EPISODE_TICKS_V3
