@@ -136,6 +136,9 @@ class Actor:
     linger: int = 0
     #: where a stuck person wanders to (furniture id; None: they stay put)
     stuck_walk: int | None = None
+    #: where a person walks over to while they pause after a failed attempt (furniture id;
+    #: None: they stand there), as a stuck person wanders (``mh-gen-3.0``)
+    pause_walk: int | None = None
     beliefs: dict[int, int] = field(default_factory=dict)
     #: attention perception: on the phone, perceive nothing of others' events (module
     #: docstring)
@@ -167,6 +170,7 @@ class Actor:
     _doing: str = ""
     _activity_done: bool = False
     _closing: int | None = None
+    _pause_walking: bool = False
     _opened: int | None = None
     _assist_go: bool = False
     #: on the phone (notices nothing)
@@ -209,6 +213,7 @@ class Actor:
             retry_wait=int(spec.get("retry_wait", 1)),
             linger=int(spec.get("linger", 0)),
             stuck_walk=None if spec.get("stuck_walk") is None else int(spec["stuck_walk"]),
+            pause_walk=None if spec.get("pause_walk") is None else int(spec["pause_walk"]),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
             attention=bool(attention),
         )
@@ -376,6 +381,13 @@ class Actor:
                 return self._wander(world)
         if self._wait > 0:
             self._wait -= 1
+            target = self.pause_walk
+            if target is not None and target in world.graph.nodes:
+                if world.is_close(self.id, target):
+                    self.pause_walk = None  # once, as a stuck person wanders once
+                elif world.chars[self.id].sitting_on is None:
+                    self._pause_walking = True
+                    return self._walk_to(world, target)
             return None
         activities = self.after if self._after else self.activities
         for _ in range(len(activities) + 1):
@@ -807,6 +819,11 @@ class Actor:
     # ------------------------------------------------------------------ feedback
     def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
         """React to the outcome of the line this actor just tried."""
+        if self._pause_walking:  # a walk while pausing is no attempt at the task
+            self._pause_walking = False
+            if not result.ok:
+                self.pause_walk = None
+            return
         if self._give_up_at is not None and line.verb in ("walk", "standup"):
             if not result.ok:
                 self.stuck_walk = None  # a stuck person's wandering is no attempt at the task

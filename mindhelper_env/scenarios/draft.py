@@ -377,7 +377,8 @@ class Draft:
                 del lists["after"]
             actors.append({**a, "id": m(a["id"]), **lists,
                            "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()},
-                           **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {})})
+                           **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {}),
+                           **({"pause_walk": m(a["pause_walk"])} if "pause_walk" in a else {})})
         ms = dict(self.mental_state)
         for k in ("object", "believed", "true", "spare"):
             if ms.get(k) is not None:

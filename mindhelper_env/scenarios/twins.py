@@ -552,6 +552,9 @@ def _search(d: Draft, variant: str) -> None:
         _stuck(d, a, after)
     else:
         d.mental_state = {"type": "none", "seen_at": where}
+        if after["walk"]:
+            # during the pause after the empty look, the same walk as a stuck person's
+            d.actor(a)["pause_walk"] = after["spot"]
 
 
 def _first_look(d: Draft, a: int, place: int) -> int:
