@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import os
 from collections import deque
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
+from mindhelper_env.envs.arguments import _check_backend, _check_pool, check_families, merge_reward  # noqa: F401 (merge_reward: used by envs.trigger)
 from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
@@ -30,7 +30,6 @@ from mindhelper_env.scenarios.spec import (
     GENERATOR_VERSION,
     V3_FAMILIES,
     Reference,
-    family_weights,
 )
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.script import is_silence
@@ -263,7 +262,7 @@ class MindHelperEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         self.render_mode = render_mode
-        self.families = self._check_families(families, self.generator)
+        self.families = check_families(families, self.generator)
         if isinstance(window_ticks, bool) or not isinstance(window_ticks, (int, np.integer)) \
                 or window_ticks < 1:
             raise ValueError(f"window_ticks must be a positive int, got {window_ticks!r}")
@@ -337,30 +336,6 @@ class MindHelperEnv(gym.Env):
             raise ValueError("obs_mode='text+rgb' with the Unity backend needs a camera "
                              "(backend_options camera must not be None)")
         self._mirror: Any = None
-
-    @staticmethod
-    def _check_families(families: Any, generator: str | None = None) -> dict[str, float]:
-        known = V3_FAMILIES if generator == GENERATOR_V3 else FAMILIES
-        if families is None:
-            return family_weights(generator)
-        if isinstance(families, str):
-            families = [families]
-        if not isinstance(families, dict):
-            try:
-                families = {f: 1.0 for f in families}
-            except TypeError:
-                raise ValueError("families must be a family name, a list of names or a dict "
-                                 f"of weights, got {type(families).__name__}") from None
-        for f, w in families.items():
-            if not isinstance(f, str) or f not in known:
-                raise ValueError(f"unknown family {f!r}; expected some of {list(known)}")
-            if isinstance(w, bool) or not isinstance(w, (int, float)) \
-                    or not np.isfinite(w) or w < 0:
-                raise ValueError(f"weight of {f!r} must be a finite non-negative number, "
-                                 f"got {w!r}")
-        if not families or sum(families.values()) <= 0:
-            raise ValueError("families must contain at least one positive weight")
-        return dict(families)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -842,64 +817,6 @@ class MindHelperEnv(gym.Env):
         self._renderer = None
         self._frame_renderer = None
         super().close()
-
-
-def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
-    if size is None:
-        from mindhelper_env.scenarios.pool import DEFAULT_POOL_SIZE
-
-        size = DEFAULT_POOL_SIZE
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise ValueError(f"pool_size must be a non-negative int (0: no pool), got {size!r}")
-    if directory is not None and not isinstance(directory, (str, os.PathLike)):
-        raise ValueError(f"pool_dir must be a path or None, got {directory!r}")
-    return int(size), None if directory is None else os.fspath(directory)
-
-
-def _check_backend(backend: Any, options: Any) -> dict[str, Any] | None:
-    """``None`` for the symbolic backend, else the checked ``backend_options``."""
-    if backend not in ("symbolic", "virtualhome-unity", "tdw"):
-        raise ValueError(f"backend must be 'symbolic', 'virtualhome-unity' or 'tdw', "
-                         f"got {backend!r}")
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"backend_options must be a dict or None, got {type(options).__name__}")
-    if backend == "symbolic":
-        if options:
-            raise ValueError("backend_options are for backend='virtualhome-unity' or 'tdw'")
-        return None
-    if backend == "tdw":
-        from mindhelper_env.backends.tdw_build import BACKEND_OPTIONS as TDW_OPTIONS
-        from mindhelper_env.backends.tdw_build import TDWEnvMirror
-
-        unknown = sorted(set(options or {}) - set(TDW_OPTIONS), key=str)
-        if unknown:
-            raise ValueError(f"unknown backend_options {unknown}; known: {list(TDW_OPTIONS)}")
-        TDWEnvMirror(**(options or {}))  # checks the values; connects only at reset
-        return dict(options or {})
-    from mindhelper_env.backends.virtualhome_unity import BACKEND_OPTIONS, UnityMirror
-
-    unknown = sorted(set(options or {}) - set(BACKEND_OPTIONS), key=str)
-    if unknown:
-        raise ValueError(f"unknown backend_options {unknown}; known: {list(BACKEND_OPTIONS)}")
-    UnityMirror(**(options or {}))  # checks the values; connects only at reset
-    return dict(options or {})
-
-
-def merge_reward(reward: Any, defaults: dict[str, float]) -> dict[str, float]:
-    """``defaults`` overridden by ``reward`` (a dict of known terms with finite numbers);
-    ``ValueError`` naming the first bad term."""
-    if reward is not None and not isinstance(reward, dict):
-        raise ValueError(f"reward must be a dict of reward terms, got {type(reward).__name__}")
-    unknown = set(reward or {}) - set(defaults)
-    if unknown:
-        raise ValueError(f"unknown reward terms {sorted(unknown, key=str)}; "
-                         f"known: {sorted(defaults)}")
-    for term, value in (reward or {}).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                            np.floating)) \
-                or not np.isfinite(value):
-            raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
-    return {**defaults, **{k: float(v) for k, v in (reward or {}).items()}}
 
 
 def _or_minus_one(value: int | None) -> int:
