@@ -181,3 +181,26 @@ def test_a_person_on_the_phone_does_not_see_a_move() -> None:
         pytest.fail("no help episode in 40 seeds moved X during a call in the room")
     with pytest.raises(ValueError, match="perception"):
         Simulation(dict(spec, perception="telepathy"))
+
+
+def test_env_samples_v3_episodes_and_checks_its_families() -> None:
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401 - registers the env
+
+    env = gym.make("MindHelper-VirtualHome-v0", generator="mh-gen-3.0", pool_size=0)
+    obs, info = env.reset(seed=3)
+    spec = env.unwrapped.episode_spec
+    assert spec["generator"] == "mh-gen-3.0" and spec["horizon"] == 84
+    assert info["perception"] == "attention"
+    env.close()
+    # the episodes of mh-gen-2.5 keep their streams: no perception key
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=0)
+    _, info = env.reset(seed=3)
+    assert "perception" not in info
+    env.close()
+    with pytest.raises(ValueError, match="generator"):
+        gym.make("MindHelper-VirtualHome-v0", generator="mh-gen-9")
+    with pytest.raises(ValueError, match="unknown family"):
+        gym.make("MindHelper-VirtualHome-v0", generator="mh-gen-3.0",
+                 families=["false_belief_spare"])
