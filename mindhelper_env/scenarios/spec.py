@@ -112,6 +112,8 @@ V3_TWINS: dict[str, tuple[str, ...]] = {
     "implicit_goal_blocked": ("blocked_helped", "blocked_noticed"),
 }
 V3_FAMILIES = (*V3_TWINS, *(t for twins in V3_TWINS.values() for t in twins), "routine")
+#: Share of ``routine`` on the silent side of ``mh-gen-3.0`` suites and samples.
+V3_ROUTINE = 0.05
 
 
 def twins_of(generator: str | None = None) -> dict[str, tuple[str, ...]]:
@@ -123,11 +125,13 @@ def twins_of(generator: str | None = None) -> dict[str, tuple[str, ...]]:
 def silent_shares(generator: str | None = None) -> dict[str, float]:
     """Share of the silent side per family (:data:`SILENT_SHARES` for ``mh-gen-2.x``): every
     twin group as common as its help family, split evenly inside the group; ``routine`` a
-    tenth."""
+    tenth (``mh-gen-2.x``) or a twentieth (``mh-gen-3.0``: nothing in it looks like a need, so
+    every agent that stays silent without a struggle gets it right, and a tenth lifted a coin
+    flip over the twin groups to PHA 52.5)."""
     if generator != GENERATOR_V3:
         return dict(SILENT_SHARES)
-    return {**{twin: 0.9 / len(V3_TWINS) / len(group)
-               for group in V3_TWINS.values() for twin in group}, "routine": 0.1}
+    return {**{twin: (1 - V3_ROUTINE) / len(V3_TWINS) / len(group)
+               for group in V3_TWINS.values() for twin in group}, "routine": V3_ROUTINE}
 
 
 def family_weights(generator: str | None = None) -> dict[str, float]:
