@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     # ---- training data, classifiers, the window-classifier agent
     t0 = time.perf_counter()
     house = SUITES[args.suite].get("house")
-    specs = V.training_episodes(args.train, house=house)
+    specs = V.training_episodes(args.train, house=house, generator=V.generator_of(args.suite))
     train = [] if args.objects_only else V.training_data(len(specs), specs=specs)
     test = [] if args.objects_only else V.suite_data(args.suite, args.limit)
     ptrain = V.training_physical_data(len(specs), specs=specs)

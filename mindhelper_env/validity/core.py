@@ -260,7 +260,8 @@ def bag_of_words_accuracy(suite: str, *, windows: int = 0, n_train: int = 1000,
     """
     from mindhelper_env.scenarios.suites import SUITES, suite_specs
 
-    train = training_episodes(n_train, seed, house=SUITES[suite].get("house"))
+    train = training_episodes(n_train, seed, house=SUITES[suite].get("house"),
+                              generator=SUITES[suite].get("generator"))
     test = suite_specs(suite)[:limit]
     tr_text = [narrations(s, windows) for s in train]
     te_text = [narrations(s, windows) for s in test]

@@ -37,24 +37,27 @@ def _group(family: str) -> str | None:
     return twin_group(family)
 
 
-def training_episodes(n: int, seed: int = 0, house: Any = None) -> list[dict[str, Any]]:
+def training_episodes(n: int, seed: int = 0, house: Any = None,
+                      generator: str | None = None) -> list[dict[str, Any]]:
     """``n`` episodes from training seeds, half of them needing help, families drawn as the
-    envs and suites draw them (:data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`),
+    envs and suites of ``generator`` draw them
+    (:func:`~mindhelper_env.scenarios.spec.family_weights`; default: the current generator),
     set in ``house`` (see :func:`~mindhelper_env.world.houses.resolve_houses`)."""
     from mindhelper_env.scenarios.generator import generate_episode
-    from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, HELP_FAMILIES
+    from mindhelper_env.scenarios.spec import HELP_FAMILIES, family_weights
     from mindhelper_env.scenarios.suites import TRAINING_SEED_RANGE
 
+    weights = family_weights(generator)
     rng = np.random.default_rng(seed)
-    sides = [[f for f in DEFAULT_FAMILY_WEIGHTS if f in HELP_FAMILIES],
-             [f for f in DEFAULT_FAMILY_WEIGHTS if f not in HELP_FAMILIES]]
+    sides = [[f for f in weights if f in HELP_FAMILIES],
+             [f for f in weights if f not in HELP_FAMILIES]]
     out = []
     for i in range(n):
         side = sides[i % 2]
-        w = np.array([DEFAULT_FAMILY_WEIGHTS[f] for f in side])
+        w = np.array([weights[f] for f in side])
         fam = side[int(rng.choice(len(side), p=w / w.sum()))]
         out.append(generate_episode(fam, int(rng.integers(TRAINING_SEED_RANGE.stop)),
-                                    house=house))
+                                    house=house, generator=generator))
     return out
 
 
