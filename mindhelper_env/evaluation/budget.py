@@ -14,7 +14,9 @@ episode finishes. The :class:`Meter` says when to stop: when what was spent, plu
 episodes still in flight at the mean cost of an episode so far, reaches ``max_cost`` (or
 ``max_tokens``), no new episode starts, the ones in flight finish and are written, and the
 run ends with :class:`BudgetExhausted`; ``resume`` plays the rest (the records are those of an
-uninterrupted run). Answers served from a response cache are counted as if paid: the
+uninterrupted run). Episodes differ in cost (one that acts early stops asking), so the run
+can pass the limit by what the episodes in flight spend above the mean: at most
+``workers * (concurrency + 1)`` episodes, and nothing is thrown away. Answers served from a response cache are counted as if paid: the
 figures are an upper bound.
 
 :func:`estimate_run` is the dry pass made before a run with a budget: the first episodes are
@@ -188,20 +190,23 @@ class Meter:
             self.run_cost += cost
             self.run_tokens += pt + ct
             self.run_episodes += 1
+            if pt + ct:
+                self._model_episodes += 1
+
+    _model_episodes = 0
 
     def should_stop(self, in_flight: int) -> str | None:
         """``"max_cost"`` / ``"max_tokens"`` when this run's spend plus ``in_flight``
-        episodes at the mean so far reaches a limit; else None."""
-        n = max(self.run_episodes, 1)
+        episodes, each at the mean of this run's episodes that used a model, reaches a
+        limit; else None."""
+        n = self._model_episodes
         if self.max_cost is not None:
-            projected = self.run_cost + in_flight * self.run_cost / n
-            if self.run_cost >= self.max_cost or (self.run_episodes and
-                                                  projected >= self.max_cost):
+            projected = self.run_cost + (in_flight * self.run_cost / n if n else 0.0)
+            if projected >= self.max_cost:
                 return "max_cost"
         if self.max_tokens is not None:
-            projected_t = self.run_tokens + in_flight * self.run_tokens / n
-            if self.run_tokens >= self.max_tokens or (self.run_episodes and
-                                                      projected_t >= self.max_tokens):
+            projected_t = self.run_tokens + (in_flight * self.run_tokens / n if n else 0.0)
+            if projected_t >= self.max_tokens:
                 return "max_tokens"
         return None
 

@@ -458,6 +458,7 @@ class TaskFeed:
     def __next__(self) -> Batch:
         if self._closed:
             raise StopIteration
+        self._feed()  # here, not on receipt: the consumer may drain after each batch
         idle_since: float | None = None
         while True:
             if self.outstanding == 0 and self._ended:
@@ -478,7 +479,6 @@ class TaskFeed:
                     raise entry[1]
                 out.append((entry[1], entry[2]))
             self.outstanding -= len(out)
-            self._feed()
             return out
 
     def _check_workers(self, idle_since: float | None) -> float | None:
