@@ -35,6 +35,7 @@ from typing import Any
 from mindhelper_env.cli import (
     evaluate,
     export_trigger_data,
+    import_inspect,
     listing,
     mine_skills,
     play,
@@ -70,6 +71,7 @@ COMMANDS: tuple[Any, ...] = (
     listing,
     mine_skills,
     report,
+    import_inspect,
 )
 
 
