@@ -21,9 +21,10 @@ figures are an upper bound.
 
 :func:`estimate_run` is the dry pass made before a run with a budget: the first episodes are
 played with a model that answers nothing (:class:`~mindhelper_env.models.dry.DryClient`: no
-request leaves the machine), which makes an agent ask in every window, so its calls and
-prompt tokens are an upper bound; completion tokens are counted at the agent's
-``max_tokens``.
+request leaves the machine); completion tokens are counted at the agent's ``max_tokens``.
+For ``direct-vlm``, which asks in every window until it acts, that is an upper bound; an
+agent whose next calls depend on what the model answers (MindClaw asks for a program after
+a "blocked" answer) can spend more.
 """
 
 from __future__ import annotations
