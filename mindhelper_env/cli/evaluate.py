@@ -84,7 +84,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="print {agent: {metric: percentage}} (same as --format json)")
     ev.add_argument("--model", default=None, metavar="SPEC",
                     help="model for the model-backed agents (direct-vlm, mindclaw): "
-                         "openai:MODEL[@URL], hf:NAME_OR_PATH, replay:FILE")
+                         "openai:MODEL[@URL], inspect:PROVIDER/MODEL (inspect extra), "
+                         "hf:NAME_OR_PATH, replay:FILE")
     ev.add_argument("--agent", action="append", default=[], type=agent_option,
                     metavar="NAME:KEY=VALUE",
                     help="options of one agent, e.g. --agent mindclaw:model=openai:m@http://"

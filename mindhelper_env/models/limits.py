@@ -84,27 +84,56 @@ class FileSemaphore:
             return
         self.path.mkdir(parents=True, exist_ok=True)
         deadline = None if timeout is None else time.monotonic() + timeout
-        delay = self.poll
+        got = self._scan()
+        if got is None:
+            # Only one thread of this process scans while the slots are full (the others
+            # wait for their turn), so it can poll often without costing much CPU: a slot
+            # given back is taken within ``poll`` seconds.
+            turn = _scan_turn(self.path)
+            while not turn.acquire(timeout=0.2):
+                check_cancelled()
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"no free model slot for {self.key!r} in {timeout} s")
+            try:
+                delay = self.poll
+                while (got := self._scan()) is None:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(
+                            f"no free model slot for {self.key!r} in {timeout} s")
+                    cancellable_sleep(delay)
+                    delay = min(delay * 1.5, 0.05)
+            finally:
+                turn.release()
+        i, fh = got
+        try:
+            yield i
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+    def _scan(self) -> tuple[int, Any] | None:
+        """One pass over the slots: ``(index, open file)`` of a slot now held, or None."""
         start = threading.get_ident() % self.limit  # threads start their scans apart
-        while True:
-            for k in range(self.limit):
-                i = (start + k) % self.limit
-                fh = open(self.path / f"slot-{i}.lock", "a+b")  # noqa: SIM115
-                try:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError:
-                    fh.close()
-                    continue
-                try:
-                    yield i
-                finally:
-                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-                    fh.close()
-                return
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"no free model slot for {self.key!r} in {timeout} s")
-            cancellable_sleep(delay)
-            delay = min(delay * 1.5, 0.2)
+        for k in range(self.limit):
+            i = (start + k) % self.limit
+            fh = open(self.path / f"slot-{i}.lock", "a+b")  # noqa: SIM115
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                fh.close()
+                continue
+            return i, fh
+        return None
+
+
+_turns: dict[Path, threading.Lock] = {}
+_turns_lock = threading.Lock()
+
+
+def _scan_turn(path: Path) -> threading.Lock:
+    """The lock that lets one thread of this process at a time poll the slots of ``path``."""
+    with _turns_lock:
+        return _turns.setdefault(path, threading.Lock())
 
 
 # --------------------------------------------------------------------------------------
