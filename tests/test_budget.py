@@ -171,3 +171,18 @@ def test_cli_budget_stop_exits_4_and_resume_finishes(tmp_path, capsys):
         assert "estimate for direct-vlm" in err and "stopped at the budget" in err
         assert main([*base, "--out", str(tmp_path / "o"), "--resume"]) == 0
     assert len(records(tmp_path / "o" / "direct-vlm.jsonl")) == 4
+
+
+def test_the_dry_spec_sends_nothing_and_counts_the_prompt():
+    from mindhelper_env.models import make_client, parse_spec
+
+    assert parse_spec("dry:openai:m@http://h:1/v1") == ("dry", "openai:m@http://h:1/v1", {})
+    for bad in ("dry:replay:c.jsonl", "dry:record:c.jsonl=openai:m", "dry:nokind"):
+        with pytest.raises(ValueError):
+            parse_spec(bad)
+    client = make_client("dry:openai:m@http://127.0.0.1:9/v1", api_key="k", concurrency=4,
+                         context_length=4096)
+    answer = client.complete([{"role": "user", "content": "x" * 400}], max_tokens=50)
+    assert answer.text == "" and answer.completion_tokens == 50
+    assert answer.prompt_tokens == 101 and answer.tokens_estimated  # ceil(404 / 4)
+    assert client.context_length == 4096 and client.model_id.startswith("dry:")
