@@ -257,3 +257,30 @@ def test_bad_concurrency_is_refused_before_any_file(tmp_path):
         evaluate(SUITE, ["silent"], tmp_path / "x", concurrency=2, backend="ray",
                  progress=False)
     assert not (tmp_path / "x").exists()
+
+
+def test_interrupt_with_worker_processes_kills_them_and_resume_finishes(tmp_path):
+    import multiprocessing
+
+    with SlotServer(latency=0.02, slots=64) as srv:
+        run(tmp_path / "ref", srv, limit=6)
+    with SlotServer(latency=0.2, slots=64) as srv:
+        def stop(record):
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(SUITE, ["direct-vlm"], tmp_path / "cut", limit=6, concurrency=2,
+                     workers=2, force_workers=True, progress=False, plots=False,
+                     timing=False, on_record=stop,
+                     agent_kwargs={"direct-vlm": {"model": f"openai:m@{srv.url}",
+                                                  "api_key": "k"}})
+        assert not multiprocessing.active_children()  # no worker left behind
+        requests_at_stop = srv.requests
+        time.sleep(0.5)
+        assert srv.requests == requests_at_stop
+    assert len(records(tmp_path / "cut" / "direct-vlm.jsonl")) == 1
+    with SlotServer(latency=0.02, slots=64) as srv:
+        run(tmp_path / "cut", srv, limit=6, resume=True, concurrency=2, workers=2,
+            force_workers=True)
+    assert (tmp_path / "cut" / "direct-vlm.jsonl").read_bytes() == \
+        (tmp_path / "ref" / "direct-vlm.jsonl").read_bytes()
