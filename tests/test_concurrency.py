@@ -284,3 +284,19 @@ def test_interrupt_with_worker_processes_kills_them_and_resume_finishes(tmp_path
             force_workers=True)
     assert (tmp_path / "cut" / "direct-vlm.jsonl").read_bytes() == \
         (tmp_path / "ref" / "direct-vlm.jsonl").read_bytes()
+
+
+def test_a_cassette_recorded_with_episodes_in_flight_replays_sequentially(tmp_path):
+    cassette = tmp_path / "cassette.jsonl"
+    with SlotServer(latency=0.02, slots=64) as srv:
+        evaluate(SUITE, ["direct-vlm"], tmp_path / "rec", limit=4, concurrency=4,
+                 progress=False, plots=False, timing=False,
+                 agent_kwargs={"direct-vlm": {
+                     "model": f"record:{cassette}=openai:m@{srv.url}", "api_key": "k"}})
+        assert srv.peak > 1
+    evaluate(SUITE, ["direct-vlm"], tmp_path / "rep", limit=4, progress=False, plots=False,
+             timing=False, agent_kwargs={"direct-vlm": {"model": f"replay:{cassette}"}})
+    recs = records(tmp_path / "rep" / "direct-vlm.jsonl")
+    assert all(r["usage"]["fallbacks"] == 0 for r in recs)  # no replay miss
+    assert (tmp_path / "rec" / "direct-vlm.jsonl").read_bytes() == \
+        (tmp_path / "rep" / "direct-vlm.jsonl").read_bytes()
