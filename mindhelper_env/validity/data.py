@@ -404,7 +404,10 @@ def suite_data(suite: str, limit: int | None = None) -> list[EpisodeData]:
 
 
 def training_data(n: int, seed: int = 0, house: Any = None,
-                  specs: Iterable[Mapping[str, Any]] | None = None) -> list[EpisodeData]:
-    """:class:`EpisodeData` of ``n`` training episodes (:func:`training_episodes`), or of
-    ``specs`` if given (episodes generated once for several instruments)."""
-    return _data(training_episodes(n, seed, house=house) if specs is None else specs)
+                  specs: Iterable[Mapping[str, Any]] | None = None,
+                  generator: str | None = None) -> list[EpisodeData]:
+    """:class:`EpisodeData` of ``n`` training episodes of ``generator``
+    (:func:`training_episodes`), or of ``specs`` if given (episodes generated once for
+    several instruments)."""
+    return _data(training_episodes(n, seed, house=house, generator=generator)
+                 if specs is None else specs)

@@ -196,11 +196,12 @@ def suite_physical_data(suite: str, limit: int | None = None) -> list[PhysicalEp
 
 
 def training_physical_data(n: int, seed: int = 0, house: Any = None,
-                           specs: Iterable[Mapping[str, Any]] | None = None
-                           ) -> list[PhysicalEpisode]:
-    """:class:`PhysicalEpisode` of ``n`` training-seed episodes
+                           specs: Iterable[Mapping[str, Any]] | None = None,
+                           generator: str | None = None) -> list[PhysicalEpisode]:
+    """:class:`PhysicalEpisode` of ``n`` training-seed episodes of ``generator``
     (:func:`~mindhelper_env.validity.training_episodes`), or of ``specs`` if given."""
-    specs = training_episodes(n, seed, house=house) if specs is None else specs
+    specs = training_episodes(n, seed, house=house, generator=generator) \
+        if specs is None else specs
     return [physical_data(s) for s in specs]
 
 
