@@ -33,7 +33,7 @@ from typing import Any
 
 __all__ = ["PROVENANCE_FORMAT", "STAMP_KEYS", "file_digest", "suite_provenance",
            "agent_provenance", "run_provenance", "agent_key", "stamp", "check_record",
-           "record_checksum", "reference_digest", "short"]
+           "record_checksum", "reference_digest", "short", "verify_records"]
 
 PROVENANCE_FORMAT = 1
 #: Keys of a record's ``provenance`` stamp.
@@ -61,8 +61,10 @@ def file_digest(path: str | os.PathLike[str]) -> str:
 
 
 def reference_digest(reference: Mapping[str, Any]) -> str:
-    """Short sha256 of one episode's reference record (family, needs-help, window, ...)."""
-    return hashlib.sha256(_canonical(dict(reference))).hexdigest()[:_SHORT]
+    """Short sha256 of one episode's reference record (family, needs-help, window, ...);
+    absent and ``None`` fields are the same."""
+    body = {k: v for k, v in reference.items() if v is not None}
+    return hashlib.sha256(_canonical(body)).hexdigest()[:_SHORT]
 
 
 def record_checksum(record: Mapping[str, Any]) -> str:
@@ -258,3 +260,29 @@ def _reference_problem(record: Mapping[str, Any],
         return (f"family {fam!r} in the record, {reference.get('family')!r} in the suite's "
                 "reference: the record does not belong to this suite's episode")
     return None
+
+
+def verify_records(suite: str, items: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+    """Check the stamp of every ``(location, record)`` of ``suite`` against the installed
+    generator, the suite's released digest and its references (:func:`check_record`);
+    ``ValueError`` ``"<location>: <reason>"`` for the first refused record. Returns the
+    number of records without a stamp."""
+    from mindhelper_env.scenarios import releases
+    from mindhelper_env.scenarios.spec import GENERATOR_VERSION
+    from mindhelper_env.scenarios.suites import require_suite, suite_references
+
+    require_suite(suite)
+    rel = releases.release_of(suite)
+    digest = rel.reference_sha256 if rel is not None else None
+    refs = suite_references(suite)
+    unstamped = 0
+    for loc, rec in items:
+        eid = str(rec.get("episode_id"))
+        if eid not in refs:
+            raise ValueError(f"{loc}: episode {eid!r} is not in suite {suite!r}")
+        problem = check_record(rec, generator=GENERATOR_VERSION, suite_digest=digest,
+                               reference=refs[eid])
+        if problem:
+            raise ValueError(f"{loc}: {problem}")
+        unstamped += "provenance" not in rec
+    return unstamped
