@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         env.close()
         raise CLIError(f"argument --agent: {exc}") from None
+    label = agent_label(args.agent, agent)
     rec = record_episode(env, agent, seed=args.seed + args.index, size=args.size,
-                         agent_name=agent_label(args.agent, agent),
+                         agent_name=label,
                          options={"suite": args.suite, "index": args.index})
     video, timeline = save_episode_media(rec, args.out, fps=args.fps)
     env.close()
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_bytes(trace_path, format_trace(trace).encode())
         trace_note = f"\ntrace: {trace_path}"
     outcome = rec.timeline["outcome"]
-    console().print(f"{rec.record['episode_id']} ({rec.timeline['family']}) with {args.agent}: "
+    console().print(f"{rec.record['episode_id']} ({rec.timeline['family']}) with {label}: "
                      f"{outcome}, {rec.record['ticks']} ticks, {len(rec.frames)} frames\n"
                      f"video: {video}\ntimeline: {timeline}{trace_note}", soft_wrap=True)
     return EXIT_OK

@@ -273,6 +273,11 @@ def require_suite(name: str) -> dict[str, Any]:
     running generator would change."""
     s = _suite(name)
     _releases.check_generator(name, GENERATOR_VERSION)
+    if s["generator"] != GENERATOR_VERSION:  # an unreleased suite of another generator
+        raise SuiteVersionError(
+            f"suite {name!r} is declared for generator {s['generator']} and the installed "
+            f"generator is {GENERATOR_VERSION}, whose episodes differ: release new suite "
+            f"names for {GENERATOR_VERSION} instead of reusing {name!r}")
     return s
 
 
@@ -392,6 +397,7 @@ def suite_episode(name: str, index: int) -> dict[str, Any]:
     Raises ``ValueError`` for an unknown suite or an index out of range, and
     :class:`SuiteVersionError` when the installed generator cannot rebuild the suite.
     """
+    require_suite(name)  # outside the cache: a withdrawal or a new generator is seen at once
     return json.loads(_episode_json(name, _index(name, index)))
 
 
@@ -414,7 +420,7 @@ def suite_references(name: str) -> dict[str, dict[str, Any]]:
 
     Cached per process; every call returns a fresh copy.
     """
-    _suite(name)
+    require_suite(name)
     return json.loads(_references_json(name))
 
 
