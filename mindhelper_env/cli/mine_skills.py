@@ -95,13 +95,16 @@ def mine(episodes: int = 600, seed: int = 0, min_support: int = 20,
 def _refuse_package_path(path: Path) -> None:
     """``ValueError`` for a path inside the installed package (its files are inputs)."""
     import mindhelper_env
+    import mindhelper_env.agents
+    import mindhelper_env.wrappers
 
-    pkg = Path(mindhelper_env.__file__).resolve().parent
     target = path.resolve()
-    if target == pkg or pkg in target.parents:
-        raise ValueError(f"{path}: inside the installed package ({pkg}); its files are "
-                         "read-only inputs: write the skills elsewhere and run MindClaw with "
-                         "--agent mindclaw:skills=PATH")
+    for mod in (mindhelper_env, mindhelper_env.agents, mindhelper_env.wrappers):
+        pkg = Path(str(mod.__file__)).resolve().parent  # the folders may lie apart
+        if target == pkg or pkg in target.parents:
+            raise ValueError(f"{path}: inside the installed package ({pkg}); its files are "
+                             "read-only inputs: write the skills elsewhere and run MindClaw "
+                             "with --agent mindclaw:skills=PATH")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
