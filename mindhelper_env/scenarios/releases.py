@@ -17,18 +17,17 @@ says what to do. A withdrawn name is refused everywhere (``evaluate``, ``env.res
 Python API) with one line naming its replacement (:class:`SuiteWithdrawnError`).
 
 Releasing (maintainers): add the new names to :data:`~mindhelper_env.scenarios.suites.SUITES`,
-then ``python -m mindhelper_env.scenarios.releases release NAME... --note TEXT`` exports each
-suite and appends its entry; ``withdraw OLD --by NEW --note TEXT`` withdraws an old one.
+then :func:`~mindhelper_env.scenarios.suites.pin_digests` (``pin_digests(["vh-dev-v3"],
+note="...")``) exports each suite and appends its entry; :func:`withdraw` (``withdraw(
+"vh-dev-v2", ["vh-dev-v3"], "on DATE, because ...")``) withdraws an old one.
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -176,8 +175,8 @@ def check_generator(name: str, generator: str | None = None) -> None:
         f"suite {name!r} was released with generator {rel.generator} and the installed "
         f"generator is {running}, whose episodes differ: a released name keeps its episodes "
         f"forever, so release new suite names for {running} (add them to SUITES, then "
-        "`python -m mindhelper_env.scenarios.releases release NAME`) and withdraw "
-        f"{name!r} pointing to them (`... withdraw {name} --by NEW`); to reproduce "
+        "suites.pin_digests([NEW])) and withdraw "
+        f"{name!r} pointing to them (releases.withdraw({name!r}, [NEW], NOTE)); to reproduce "
         f"results on {name!r}, install the mindhelper-env release built on {rel.generator}")
 
 
@@ -225,47 +224,3 @@ def withdraw(name: str, replaced_by: Sequence[str], note: str,
             _write(path, data)
             return
     raise ValueError(f"suite {name!r} was never released")
-
-
-def _release_cli(names: Iterable[str], note: str, date: str | None) -> None:
-    import hashlib
-
-    from mindhelper_env.scenarios import suites
-
-    for name in names:
-        s = suites.SUITES.get(name)
-        if s is None:
-            raise SystemExit(f"{name}: not in SUITES; add it there first")
-        with tempfile.TemporaryDirectory() as tmp:
-            out = suites.export_suite(name, tmp)
-            dig = {f: hashlib.sha256((out / f).read_bytes()).hexdigest()
-                   for f in (suites.PUBLIC_FILE, suites.REFERENCE_FILE)}
-        append_release(Release(
-            name, running_generator(), int(s["n"]), int(s["seed_base"]), s.get("house"),
-            date or _dt.date.today().isoformat(), dig[suites.PUBLIC_FILE],
-            dig[suites.REFERENCE_FILE], "current", (), note))
-        print(f"released {name} ({running_generator()})")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mindhelper_env.scenarios.releases release|withdraw ...`` (maintainers)."""
-    parser = argparse.ArgumentParser(prog="python -m mindhelper_env.scenarios.releases")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    rel = sub.add_parser("release", help="export suites and append their entries")
-    rel.add_argument("names", nargs="+")
-    rel.add_argument("--note", required=True)
-    rel.add_argument("--date", default=None, help="release date (default: today)")
-    wd = sub.add_parser("withdraw", help="withdraw a released suite")
-    wd.add_argument("name")
-    wd.add_argument("--by", required=True, action="append", help="a replacing suite")
-    wd.add_argument("--note", required=True)
-    args = parser.parse_args(argv)
-    if args.cmd == "release":
-        _release_cli(args.names, args.note, args.date)
-    else:
-        withdraw(args.name, args.by, args.note)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

@@ -492,13 +492,25 @@ def pinned_digests(name: str) -> dict[str, str] | None:
     return rel.digests() or None
 
 
-def pin_digests(names: list[str] | None = None) -> dict[str, dict[str, str]]:
+def pin_digests(names: list[str] | None = None, note: str = "released",
+                date: str | None = None) -> dict[str, dict[str, str]]:
     """Release the suites ``names`` (default: every suite of :data:`SUITES` not yet in the
-    ledger): export each and append its entry to the release ledger. A released name is
-    never re-pinned (``ValueError``); for maintainers, after adding new suite names."""
+    ledger): export each and append its entry (release ``date``, default today, and a
+    one-line ``note``) to the release ledger. A released name is never re-released
+    (``ValueError``). For maintainers, after adding new suite names for a new generator."""
+    import datetime
+
     todo = names or [n for n in SUITES if _releases.release_of(n) is None]
-    if todo:
-        _releases.main(["release", *todo, "--note", "released"])
+    for name in todo:
+        s = _suite(name)
+        with tempfile.TemporaryDirectory() as tmp:
+            out = export_suite(name, tmp)
+            dig = {f: hashlib.sha256((out / f).read_bytes()).hexdigest()
+                   for f in (PUBLIC_FILE, REFERENCE_FILE)}
+        _releases.append_release(_releases.Release(
+            name, GENERATOR_VERSION, int(s["n"]), int(s["seed_base"]), s.get("house"),
+            date or datetime.date.today().isoformat(), dig[PUBLIC_FILE], dig[REFERENCE_FILE],
+            "current", (), note))
     return {n: _releases.ledger()[n].digests() for n in todo}
 
 
