@@ -264,3 +264,12 @@ def test_records_without_a_stamp_are_scored_with_a_note(run_dir: Path, tmp_path:
     _write(path, recs)
     assert main(["score", str(path), "--json"]) == 0
     assert f"{LIMIT} record(s) carry no provenance" in capsys.readouterr().err
+
+
+def test_secret_options_never_reach_a_file() -> None:
+    from mindhelper_env.evaluation.provenance import agent_provenance
+
+    block = agent_provenance("direct-vlm", "direct-vlm",
+                             {"model": "openai:m", "api_key": "sk-secret", "env": object()})
+    assert block["options"] == {"api_key": "<redacted>", "model": "openai:m"}
+    assert "sk-secret" not in json.dumps(block)

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,6 +37,8 @@ __all__ = ["PROVENANCE_FORMAT", "STAMP_KEYS", "file_digest", "suite_provenance",
            "record_checksum", "reference_digest", "short", "verify_records"]
 
 PROVENANCE_FORMAT = 1
+#: Option names whose values never go into a file (``api_key=...``).
+_SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 #: Keys of a record's ``provenance`` stamp.
 STAMP_KEYS = ("key", "generator", "suite_digest", "reference", "checksum")
 _SHORT = 16
@@ -137,8 +140,10 @@ class _Files:
 def agent_provenance(label: str, spec: str, options: Mapping[str, Any],
                      agent: Any = None) -> dict[str, Any]:
     """One agent's block: row name, spec, options (JSON-safe, without the runner's ``env``
-    and ``seed``), its data files' sha256 and its model spec."""
-    opts = {k: _json_safe(v) for k, v in sorted(options.items()) if k not in ("env", "seed")}
+    and ``seed``; the values of secrets such as ``api_key`` redacted), its data files' sha256
+    and its model spec."""
+    opts = {k: ("<redacted>" if _SECRET.search(k) else _json_safe(v))
+            for k, v in sorted(options.items()) if k not in ("env", "seed")}
     model = opts.get("model")
     if model is None and agent is not None:
         model = getattr(agent, "model_spec", None)
