@@ -102,7 +102,7 @@ def test_two_folders_of_one_agent_compare_labelled_by_folder(
     pytest.importorskip("jinja2")
     assert main(["report", "a", "b", "--out", "rep"]) == 0
     index = (home / "rep" / "index.html").read_text()
-    assert "my-agent (b)" in index
+    assert "my-agent (a)" in index and "my-agent (b)" in index
     # within one folder, the same episode twice is still a duplicate
     (home / "a" / "copy.jsonl").write_bytes((home / "a" / "my-agent.jsonl").read_bytes())
     capsys.readouterr()

@@ -5,7 +5,9 @@ append-only; env ids (retired ids refused with a pointer) and the package versio
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -19,6 +21,7 @@ from mindhelper_env.cli.main import main
 from mindhelper_env.envs import registration
 from mindhelper_env.scenarios import releases, spec
 from mindhelper_env.scenarios import suites as S
+from tests.conftest import require_tdw
 
 # A frozen copy of the ledger's entries as released. The ledger may only grow, and an entry
 # may only change by a withdrawal (status, replaced_by, note): any other edit or a removal
@@ -135,7 +138,22 @@ def test_a_malformed_ledger_does_not_load(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ every suite regenerates
+def _require_houses(name: str) -> None:
+    """A suite set in real houses needs their data: the tdw extra, or virtualhome-eval
+    (skipped without them; CI sets MINDHELPER_REQUIRE_TDW/_VH, so it never skips)."""
+    house = S.SUITES[name].get("house")
+    if house == "tdw":
+        require_tdw()
+    elif isinstance(house, str) and house.startswith("virtualhome:"):
+        if os.environ.get("MINDHELPER_REQUIRE_VH") == "1":
+            importlib.import_module("virtualhome_eval")
+        else:
+            pytest.importorskip("virtualhome_eval", reason="needs virtualhome-eval: pip "
+                                "install --no-deps virtualhome-eval==0.1.1")
+
+
 def _export_digests(name: str, out: Path) -> dict[str, str]:
+    _require_houses(name)
     folder = S.export_suite(name, out / name)
     return {f: hashlib.sha256((folder / f).read_bytes()).hexdigest()
             for f in (S.PUBLIC_FILE, S.REFERENCE_FILE)}

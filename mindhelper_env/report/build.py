@@ -128,6 +128,10 @@ def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
     if not agents:
         raise ReportError(f"no result records in {', '.join(str(d) for d in run_dirs)}")
     _verify(str(suite), agents)
+    # one agent from several folders: every one of its rows labelled by its folder
+    agents = {(f"{info['name']} ({Path(info['run_dir']).name})"
+               if seen_names.get(info["name"], 0) > 1 else label): info
+              for label, info in agents.items()}
     return {"suite": suite, "settings": settings, "agents": agents}
 
 
