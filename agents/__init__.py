@@ -172,19 +172,26 @@ def is_import_path(name: str) -> bool:
 def resolve_agent(name: str) -> Callable[..., Any]:
     """The factory of a registered name or of an import path ``"pkg.mod:Class"``.
 
-    An import path names a class or a factory function; it is called with the keyword
-    arguments its signature accepts (``env`` among them, if it wants the env). Raises
-    ``ValueError`` for an unknown name or an import path that cannot be imported.
+    An import path names a class or a factory function. The returned factory passes the
+    runner's ``env`` and ``seed`` only where the class or function takes them, and raises
+    ``ValueError`` naming any other option it does not take (:func:`call_factory`). Raises
+    ``ValueError`` for an unknown name (with a "did you mean") or an import path that cannot
+    be imported (a ``SyntaxError`` with its file and line).
     """
     factory = AGENTS.get(name)
     if factory is not None:
-        return factory
+        registered = factory
+
+        def build_registered(**kwargs: Any) -> Any:
+            return call_factory(registered, kwargs, name)
+
+        return build_registered
     base, lines = split_prefix_suffix(name)
     if lines is not None:
         inner = resolve_agent(base)
 
         def hedged(**kwargs: Any) -> Any:
-            return MovementPrefix(call_factory(inner, kwargs, base), lines=lines)
+            return MovementPrefix(inner(**kwargs), lines=lines)
 
         return hedged
     if not is_import_path(name):
@@ -246,7 +253,4 @@ def make_agent(name: str, **kwargs: Any) -> Any:
 
     ``env`` and ``seed`` go only to factories that take them; another option the factory
     does not take raises ``ValueError`` naming it and the options it takes."""
-    factory = AGENTS.get(name)
-    if factory is not None:
-        return call_factory(factory, kwargs, name)
     return resolve_agent(name)(**kwargs)

@@ -183,15 +183,21 @@ def evaluate(
     the settings). ``on_record(record)`` is called as each record is written.
 
     Writes ``<out_dir>/<agent>.jsonl`` (one result record per episode and trial, appended
-    and ``fsync``-ed as it finishes, finally sorted by index and trial; the file name is
-    :func:`~mindhelper_env.evaluation.results.result_file_name`, the record keeps the
-    agent's name), ``run.json`` (:meth:`EvalSettings.run_record`, checked on resume),
+    and ``fsync``-ed as it finishes, finally sorted by index and trial; ``<agent>`` is the
+    agent's row name, :func:`~mindhelper_env.agents.agent_label`: the registry name, or the
+    ``name`` of a ``module:Class`` agent, made safe by
+    :func:`~mindhelper_env.evaluation.results.result_file_name`; each record ends with its
+    provenance stamp, :mod:`~mindhelper_env.evaluation.provenance`), ``run.json``
+    (:meth:`EvalSettings.run_record`, checked on resume, and the run's ``provenance``),
     ``summary.json`` (see :func:`~mindhelper_env.evaluation.summary.summarize`, plus run
-    facts) and PNG plots (:func:`mindhelper_env.plots.write_plots`; skipped with a warning
+    facts, ``provenance``, ``agent_errors`` and ``coverage``) and PNG plots (:func:`mindhelper_env.plots.write_plots`; skipped with a warning
     when matplotlib is not installed, or with ``plots=False``). Returns the summary.
 
     Safety: every setting is checked (:meth:`EvalSettings.check`: suite, agents and their
-    models, the extras the run needs) before any file is touched; the folder is locked
+    models, the extras the run needs) and every agent is built once with its options
+    (:func:`~mindhelper_env.evaluation.roster.build_roster`: a bad or unknown option, a
+    non-agent, a module that does not import, two agents with one name) before any file is
+    touched; the folder is locked
     (:class:`mindhelper_env.evaluation.safety.OutputLock`: a second run into it fails at once
     naming the holder); every file is replaced atomically and symbolic links in the folder
     are refused, never followed. SIGTERM is handled like Ctrl-C (``KeyboardInterrupt``);
@@ -203,8 +209,10 @@ def evaluate(
     (:mod:`mindhelper_env.evaluation.ray_runner`; ``address`` of an existing cluster, else a
     local one with ``workers`` CPUs). The records are the same in every case. ``resume=True``
     keeps the finished records of a previous run in ``out_dir`` (dropping a truncated last
-    line; every kept record is revalidated) and plays only the missing episodes; it refuses
-    a folder whose ``run.json`` is missing or holds different settings. A folder that
+    line; every kept record is revalidated, its stamp too) and plays only the missing
+    episodes; it refuses a folder whose ``run.json`` is missing or holds different settings,
+    another generator or another suite digest. The agents of earlier runs into the folder
+    that this one does not play stay in its summary, plots and report. A folder that
     already holds results (``run.json``, ``summary.json`` or ``*.jsonl``) needs ``resume``
     or ``overwrite=True``. Episode ``i`` is reset with seed ``seed + i`` (the agent too; in
     trial ``t > 0`` the agent gets :func:`~mindhelper_env.evaluation.settings.trial_seed`).
