@@ -86,6 +86,9 @@ def test_run_json_carries_the_full_provenance(run_dir: Path) -> None:
     assert skills["sha256"] == hashlib.sha256(Path(skills["path"]).read_bytes()).hexdigest()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["provenance"] == prov
+    assert not schema_errors("run", run)
+    broken = dict(run, provenance=dict(prov, suite=dict(prov["suite"], reference_sha256="x")))
+    assert schema_errors("run", broken)
     # the settings a resume compares are unchanged beside it
     assert {k: v for k, v in run.items() if k != "provenance"} == {
         "env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format": 1, "seed": 0,
