@@ -33,6 +33,7 @@ from mindhelper_env.evaluation.settings import (
 from mindhelper_env.evaluation.summary import (
     agent_errors,
     coverage,
+    mostly_raised,
     summarize,
     summarize_trials,
 )
@@ -416,6 +417,11 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     else:
         summary.update(summarize(records_by_agent, refs))
     summary["agent_errors"] = agent_errors(records_by_agent)
+    for label, counts in summary["agent_errors"].items():
+        if mostly_raised(counts):  # the row measures a silent agent, not this one
+            logger.error("agent %s: its act/reset raised %d times in %d decisions: most of "
+                         "its decisions were 'none', so its row is not this agent's score",
+                         label, counts["errors"], counts["decisions"])
     summary["coverage"] = coverage(records_by_agent, len(ids))
     summary["provenance"] = provenance
     summary["plots"] = []
