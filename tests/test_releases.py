@@ -188,9 +188,13 @@ def dev_records(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture()
 def new_generator(monkeypatch: pytest.MonkeyPatch) -> str:
     """A code change with a new generator version, before any new suite is released."""
+    from mindhelper_env.scenarios import generator
+
     new = "mh-gen-9.0"
     monkeypatch.setattr(spec, "GENERATOR_VERSION", new)
     monkeypatch.setattr(S, "GENERATOR_VERSION", new)
+    # where the code builds several generators, the changed one replaces the released one
+    monkeypatch.setattr(generator, "GENERATORS", (new,), raising=False)
     return new
 
 

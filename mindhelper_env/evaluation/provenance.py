@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["PROVENANCE_FORMAT", "STAMP_KEYS", "file_digest", "suite_provenance",
+           "suite_generator",
            "agent_provenance", "run_provenance", "agent_key", "stamp", "check_record",
            "record_checksum", "reference_digest", "short", "verify_records"]
 
@@ -79,15 +80,23 @@ def record_checksum(record: Mapping[str, Any]) -> str:
     return hashlib.sha256(_canonical(body)).hexdigest()[:_SHORT]
 
 
+def suite_generator(name: str) -> str:
+    """The generator that builds suite ``name``'s episodes in this installation."""
+    from mindhelper_env.scenarios import releases
+    from mindhelper_env.scenarios.suites import SUITES
+
+    entry = SUITES.get(name) or {}
+    return str(entry.get("generator") or releases.running_generator())
+
+
 def suite_provenance(name: str) -> dict[str, Any]:
     """The suite's release: generator, status, release date and digests (``None`` digests
     for a suite not yet in the release ledger)."""
     from mindhelper_env.scenarios import releases
-    from mindhelper_env.scenarios.spec import GENERATOR_VERSION
 
     rel = releases.release_of(name)
     if rel is None:
-        return {"name": name, "generator": GENERATOR_VERSION, "status": "unreleased",
+        return {"name": name, "generator": suite_generator(name), "status": "unreleased",
                 "released": None, "public_sha256": None, "reference_sha256": None}
     return {"name": name, "generator": rel.generator, "status": rel.status,
             "released": rel.released, "public_sha256": rel.public_sha256,
@@ -173,13 +182,12 @@ def run_provenance(*, suite: str, env_id: str, env_kwargs: Mapping[str, Any], se
     """The run's provenance (``run.json``'s and ``summary.json``'s ``provenance``); each
     agent block's ``key`` hashes the agent and the run's invariant part."""
     from mindhelper_env import __version__
-    from mindhelper_env.scenarios.spec import GENERATOR_VERSION
 
     run: dict[str, Any] = {
         "format": PROVENANCE_FORMAT,
         "package": "mindhelper-env",
         "package_version": __version__,
-        "generator": GENERATOR_VERSION,
+        "generator": suite_generator(suite),
         "suite": suite_provenance(suite),
         "env_id": env_id,
         "env_kwargs": _json_safe(dict(env_kwargs)),
@@ -273,19 +281,19 @@ def verify_records(suite: str, items: Sequence[tuple[str, Mapping[str, Any]]]) -
     ``ValueError`` ``"<location>: <reason>"`` for the first refused record. Returns the
     number of records without a stamp."""
     from mindhelper_env.scenarios import releases
-    from mindhelper_env.scenarios.spec import GENERATOR_VERSION
     from mindhelper_env.scenarios.suites import require_suite, suite_references
 
     require_suite(suite)
     rel = releases.release_of(suite)
     digest = rel.reference_sha256 if rel is not None else None
+    generator = suite_generator(suite)
     refs = suite_references(suite)
     unstamped = 0
     for loc, rec in items:
         eid = str(rec.get("episode_id"))
         if eid not in refs:
             raise ValueError(f"{loc}: episode {eid!r} is not in suite {suite!r}")
-        problem = check_record(rec, generator=GENERATOR_VERSION, suite_digest=digest,
+        problem = check_record(rec, generator=generator, suite_digest=digest,
                                reference=refs[eid])
         if problem:
             raise ValueError(f"{loc}: {problem}")

@@ -37,7 +37,8 @@ from mindhelper_env.scenarios import spec as _spec
 
 __all__ = ["LEDGER_FILE", "LEDGER_FORMAT", "STATUSES", "Release", "SuiteVersionError",
            "SuiteWithdrawnError", "ledger", "release_of", "releases", "withdrawal_message",
-           "check_generator", "running_generator", "append_release", "withdraw"]
+           "check_generator", "running_generator", "running_generators", "append_release",
+           "withdraw"]
 
 #: Where the ledger ships.
 LEDGER_FILE = Path(__file__).with_name("suites") / "releases.json"
@@ -151,8 +152,17 @@ def release_of(name: str) -> Release | None:
 
 
 def running_generator() -> str:
-    """The generator version of the installed code."""
+    """The default generator version of the installed code."""
     return str(_spec.GENERATOR_VERSION)
+
+
+def running_generators() -> tuple[str, ...]:
+    """Every generator version the installed code builds (``generator.GENERATORS`` where
+    the code builds several, else the default one)."""
+    from mindhelper_env.scenarios import generator as _generator
+
+    several = getattr(_generator, "GENERATORS", None)
+    return tuple(str(g) for g in several) if several else (running_generator(),)
 
 
 def withdrawal_message(name: str) -> str | None:
@@ -165,12 +175,14 @@ def withdrawal_message(name: str) -> str | None:
 
 
 def check_generator(name: str, generator: str | None = None) -> None:
-    """Raise :class:`SuiteVersionError` when ``name`` was released with another generator
-    than ``generator`` (default: the running one); unreleased names pass."""
+    """Raise :class:`SuiteVersionError` when ``name`` was released with a generator the
+    installed code no longer builds (``generator``, default: :func:`running_generators`);
+    unreleased names pass."""
     rel = release_of(name)
-    running = generator or running_generator()
-    if rel is None or rel.generator == running:
+    supported = (generator,) if generator else running_generators()
+    if rel is None or rel.generator in supported:
         return
+    running = " / ".join(supported)
     raise SuiteVersionError(
         f"suite {name!r} was released with generator {rel.generator} and the installed "
         f"generator is {running}, whose episodes differ: a released name keeps its episodes "

@@ -272,12 +272,13 @@ def require_suite(name: str) -> dict[str, Any]:
     withdrawn one, :class:`SuiteVersionError` (saying what to do) for a released suite the
     running generator would change."""
     s = _suite(name)
-    _releases.check_generator(name, GENERATOR_VERSION)
-    if s["generator"] != GENERATOR_VERSION:  # an unreleased suite of another generator
+    _releases.check_generator(name)
+    running = _releases.running_generators()
+    if s["generator"] not in running:  # an unreleased suite of another generator
         raise SuiteVersionError(
             f"suite {name!r} is declared for generator {s['generator']} and the installed "
-            f"generator is {GENERATOR_VERSION}, whose episodes differ: release new suite "
-            f"names for {GENERATOR_VERSION} instead of reusing {name!r}")
+            f"generator is {' / '.join(running)}, whose episodes differ: release new suite "
+            f"names instead of reusing {name!r}")
     return s
 
 
@@ -487,7 +488,7 @@ def pinned_digests(name: str) -> dict[str, str] | None:
     release ledger) when the installed generator built them, else None."""
     _suite(name)
     rel = _releases.release_of(name)
-    if rel is None or rel.generator != GENERATOR_VERSION:
+    if rel is None or rel.generator not in _releases.running_generators():
         return None
     return rel.digests() or None
 
@@ -508,7 +509,7 @@ def pin_digests(names: list[str] | None = None, note: str = "released",
             dig = {f: hashlib.sha256((out / f).read_bytes()).hexdigest()
                    for f in (PUBLIC_FILE, REFERENCE_FILE)}
         _releases.append_release(_releases.Release(
-            name, GENERATOR_VERSION, int(s["n"]), int(s["seed_base"]), s.get("house"),
+            name, str(s["generator"]), int(s["n"]), int(s["seed_base"]), s.get("house"),
             date or datetime.date.today().isoformat(), dig[PUBLIC_FILE], dig[REFERENCE_FILE],
             "current", (), note))
     return {n: _releases.ledger()[n].digests() for n in todo}
