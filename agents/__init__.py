@@ -9,9 +9,11 @@ MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or 
 given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run
 with numpy (the shipped ``learned_trigger.npz``, or ``trigger=PATH``).
 
-Any name (registered or an import path) takes the suffix ``+prefixN``: the agent wrapped in
-:class:`~mindhelper_env.agents.hedge.MovementPrefix` (``N`` free ``[walk]`` lines before
-each of its programs), e.g. ``make_agent("reactive+prefix10")``.
+Any name (registered or an import path) takes a hedge suffix (:mod:`~mindhelper_env.agents.hedge`):
+``+prefixN`` (:class:`~mindhelper_env.agents.hedge.MovementPrefix`, ``N`` free ``[walk]``
+lines before each of its programs), ``+waitN`` (wait-and-see), ``+repeatN`` (act on a
+repeated struggle), ``+delayN`` (act ``N`` windows later), e.g.
+``make_agent("reactive+prefix10")``, ``make_agent("physical-rules+wait3")``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from mindhelper_env.agents.belief import (
     PriorAgent,
     ReactiveAgent,
 )
-from mindhelper_env.agents.hedge import MovementPrefix, split_prefix_suffix
+from mindhelper_env.agents.hedge import MovementPrefix, make_hedge, split_hedge_suffix, strip_hedges
 from mindhelper_env.agents.simple import OracleAgent, RandomAgent, SilentAgent
 
 __all__ = ["Agent", "Usage", "make_agent", "AGENTS", "AGENT_GROUPS", "agent_groups",
@@ -56,9 +58,10 @@ AGENTS: dict[str, Callable[..., Any]] = {
 #: How ``mindhelper list`` groups the registered agents (docs/validity.md, docs/models.md).
 AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "reference": ("belief-tracker", "mindclaw"),
-    "shortcut baselines": ("silent", "random", "reactive", "moved-absent", "prior"),
+    "shortcut baselines": ("silent", "random", "reactive", "moved-absent", "prior",
+                           "physical-rules"),
     "ablations": ("ablation-goal-blind", "ablation-shared-view", "ablation-own-actions",
-                  "perspective-free"),
+                  "perspective-free", "coarse-mind"),
     "model-backed": ("direct-vlm",),
     "learned": ("learned-trigger",),
     "privileged (oracle)": ("oracle",),
@@ -96,6 +99,23 @@ def _perspective_free() -> Any:
 AGENTS["ablation-shared-view"] = _ablation("ablation-shared-view")
 AGENTS["ablation-own-actions"] = _ablation("ablation-own-actions")
 AGENTS["perspective-free"] = _perspective_free
+
+
+def _physical_rules() -> Any:
+    from mindhelper_env.agents.physical import PhysicalRulesAgent
+
+    return PhysicalRulesAgent()
+
+
+def _coarse_mind() -> Any:
+    from mindhelper_env.agents.coarse_mind import CoarseMindAgent
+
+    return CoarseMindAgent()
+
+
+# validity instruments (docs/validity.md): objects without minds; a mind at room level
+AGENTS["physical-rules"] = _physical_rules
+AGENTS["coarse-mind"] = _coarse_mind
 
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")
@@ -186,12 +206,12 @@ def resolve_agent(name: str) -> Callable[..., Any]:
             return call_factory(registered, kwargs, name)
 
         return build_registered
-    base, lines = split_prefix_suffix(name)
-    if lines is not None:
+    base, hedge, k = split_hedge_suffix(name)
+    if hedge is not None and k is not None:
         inner = resolve_agent(base)
 
         def hedged(**kwargs: Any) -> Any:
-            return MovementPrefix(inner(**kwargs), lines=lines)
+            return make_hedge(inner(**kwargs), hedge, k)
 
         return hedged
     if not is_import_path(name):
@@ -202,7 +222,8 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise ValueError(f"unknown agent {name!r}; {hint}known agents: "
                          f"{', '.join(sorted(AGENTS))} (or give an import path like "
-                         "'mypkg.agents:MyAgent'; any name takes the suffix '+prefixN')")
+                         "'mypkg.agents:MyAgent'; any name takes a hedge suffix: '+prefixN', "
+                         "'+waitN', '+repeatN', '+delayN')")
     module_name, _, attr = name.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
@@ -238,7 +259,7 @@ def agent_label(spec: str, agent: Any) -> str:
     """The name of an agent's row and file (``<label>.jsonl``): the registry name for a
     registered agent (with its ``+prefixN``), else the built agent's ``name`` attribute
     (else its class name)."""
-    base, _lines = split_prefix_suffix(spec)
+    base, _hedges = strip_hedges(spec)
     if spec in AGENTS or base in AGENTS:
         return spec
     name = getattr(agent, "name", None)

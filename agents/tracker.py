@@ -12,7 +12,9 @@ end of a window) — and keeps
 * **per-person belief tables**: where each person believes each object is, updated by the
   same perception rules the people follow (they see their room when they enter it; in a room
   they see what others take, put and reveal; a place in view that lacks what they expected
-  erases that belief); each entry keeps the tick and the evidence that set it;
+  erases that belief; where ``info["perception"]`` is ``"attention"``, someone on the phone
+  perceives none of it); each entry keeps the tick and
+  the evidence that set it;
 * **attention and earlier steps**: who is on the phone (and so notices nothing), and what each
   person took so far (what they will want next follows from it:
   :func:`~mindhelper_env.scenarios.observer.infer_goal`);
@@ -128,6 +130,9 @@ class BeliefTracker:
         self.reset()
 
     def reset(self) -> None:
+        #: attention perception (``info["perception"] == "attention"``): someone on the phone
+        #: perceives none of the others' events
+        self.attention = False
         self.where: dict[int, int] = {}
         self.classes: dict[int, str] = {}
         self.room_of: dict[int, int | None] = {}
@@ -158,6 +163,9 @@ class BeliefTracker:
         is_map = _is_mapping(info)
         cands = info.get("candidates", {}) if is_map else {}
         robot = info.get("robot") if is_map else None
+        if is_map:
+            # the episode's perception rule (absent: everyone in a room perceives it all)
+            self.attention = info.get("perception") == "attention"
         if _is_mapping(robot):
             self.robot_room = robot.get("room")
         if self._started:
@@ -414,6 +422,8 @@ class BeliefTracker:
                     self._set_belief(p, obj, None, tick, "saw it was not there")
 
     def _perceive(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
+        if self.attention and p.busy:
+            return  # on the phone: nothing of what happens in the room reaches them
         if p.room != p.last_room or not p.looked:
             self._look_around(p, tick)
             return

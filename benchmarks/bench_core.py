@@ -53,9 +53,9 @@ def bench_steps(n_steps: int = 4000, **env_kwargs: object) -> float:
     return n_steps / (time.perf_counter() - t0)
 
 
-def warm_pool_env(pool_size: int) -> gym.Env:
-    """The default env with a ``pool_size`` episode pool, filled."""
-    env = gym.make("MindHelper-VirtualHome-v0", pool_size=pool_size)
+def warm_pool_env(pool_size: int, generator: str | None = None) -> gym.Env:
+    """The default env (episodes of ``generator``) with a ``pool_size`` episode pool, filled."""
+    env = gym.make("MindHelper-VirtualHome-v0", pool_size=pool_size, generator=generator)
     env.unwrapped.episode_pool.fill()
     return env
 
@@ -175,12 +175,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--pool-size", type=int, default=512)
+    ap.add_argument("--generator", default=None,
+                    help="episodes of this generator (e.g. mh-gen-3.0; default: the current)")
     args = ap.parse_args()
     steps, rgb_steps, fresh, replay, lines = [], [], [], [], []
     pool_resets, pool_steps, grid_steps = [], [], []
     size = (0, 0)
     t0 = time.perf_counter()
-    pool_env = warm_pool_env(args.pool_size)
+    pool_env = warm_pool_env(args.pool_size, args.generator)
     print(f"episode pool of {args.pool_size} ready in {time.perf_counter() - t0:.1f} s "
           f"({pool_env.unwrapped.episode_pool.directory})")
     for _ in range(args.repeats):
@@ -189,7 +191,7 @@ def main() -> None:
         grid = bench_minigrid()
         if grid is not None:
             grid_steps.append(grid)
-        steps.append(bench_steps())
+        steps.append(bench_steps(generator=args.generator))
         rgb_steps.append(bench_steps(600, obs_mode="text+rgb", frame_size=128))
         f, r = bench_resets()
         fresh.append(f)

@@ -14,9 +14,24 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE` by default) this prints, 
 4. the **feature scan** per twin group: the best single-feature threshold rule and a
    depth-3 decision tree over all features, the post-hoc ones of the silent rollout included
    (bounded), and over the reset and cue-time ones alone (what an agent has in time);
-5. the bounds (:data:`mindhelper_env.validity.BOUNDS`); exits 1 if one breaks.
+5. the **physical trackers** (objects, bodies, the scene, common sense; no minds): the
+   rule variant ``physical-rules`` and the learned ``physical-learned`` (gradient boosting on
+   the state at each struggle), each with wait-and-see, overall and per twin group;
+6. the **coarse mind** (room co-presence and the room attention rule) beside the tracker,
+   overall and per twin group;
+7. the **object-centric scan** per twin group: best single feature, depth-3 tree and
+   gradient boosting at the first struggle of anyone and at the focus person's, with and
+   without the pre-deadline history, and post-hoc (reported only);
+8. the **hedge gains** (``+wait3``, ``+repeat2``, ``+delay1``, ``+prefix8``) of the non-mind
+   agents, overall and per twin group;
+9. the bounds: :data:`mindhelper_env.validity.BOUNDS` for ``mh-gen-2.x`` suites (the object
+   instruments reported, not bounded: v2 is known to leak to them),
+   :data:`mindhelper_env.validity.BOUNDS_V3` for ``mh-gen-3.x`` suites; exits 1 if one breaks.
 
-Classifiers are trained on ``--train`` training-seed episodes set in the suite's houses.
+Classifiers are trained on ``--train`` training-seed episodes set in the suite's houses (the
+learned physical tracker on three quarters of them, its threshold tuned on the rest).
+``--objects-only`` plays and measures only what sees objects (sections 5-8, with the oracle,
+the tracker and the coarse mind), for quick runs.
 """
 
 from __future__ import annotations
@@ -33,10 +48,15 @@ from mindhelper_env import validity as V
 COLUMNS = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "premature_rate", "late_rate",
            "false_alarm_rate", "harm_rate")
 REGISTERED = ("oracle", "belief-tracker", *V.ABLATION_AGENTS, V.GOAL_ABLATION,
-              "perspective-free", "reactive",
+              V.COARSE_MIND, "physical-rules", "perspective-free", "reactive",
               "moved-absent", "prior", "random", "silent")
 #: agents played with the hedge too (the oracle reads the env; silent never acts)
 HEDGED = tuple(a for a in REGISTERED if a not in ("oracle", "silent"))
+#: registered agents played with every hedge of V.HEDGE_KINDS (the learned tracker too)
+MULTI_HEDGED = ("physical-rules", "perspective-free", "reactive")
+#: what --objects-only plays
+OBJECTS_ONLY = ("oracle", "belief-tracker", V.COARSE_MIND, "physical-rules",
+                "perspective-free")
 
 
 def _hedge_class():
@@ -45,6 +65,14 @@ def _hedge_class():
     except ImportError:
         return None
     return MovementPrefix
+
+
+def _short(group: str) -> str:
+    """A twin group's column name: its help family without the task type."""
+    for prefix in ("false_belief_", "implicit_goal_"):
+        if group.startswith(prefix):
+            return group[len(prefix):]
+    return group
 
 
 def _pct(x) -> str:
@@ -60,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N suite episodes only")
     ap.add_argument("--hedge-lines", type=int, default=V.HEDGE_LINES)
     ap.add_argument("--no-hedge", action="store_true", help="skip the hedged agents")
+    ap.add_argument("--objects-only", action="store_true",
+                    help="only the instruments that see objects (and oracle, tracker, "
+                         "coarse mind)")
     ap.add_argument("--json", default=None, metavar="FILE",
                     help="also write every figure (agents overall and per twin group, "
                          "classifiers, scan, broken bounds) to FILE")
@@ -79,19 +110,52 @@ def main(argv: list[str] | None = None) -> int:
 
     # ---- play the registered agents
     t0 = time.perf_counter()
-    names = list(REGISTERED) + ([h(a) for a in HEDGED] if hedge is not None else [])
+    registered = OBJECTS_ONLY if args.objects_only else REGISTERED
+    names = list(registered)
+    if hedge is not None:
+        names += [h(a) for a in HEDGED if a in registered]
+        names += [f"{a}+{k}" for a in MULTI_HEDGED if a in registered
+                  for k in V.HEDGE_KINDS if not k.startswith("prefix")]
     recs = V.agent_records(args.suite, names, workers=args.workers, limit=args.limit)
     scores = {a: V.scores(r, args.suite) for a, r in recs.items()}
     t_play = time.perf_counter() - t0
 
     # ---- training data, classifiers, the window-classifier agent
     t0 = time.perf_counter()
-    train = V.training_data(args.train, house=SUITES[args.suite].get("house"))
-    test = V.suite_data(args.suite, args.limit)
+    house = SUITES[args.suite].get("house")
+    specs = V.training_episodes(args.train, house=house, generator=V.generator_of(args.suite))
+    train = [] if args.objects_only else V.training_data(len(specs), specs=specs)
+    test = [] if args.objects_only else V.suite_data(args.suite, args.limit)
+    ptrain = V.training_physical_data(len(specs), specs=specs)
+    ptest = V.suite_physical_data(args.suite, args.limit)
     t_data = time.perf_counter() - t0
     t0 = time.perf_counter()
+    # the learned physical tracker: fit on 3/4 of the training seeds, tuned on the rest
+    k_fit = max(1, 3 * len(ptrain) // 4)
+    pmodel = V.train_physical_model(ptrain[:k_fit], ptrain[k_fit:])
+    learned = "physical-learned"
+    scores[learned] = V.scores(V.play_records(args.suite, V.PhysicalLearnedAgent(pmodel),
+                                              learned, limit=args.limit), args.suite)
+    if hedge is not None:
+        from mindhelper_env.agents.hedge import make_hedge, split_hedge_suffix
+
+        for kind in V.HEDGE_KINDS:
+            hn = f"{learned}+{kind}"
+            _, hk, kk = split_hedge_suffix(hn)
+            scores[hn] = V.scores(V.play_records(
+                args.suite, make_hedge(V.PhysicalLearnedAgent(pmodel), hk, kk), hn,
+                limit=args.limit), args.suite)
+    oscan = V.object_scan(ptrain, ptest)
+    t_obj = time.perf_counter() - t0
+    t0 = time.perf_counter()
     wclfs = {}
+    classifiers: dict = {}
+    timing_only: dict = {}
+    scan: dict = {}
+    scan_time: dict = {}
     for ctx, wname in zip(V.WINDOW_CONTEXTS, V.WINDOW_AGENTS, strict=True):
+        if args.objects_only:
+            break
         wclf = wclfs[wname] = V.train_window_classifier(train, context=ctx)
         scores[wname] = V.scores(V.play_records(args.suite, V.WindowClassifierAgent(wclf),
                                                 wname, limit=args.limit), args.suite)
@@ -100,21 +164,103 @@ def main(argv: list[str] | None = None) -> int:
             scores[hn] = V.scores(V.play_records(
                 args.suite, hedge(V.WindowClassifierAgent(wclf), lines=args.hedge_lines), hn,
                 limit=args.limit), args.suite)
-    classifiers = {
-        "reset": V.text_classifier_accuracy(train, test, lambda d: d.windows[0]),
-        "reset+2": V.text_classifier_accuracy(train, test,
-                                              lambda d: [t for w in d.windows[:3] for t in w]),
-        "cue": V.cue_classifier_accuracy(train, test),
-        **{"window" + wname[len("window-classifier"):]: {
-            "all": scores[wname]["PIA"] / 100.0,
-            **{g: m["accuracy"] / 100.0 for g, m in scores[wname]["groups"].items()}}
-           for wname in V.WINDOW_AGENTS},
-    }
-    timing_only = {w: V.window_classifier_accuracy(c, test) for w, c in wclfs.items()}
-    scan = V.feature_scan(train, test)  # every feature, post-hoc ones included (bounded)
-    scan_time = V.feature_scan(train, test, kinds=("reset", "cue"))  # what is known in time
+    if not args.objects_only:
+        classifiers = {
+            "reset": V.text_classifier_accuracy(train, test, lambda d: d.windows[0]),
+            "reset+2": V.text_classifier_accuracy(
+                train, test, lambda d: [t for w in d.windows[:3] for t in w]),
+            "cue": V.cue_classifier_accuracy(train, test),
+            **{"window" + wname[len("window-classifier"):]: {
+                "all": scores[wname]["PIA"] / 100.0,
+                **{g: m["accuracy"] / 100.0 for g, m in scores[wname]["groups"].items()}}
+               for wname in V.WINDOW_AGENTS},
+        }
+        timing_only = {w: V.window_classifier_accuracy(c, test) for w, c in wclfs.items()}
+        scan = V.feature_scan(train, test)  # every feature, post-hoc ones included (bounded)
+        scan_time = V.feature_scan(train, test, kinds=("reset", "cue"))  # known in time
     t_clf = time.perf_counter() - t0
 
+    groups = V.twin_groups()
+    if not args.objects_only:
+        _text_sections(console, args, scores, classifiers, timing_only, wclfs, scan,
+                       scan_time, len(train))
+    # 2. agent table
+    table = Table(title=f"{args.suite}: agents that read only obs and info (oracle: "
+                        "privileged); +prefixN, +waitN, +repeatN, +delayN: the hedges")
+    table.add_column("agent", style="bold")
+    for c in COLUMNS:
+        table.add_column(c.replace("_rate", ""), justify="right")
+    order = []
+    for a in (*REGISTERED, learned, *V.WINDOW_AGENTS):
+        for n in (a, *(f"{a}+{k}" for k in V.HEDGE_KINDS if not k.startswith("prefix")),
+                  h(a)):
+            if n in scores and n not in order:
+                order.append(n)
+    for a in order:
+        table.add_row(a, *(_pct(scores[a].get(c)) for c in COLUMNS))
+    console.print(table)
+
+    _object_sections(console, args, scores, oscan, pmodel, groups)
+
+    # 9. bounds
+    bounds = V.bounds_for(args.suite)
+    shortcut = [*V.SHORTCUT_BASELINES, *V.WINDOW_AGENTS]
+    broken = V.check_bounds(scores, classifiers={k: v for k, v in classifiers.items()
+                                                 if k != "reset+2"},
+                            scan=scan or None, shortcuts=shortcut, bounds=bounds)
+    v3_checks = V.check_bounds_v3(scores, scan=oscan)
+    if V.is_v3(args.suite):
+        broken += v3_checks
+    else:
+        console.print(f"{args.suite} ({V.generator_of(args.suite)}) is held to BOUNDS; the "
+                      f"object instruments are reported, not bounded: {len(v3_checks)} "
+                      "BOUNDS_V3 checks would break")
+    console.print(f"played agents in {t_play:.0f} s, rolled out {len(specs)} training and "
+                  f"{len(ptest)} suite episodes in {t_data:.0f} s, physical trackers and "
+                  f"object scan in {t_obj:.0f} s, text classifiers and scan in "
+                  f"{t_clf:.0f} s; total {time.perf_counter() - t_all:.0f} s")
+    if args.json:
+        import json
+
+        keep = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "SR", "AC", "premature_rate",
+                "late_rate", "false_alarm_rate", "harm_rate", "n_help", "n_silent", "accuracy")
+
+        def slim(m):
+            return {k: m.get(k) for k in keep if k in m}
+
+        out = {"suite": args.suite, "generator": V.generator_of(args.suite),
+               "limit": args.limit, "train": len(specs), "bounds": bounds,
+               "agents": {a: {**slim(m), "groups": {g: slim(gm) for g, gm
+                                                    in m["groups"].items()}}
+                          for a, m in scores.items()},
+               "classifiers": classifiers, "window_timing_only": timing_only,
+               "window_thresholds": {w: c.threshold for w, c in wclfs.items()},
+               "scan": {g: {"single": r["single"], "tree": r["tree"]["test"]}
+                        for g, r in scan.items()},
+               "scan_in_time": {g: {"single": r["single"], "tree": r["tree"]["test"]}
+                                for g, r in scan_time.items()},
+               "physical_learned_threshold": pmodel.threshold,
+               "object_scan": {g: {k: ({"single": v["single"], "tree": v["tree"]["test"],
+                                        "gb": v["gb"]["test"]} if isinstance(v, dict) else v)
+                                   for k, v in r.items()} for g, r in oscan.items()},
+               "v3_checks": v3_checks, "broken": broken, "unchecked": unchecked}
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+    for u in unchecked:
+        console.print(f"[red]NOT CHECKED[/red]: {u}")
+    for b in broken:
+        console.print(f"[red]BOUND BROKEN[/red]: {b}")
+    if args.objects_only:
+        console.print("--objects-only: the ablations, shortcuts and text classifiers were not "
+                      "played; only what was measured was checked")
+    if not broken and not unchecked:
+        console.print("all validity bounds hold")
+    return 1 if broken or unchecked else 0
+
+
+def _text_sections(console, args, scores, classifiers, timing_only, wclfs, scan, scan_time,
+                   n_train) -> None:
+    """Sections 1, 1b, 3 and 4: ablations, goal ablation, text classifiers, feature scan."""
     groups = V.twin_groups()
     belief = set(V.belief_groups())
     # 1. ablation gap
@@ -151,23 +297,8 @@ def main(argv: list[str] | None = None) -> int:
                       _pct(None if tr is None or gb is None else tr - gb))
     console.print(table)
 
-    # 2. agent table
-    table = Table(title=f"{args.suite}: agents that read only obs and info (oracle: "
-                        f"privileged); +prefix{args.hedge_lines}: the movement-prefix hedge")
-    table.add_column("agent", style="bold")
-    for c in COLUMNS:
-        table.add_column(c.replace("_rate", ""), justify="right")
-    order = []
-    for a in (*REGISTERED, *V.WINDOW_AGENTS):
-        order.append(a)
-        if h(a) in scores:
-            order.append(h(a))
-    for a in order:
-        table.add_row(a, *(_pct(scores[a].get(c)) for c in COLUMNS))
-    console.print(table)
-
     # 3. classifiers
-    table = Table(title=f"needs-help classifiers ({len(train)} training episodes; accuracy %, "
+    table = Table(title=f"needs-help classifiers ({n_train} training episodes; accuracy %, "
                         "per twin group a classifier trained on that group)")
     table.add_column("classifier", style="bold")
     for g in (*groups, "all"):
@@ -209,44 +340,74 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['n_train']}/{r['n_test']}")
     console.print(table)
 
-    # 5. bounds
-    shortcut = [*V.SHORTCUT_BASELINES, *V.WINDOW_AGENTS]
-    broken = V.check_bounds(scores, classifiers={k: v for k, v in classifiers.items()
-                                                 if k != "reset+2"},
-                            scan=scan, shortcuts=shortcut)
-    console.print(f"played agents in {t_play:.0f} s, rolled out {len(train)} training and "
-                  f"{len(test)} suite episodes in {t_data:.0f} s, classifiers and scan in "
-                  f"{t_clf:.0f} s; total {time.perf_counter() - t_all:.0f} s")
-    if args.json:
-        import json
 
-        keep = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "SR", "AC", "premature_rate",
-                "late_rate", "false_alarm_rate", "harm_rate", "n_help", "n_silent", "accuracy")
+def _object_sections(console, args, scores, oscan, pmodel, groups) -> None:
+    """Sections 5-8: physical trackers, coarse mind, object-centric scan, hedge gains."""
+    def pha(name: str, g: str | None = None):
+        m = scores.get(name)
+        if m is None:
+            return None
+        return m.get("PHA") if g is None else m["groups"].get(g, {}).get("PHA")
 
-        def slim(m):
-            return {k: m.get(k) for k in keep if k in m}
+    # 5. physical trackers
+    rows = [n for n in ("physical-rules", "physical-rules+wait3", "physical-learned",
+                        "physical-learned+wait3", "perspective-free") if n in scores]
+    table = Table(title=f"{args.suite}: physical trackers (objects, bodies, scene, common "
+                        "sense; no minds): PHA/PIA overall, PHA per twin group "
+                        f"(learned threshold {pmodel.threshold:.3f})")
+    table.add_column("agent", style="bold", no_wrap=True)
+    for c in ("PHA", "PIA", *map(_short, groups)):
+        table.add_column(c, justify="right")
+    for n in rows:
+        table.add_row(n, _pct(pha(n)), _pct(scores[n].get("PIA")),
+                      *(_pct(pha(n, g)) for g in groups))
+    console.print(table)
+    # 6. coarse mind
+    table = Table(title=f"{args.suite}: the coarse mind (room co-presence, the room "
+                        "attention rule) beside the tracker: PHA (reported, not bounded)")
+    table.add_column("agent", style="bold", no_wrap=True)
+    for c in ("all", *map(_short, groups)):
+        table.add_column(c, justify="right")
+    for n in ("belief-tracker", V.COARSE_MIND):
+        if n in scores:
+            table.add_row(n, _pct(pha(n)), *(_pct(pha(n, g)) for g in groups))
+    console.print(table)
+    # 7. object-centric scan
+    table = Table(title="object-centric scan: help vs twins per group, accuracy % on the "
+                        "suite (single: best single feature; tree: depth 3; gb: gradient "
+                        "boosting); 'focus' reads the focus person from the reference (an "
+                        "upper bound); post-hoc reported, not bounded")
+    table.add_column("twin group", style="bold", no_wrap=True)
+    table.add_column("cue / features", style="bold", no_wrap=True)
+    for c in ("best single feature", "single", "tree", "gb", "n train/test"):
+        table.add_column(c, justify="right")
+    for g in groups:
+        r = oscan.get(g)
+        if r is None:
+            continue
+        for key in (f"{c}/{s}" for c in V.SCAN_CUES for s in V.SCAN_SETS):
+            x = r[key]
+            table.add_row(_short(g), key, str(x["single"]["feature"]),
+                          _pct(100 * x["single"]["test"]), _pct(100 * x["tree"]["test"]),
+                          _pct(100 * x["gb"]["test"]), f"{r['n_train']}/{r['n_test']}")
+    console.print(table)
+    # 8. hedge gains
+    table = Table(title=f"{args.suite}: hedge gains, PHA(agent+hedge) - PHA(agent), overall "
+                        "and per twin group")
+    table.add_column("agent", style="bold", no_wrap=True)
+    for c in ("all", *map(_short, groups)):
+        table.add_column(c, justify="right")
+    for n in sorted(scores):
+        base, hedges = V.base_agent(n)
+        if not hedges or len(hedges) > 1 or base not in scores:
+            continue
 
-        out = {"suite": args.suite, "limit": args.limit, "train": len(train),
-               "bounds": V.BOUNDS,
-               "agents": {a: {**slim(m), "groups": {g: slim(gm) for g, gm
-                                                    in m["groups"].items()}}
-                          for a, m in scores.items()},
-               "classifiers": classifiers, "window_timing_only": timing_only,
-               "window_thresholds": {w: c.threshold for w, c in wclfs.items()},
-               "scan": {g: {"single": r["single"], "tree": r["tree"]["test"]}
-                        for g, r in scan.items()},
-               "scan_in_time": {g: {"single": r["single"], "tree": r["tree"]["test"]}
-                                for g, r in scan_time.items()},
-               "broken": broken, "unchecked": unchecked}
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
-    for u in unchecked:
-        console.print(f"[red]NOT CHECKED[/red]: {u}")
-    for b in broken:
-        console.print(f"[red]BOUND BROKEN[/red]: {b}")
-    if not broken and not unchecked:
-        console.print("all validity bounds hold")
-    return 1 if broken or unchecked else 0
+        def gain(g=None, n=n, base=base):
+            a, b = pha(n, g), pha(base, g)
+            return None if a is None or b is None else a - b
+
+        table.add_row(n, _pct(gain()), *(_pct(gain(g)) for g in groups))
+    console.print(table)
 
 
 if __name__ == "__main__":

@@ -67,4 +67,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from _example import run
+
+    run(main, __file__)

@@ -133,9 +133,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ModuleNotFoundError as exc:  # one line naming the extra, not a traceback
-        raise SystemExit(f"rllib_trigger.py needs the rllib extra ({exc.name} is missing): "
-                         "pip install torch==2.13.0 && pip install 'mindhelper-env[rllib]'"
-                         ) from None
+    from _example import run
+
+    run(main, __file__, extra="rllib")

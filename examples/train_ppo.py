@@ -72,9 +72,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except ModuleNotFoundError as exc:  # one line naming the extra, not a traceback
-        raise SystemExit(f"train_ppo.py needs the rl extra ({exc.name} is missing): "
-                         "pip install torch==2.13.0 && pip install 'mindhelper-env[rl]'"
-                         ) from None
+    from _example import run
+
+    run(main, __file__, extra="rl")

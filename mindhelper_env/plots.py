@@ -27,6 +27,10 @@ __all__ = [
     "write_plots",
 ]
 
+#: The per-family heatmap's colour map: cividis, readable without telling red from green
+#: (its lightness rises steadily from 0 to 100 %); every cell also prints its number.
+HEATMAP_CMAP = "cividis"
+
 #: The metrics of the paper's Table II, in its column order.
 TABLE_METRICS: tuple[str, ...] = ("PHA", "PHR", "TA", "SR", "AC", "PIR", "PSR", "PIA")
 
@@ -235,7 +239,7 @@ def plot_family(
     fig, ax = plt.subplots(
         figsize=(min(14.0, 4.5 + 1.1 * max(1, len(agents))), max(3.0, 0.34 * len(families) + 1.6))
     )
-    ax.imshow(np.ma.masked_invalid(grid), cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
+    ax.imshow(np.ma.masked_invalid(grid), cmap=HEATMAP_CMAP, vmin=0, vmax=100, aspect="auto")
     for i in range(len(families)):
         for j in range(len(agents)):
             v = grid[i, j]
@@ -246,7 +250,7 @@ def plot_family(
                 ha="center",
                 va="center",
                 fontsize=9,
-                color="black",
+                color=heatmap_text_color(v),
             )
     ax.set_xticks(range(len(agents)))
     ax.set_xticklabels(
@@ -260,6 +264,29 @@ def plot_family(
     ax.tick_params(top=False, bottom=True)
     _title(ax, "Per family (%): PHR where help is needed, PSR where it is not", table, subtitle)
     return _save(plt, fig, path)
+
+
+def relative_luminance(rgb: Sequence[float]) -> float:
+    """WCAG 2 relative luminance of an sRGB colour with channels in 0..1."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(float(c)) for c in rgb[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def heatmap_text_color(value: float) -> str:
+    """The text colour of a heatmap cell showing ``value`` (0 to 100 %): black or white,
+    whichever contrasts more with the cell's :data:`HEATMAP_CMAP` colour (black on an empty
+    ``n/a`` cell)."""
+    import math
+
+    import matplotlib
+
+    if value is None or math.isnan(value):
+        return "black"
+    cell = relative_luminance(matplotlib.colormaps[HEATMAP_CMAP](min(max(value, 0), 100) / 100))
+    return "black" if (cell + 0.05) / 0.05 >= 1.05 / (cell + 0.05) else "white"
 
 
 def plot_breakdown(

@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "mindhelper_env.ray_backend")),
     # the HTML report replays recorded episodes and reads evaluate's result files
     ("report", ("mindhelper_env.report",)),
-    ("validity", ("mindhelper_env.validity", "mindhelper_env.validity_data")),
+    ("validity", ("mindhelper_env.validity",)),
     # the Trigger env wraps MindClaw's engine and trains it: it sits above the agents (it
     # moves next to MindClaw with trigger training, docs/design.md)
     ("training", ("mindhelper_env.agents.mindclaw.training", "mindhelper_env.trigger_training",

@@ -195,6 +195,7 @@ def new_generator(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(S, "GENERATOR_VERSION", new)
     # where the code builds several generators, the changed one replaces the released one
     monkeypatch.setattr(generator, "GENERATORS", (new,), raising=False)
+    monkeypatch.setattr(generator, "GENERATOR_VERSION", new)
     return new
 
 

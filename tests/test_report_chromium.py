@@ -109,13 +109,20 @@ def test_report_renders_without_console_errors(site, shots):
             assert box[0] > 500 and box[1] > 50
             assert b.evaluate("document.querySelector('#timeline rect.window')"
                               ".getBBox().width") > 0
-            assert b.evaluate("document.querySelectorAll('#windows tbody tr').length") >= 20
+            # every window is in the table: a row each, or folded into a row of quiet ones
+            assert b.evaluate("(() => { let n = 0; document.querySelectorAll('#windows tbody tr')"
+                              ".forEach(r => { n += r.classList.contains('quiet') ? "
+                              "Number(r.dataset.count) : 1; }); return n; })()") >= 20
             assert b.evaluate("document.querySelectorAll('#beliefs tbody tr').length") >= 1
             b.screenshot(shots / name)
         b.open(bad.as_uri())
         assert b.evaluate("document.querySelector('#timeline line.scored-intervention')"
                           " !== null")
         assert b.evaluate("document.querySelector('#windows tr.scored') !== null")
+        # a folded run of quiet windows opens on a click
+        if b.evaluate("document.querySelector('#windows tr.quiet summary') !== null"):
+            b.evaluate("document.querySelector('#windows tr.quiet summary').click()")
+            assert b.evaluate("document.querySelector('#windows tr.quiet details').open")
     for name in ("leaderboard.png", "failed-episode.png", "episode.png"):
         assert (shots / name).stat().st_size > 10_000
 

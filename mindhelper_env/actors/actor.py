@@ -26,7 +26,8 @@ Activities (JSON dicts, in order):
   is seen struggling there; then hand them ``object`` or open ``container`` for them.
 * ``{"type": "phone", "ticks": k}`` — take a phone call where one stands and talk for ``k``
   ticks (visible: ``phone`` when it starts, ``hangup`` when it ends). Someone on the phone
-  notices nothing around them.
+  notices nothing around them; with **attention perception** (below) they also see and hear
+  nothing of what others do meanwhile.
 * ``{"type": "tell", "person": id, "object": id, "place": id}`` — go to ``person`` and tell
   them where ``object`` is (``place``). Everyone in the room hears it (earshot is the room),
   the robot's cameras included.
@@ -44,6 +45,13 @@ decide, so that a robot cannot wait to see whether anyone comes: whether someone
 must be read off the scene at the struggle (who is in the room, on the phone, with a free
 hand). What a stretching person wants is known to the people of the house (they share the
 task), not to the robot: a stretch names only the place.
+
+**Attention perception** (``attention=True``; episodes whose spec says ``"perception":
+"attention"``, generator ``mh-gen-3.0`` on). Presence is not perception: a person on the
+phone perceives none of the others' events in the room (a move, a put, an opened container,
+a tell said to someone else); what changed meanwhile they learn as anyone would, from what
+they see happen next or on entering a room. Without it (the default,
+the episodes of ``mh-gen-2.x``) everyone in a room perceives everything that happens there.
 
 **Visible behaviour.** People use the containers they open and close them again. Besides
 script lines an actor emits three behaviour events (``outbox``), all of them things a camera
@@ -128,7 +136,13 @@ class Actor:
     linger: int = 0
     #: where a stuck person wanders to (furniture id; None: they stay put)
     stuck_walk: int | None = None
+    #: where a person walks over to while they pause after a failed attempt (furniture id;
+    #: None: they stand there), as a stuck person wanders (``mh-gen-3.0``)
+    pause_walk: int | None = None
     beliefs: dict[int, int] = field(default_factory=dict)
+    #: attention perception: on the phone, perceive nothing of others' events (module
+    #: docstring)
+    attention: bool = False
     #: what the person goes on to do once their task is over, done or given up (the same
     #: kinds of activity; no markers, and a failure there only skips the activity): people
     #: carry on with their day either way, so what they do after a task shows nothing of
@@ -156,6 +170,7 @@ class Actor:
     _doing: str = ""
     _activity_done: bool = False
     _closing: int | None = None
+    _pause_walking: bool = False
     _opened: int | None = None
     _assist_go: bool = False
     #: on the phone (notices nothing)
@@ -174,7 +189,7 @@ class Actor:
     _stuck_beliefs: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any]) -> Actor:
+    def from_spec(cls, spec: dict[str, Any], *, attention: bool = False) -> Actor:
         kind = spec.get("kind", "adult")
         if kind not in ACTOR_KINDS:
             raise ValueError(f"unknown actor kind {kind!r}; expected one of {sorted(ACTOR_KINDS)}")
@@ -198,7 +213,9 @@ class Actor:
             retry_wait=int(spec.get("retry_wait", 1)),
             linger=int(spec.get("linger", 0)),
             stuck_walk=None if spec.get("stuck_walk") is None else int(spec["stuck_walk"]),
+            pause_walk=None if spec.get("pause_walk") is None else int(spec["pause_walk"]),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
+            attention=bool(attention),
         )
 
     @property
@@ -225,6 +242,8 @@ class Actor:
     def perceive(self, world: World, events: list[Event]) -> None:
         """Update beliefs from what this actor can see this tick."""
         room = world.chars[self.id].room
+        if self.attention and self.busy:
+            return  # on the phone: nothing of what happens in the room reaches them
         if room != self._last_room or self._look:
             self._last_room = room
             self._look = False
@@ -362,6 +381,13 @@ class Actor:
                 return self._wander(world)
         if self._wait > 0:
             self._wait -= 1
+            target = self.pause_walk
+            if target is not None and target in world.graph.nodes:
+                if world.is_close(self.id, target):
+                    self.pause_walk = None  # once, as a stuck person wanders once
+                elif world.chars[self.id].sitting_on is None:
+                    self._pause_walking = True
+                    return self._walk_to(world, target)
             return None
         activities = self.after if self._after else self.activities
         for _ in range(len(activities) + 1):
@@ -793,6 +819,11 @@ class Actor:
     # ------------------------------------------------------------------ feedback
     def feedback(self, world: World, line: ScriptLine, result: ActionResult) -> None:
         """React to the outcome of the line this actor just tried."""
+        if self._pause_walking:  # a walk while pausing is no attempt at the task
+            self._pause_walking = False
+            if not result.ok:
+                self.pause_walk = None
+            return
         if self._give_up_at is not None and line.verb in ("walk", "standup"):
             if not result.ok:
                 self.stuck_walk = None  # a stuck person's wandering is no attempt at the task

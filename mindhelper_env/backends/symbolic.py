@@ -36,10 +36,15 @@ from mindhelper_env.actors.actor import Actor
 from mindhelper_env.world.script import MOVEMENT_VERBS, ScriptLine, is_silence, parse_program
 from mindhelper_env.world.world import Event, World
 
-__all__ = ["Simulation", "ROBOT_ID", "ExecutedLine"]
+__all__ = ["Simulation", "ROBOT_ID", "ExecutedLine", "PERCEPTION_MODES"]
 
 #: Node id of the robot character in every episode.
 ROBOT_ID = 1
+#: How the people of an episode perceive (the spec's ``"perception"``; default ``room``):
+#: ``room`` — everyone in a room perceives everything that happens there (``mh-gen-2.x``);
+#: ``attention`` — a person on the phone perceives none of the others' events
+#: (``mh-gen-3.x``; :class:`~mindhelper_env.actors.actor.Actor`).
+PERCEPTION_MODES = ("room", "attention")
 
 _MOVING_VERBS = frozenset({"grab", "putin", "putback", "drop", "give"})
 #: Verbs whose success Actor.feedback reacts to (it reacts to every failure).
@@ -101,9 +106,16 @@ class Simulation:
         self.robot = ROBOT_ID
         if ROBOT_ID not in self.world.chars:
             raise ValueError("episode graph has no robot character (node 1)")
+        perception = spec.get("perception", "room")
+        if perception not in PERCEPTION_MODES:
+            raise ValueError(f"episode spec 'perception' must be one of {list(PERCEPTION_MODES)}, "
+                             f"got {perception!r}")
+        #: how people perceive (:data:`PERCEPTION_MODES`): ``room`` (everyone in a room
+        #: perceives what happens there) or ``attention`` (not while on the phone)
+        self.perception: str = perception
         self.actors: list[Actor] = []
         for a in sorted(spec["actors"], key=lambda a: a["id"]):
-            actor = Actor.from_spec(a)
+            actor = Actor.from_spec(a, attention=perception == "attention")
             if actor.id not in self.world.chars:
                 raise ValueError(f"actor {actor.name} ({actor.id}) is not a character in the graph")
             self.world.set_reach(actor.id, actor.reach)

@@ -40,7 +40,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                         help="run agents on a suite and write result records")
     ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v2")
     ev.add_argument("--agents", required=True, type=agent_list,
-                    help="comma-separated agent names, e.g. silent,random,oracle")
+                    help="comma-separated agents: built-in names (mindhelper list), e.g. "
+                         "silent,random,oracle, or your own class as module:Class (imported "
+                         "from the current folder, e.g. myagent:MyAgent)")
     ev.add_argument("--out", required=True, type=path_arg,
                     help="output directory (locked while the run writes to it)")
     ev.add_argument("--workers", type=int_between(1, MAX_WORKERS), default=1,

@@ -11,8 +11,9 @@
     mindhelper mine-skills
 
 Bad input (a corrupt or truncated result file, records of another suite, unknown agents or
-suites, a tampered suite directory ...) ends with one line on stderr,
-``mindhelper: error: <file>:<line>: <reason>`` where a file is at fault, and exit code 2.
+suites, a tampered suite directory ...) ends with one line on stderr in one style,
+``mindhelper: error: <command>: <reason>`` (``<reason>`` starts with ``<file>:<line>:`` where
+a file is at fault, with ``argument --flag:`` where a flag is), and exit code 2.
 Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
 130 an interrupt (Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked
 before ``evaluate`` touches its output folder, and errors name the flag.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -125,10 +127,35 @@ def _one_line(message: str) -> str:
     return " ".join(str(message).split())
 
 
-def _error(message: str, code: int) -> int:
-    sys.stderr.write(f"{PROG}: error: {_one_line(message)}\n")
+#: A library message's keyword spelling beside its flag: "--resume (resume=True)" and
+#: "--resume / resume=True" read "--resume" at the command line.
+_KEYWORD_BESIDE_FLAG = re.compile(r"(--([a-z][a-z-]*)) (?:\(([a-z_]+)=True\)|/ ([a-z_]+)=True)")
+
+
+def _cli_words(message: str) -> str:
+    def flag_only(m: re.Match[str]) -> str:
+        keyword = m.group(3) or m.group(4)
+        return m.group(1) if keyword == m.group(2).replace("-", "_") else m.group(0)
+
+    return _KEYWORD_BESIDE_FLAG.sub(flag_only, message)
+
+
+def _error(message: str, code: int, command: str | None = None) -> int:
+    """``mindhelper: error: [<command>: ]<message>`` on one line: every error of the command
+    names the subcommand once, whether argparse or the command itself found it."""
+    text = _cli_words(_one_line(message))
+    if command and not text.startswith(f"{command}: "):
+        text = f"{command}: {text}"
+    sys.stderr.write(f"{PROG}: error: {text}\n")
     sys.stderr.flush()
     return code
+
+
+def _command_of(args: argparse.Namespace) -> str:
+    """``evaluate``, ``suite export``: the subcommand words of parsed ``args``."""
+    words = [getattr(args, "command", None)]
+    words += [v for k, v in sorted(vars(args).items()) if k.endswith("_command") and k != "command"]
+    return " ".join(w for w in words if isinstance(w, str) and w)
 
 
 def _interrupted(exc: BaseException, console: bool) -> int:
@@ -178,26 +205,27 @@ def _run(argv: Sequence[str] | None) -> int:
         sub = getattr(args, "_subparser", parser)
         sub.print_help(sys.stderr)
         return EXIT_USAGE
+    command = _command_of(args)
     try:
         return int(func(args))
     except CLIError as exc:
-        return _error(str(exc), EXIT_USAGE)
+        return _error(str(exc), EXIT_USAGE, command)
     except ValueError as exc:
         logger.debug("bad input", exc_info=True)
-        return _error(str(exc), EXIT_USAGE)
+        return _error(str(exc), EXIT_USAGE, command)
     except ImportError as exc:  # the messages of our checks name the extra to install
         return _error(str(exc) if "extra" in str(exc) or "pip install" in str(exc)
                       else f"{exc} (a package is missing: install the extra that provides it, "
-                      "see the README's install section)", EXIT_USAGE)
+                      "see the README's install section)", EXIT_USAGE, command)
     except OSError as exc:
         logger.debug("I/O error", exc_info=True)
         where = exc.filename if exc.filename is not None else ""
         reason = exc.strerror or str(exc)
-        return _error(f"{where}: {reason}" if where else reason, EXIT_USAGE)
+        return _error(f"{where}: {reason}" if where else reason, EXIT_USAGE, command)
     except RecursionError:
         logger.debug("recursion", exc_info=True)
-        return _error("input nested too deeply", EXIT_USAGE)
+        return _error("input nested too deeply", EXIT_USAGE, command)
     except Exception as exc:  # an internal bug: one line, traceback with --log-level debug
         logger.debug("internal error", exc_info=True)
         return _error(f"internal error: {type(exc).__name__}: {exc} "
-                      "(rerun with --log-level debug for the traceback)", EXIT_INTERNAL)
+                      "(rerun with --log-level debug for the traceback)", EXIT_INTERNAL, command)

@@ -21,11 +21,14 @@ def describe_outcome(outcome: dict[str, Any], reference: dict[str, Any]) -> str:
     """A short verdict for the player (shown after the episode)."""
     if reference.get("needs_intervention"):
         w = reference["window"]
-        when = ("in time" if outcome["precise"] else "too early" if outcome["premature"]
-                else "too late" if outcome["late"] else "never")
+        if outcome["t_I"] is None:
+            acted = "you never intervened"
+        else:
+            when = ("in time" if outcome["precise"] else "too early" if outcome["premature"]
+                    else "too late")
+            acted = f"you intervened {when} (tick {outcome['t_I']})"
         return (f"{reference['focus_name']} needed help ({reference['family']}): window ticks "
-                f"{w['onset_tick']}-{w['deadline_tick']}; you intervened {when}"
-                f"{'' if outcome['t_I'] is None else ' (tick ' + str(outcome['t_I']) + ')'}; "
+                f"{w['onset_tick']}-{w['deadline_tick']}; {acted}; "
                 f"task {'succeeded' if outcome['success'] else 'failed'}"
                 f"{'; harm done' if outcome['harm'] else ''}.")
     return (f"Nobody needed help ({reference['family']}): "
@@ -51,7 +54,7 @@ def play(
     import gymnasium as gym
 
     import mindhelper_env  # noqa: F401 - registers the env
-    from mindhelper_env.agents.human import GRAMMAR, HumanAgent
+    from mindhelper_env.agents.human import GRAMMAR, INTRO, HumanAgent
     from mindhelper_env.evaluation import DEFAULT_ENV_ID, run_episode
     from mindhelper_env.metrics import episode_outcome
 
@@ -66,7 +69,7 @@ def play(
                              f"(0..{n - 1})")
     env = gym.make(DEFAULT_ENV_ID, **(env_kwargs or {}))
     try:
-        say(GRAMMAR)
+        say(INTRO + "\n\n" + GRAMMAR)
         agent = HumanAgent(input_fn=input_fn, output_fn=output_fn)
         record = run_episode(env, agent, seed=seed, options=options, agent_name="human")
         reference = env.unwrapped.ground_truth.to_dict()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import os
 from collections import deque
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
+from mindhelper_env.envs.arguments import _check_backend, _check_pool, check_families, merge_reward  # noqa: F401 (merge_reward: used by envs.trigger)
 from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
@@ -23,8 +23,14 @@ from mindhelper_env.render.text import (
     style_of,
     window_events,
 )
-from mindhelper_env.scenarios.generator import generate_episode, sample_episode
-from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, FAMILIES, Reference
+from mindhelper_env.scenarios.generator import GENERATORS, generate_episode, sample_episode
+from mindhelper_env.scenarios.spec import (
+    FAMILIES,
+    GENERATOR_V3,
+    GENERATOR_VERSION,
+    V3_FAMILIES,
+    Reference,
+)
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.script import is_silence
 
@@ -55,8 +61,8 @@ class MindHelperEnv(gym.Env):
     returns what happened in it. The robot answers with an executable program of
     VirtualHome-style script lines or ``"none"``. It should intervene only when a false
     belief or an implicit goal blocks the focus person's task — and then quickly and
-    helpfully — and stay silent otherwise. Episodes come from twelve scenario families
-    (:mod:`mindhelper_env.scenarios`), each validated by simulation.
+    helpfully — and stay silent otherwise. Episodes come from {n_families} scenario families
+    (:data:`~mindhelper_env.scenarios.spec.FAMILIES`), each validated by simulation.
 
     ## Action Space
 
@@ -131,7 +137,7 @@ class MindHelperEnv(gym.Env):
     ## Arguments
 
     * ``families``: family names (list) or ``{family: weight}`` to sample from (default: all
-      twelve, weighted so that half the episodes need help:
+      {n_families}, weighted so that half the episodes need help:
       :data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`).
     * ``window_ticks`` (3): ticks per observation window. Help issued at any tick from onset
       to the deadline (onset + 5) is validated to work; windows longer than 5 ticks may make
@@ -246,11 +252,17 @@ class MindHelperEnv(gym.Env):
         house: Any = None,
         backend: str = "symbolic",
         backend_options: dict[str, Any] | None = None,
+        generator: str | None = None,
     ) -> None:
+        if generator is not None and generator not in GENERATORS:
+            raise ValueError(f"generator must be one of {list(GENERATORS)}, got {generator!r}")
+        #: the generator of sampled episodes (``mh-gen-3.0``: twins from one base draft,
+        #: attention perception; None: the current default)
+        self.generator = GENERATOR_VERSION if generator is None else generator
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")
         self.render_mode = render_mode
-        self.families = self._check_families(families)
+        self.families = check_families(families, self.generator)
         if isinstance(window_ticks, bool) or not isinstance(window_ticks, (int, np.integer)) \
                 or window_ticks < 1:
             raise ValueError(f"window_ticks must be a positive int, got {window_ticks!r}")
@@ -324,29 +336,6 @@ class MindHelperEnv(gym.Env):
             raise ValueError("obs_mode='text+rgb' with the Unity backend needs a camera "
                              "(backend_options camera must not be None)")
         self._mirror: Any = None
-
-    @staticmethod
-    def _check_families(families: Any) -> dict[str, float]:
-        if families is None:
-            return dict(DEFAULT_FAMILY_WEIGHTS)
-        if isinstance(families, str):
-            families = [families]
-        if not isinstance(families, dict):
-            try:
-                families = {f: 1.0 for f in families}
-            except TypeError:
-                raise ValueError("families must be a family name, a list of names or a dict "
-                                 f"of weights, got {type(families).__name__}") from None
-        for f, w in families.items():
-            if not isinstance(f, str) or f not in FAMILIES:
-                raise ValueError(f"unknown family {f!r}; expected some of {list(FAMILIES)}")
-            if isinstance(w, bool) or not isinstance(w, (int, float)) \
-                    or not np.isfinite(w) or w < 0:
-                raise ValueError(f"weight of {f!r} must be a finite non-negative number, "
-                                 f"got {w!r}")
-        if not families or sum(families.values()) <= 0:
-            raise ValueError("families must contain at least one positive weight")
-        return dict(families)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -445,21 +434,24 @@ class MindHelperEnv(gym.Env):
             return self._suite_episode(options["suite"], options.get("index"))
         if "family" in options:
             fam = options["family"]
-            if not isinstance(fam, str) or fam not in FAMILIES:
-                raise ValueError(f"unknown family {fam!r}; expected one of {list(FAMILIES)}")
+            known = V3_FAMILIES if self.generator == GENERATOR_V3 else FAMILIES
+            if not isinstance(fam, str) or fam not in known:
+                raise ValueError(f"unknown family {fam!r}; expected one of {list(known)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)),
-                                    house=self.houses)
+                                    house=self.houses, generator=self.generator)
         return self._sample_spec()
 
     def _sample_spec(self) -> dict[str, Any]:
         """A sampled training episode: from the episode pool, or freshly generated."""
         size, directory = self._pool_config
         if size == 0:
-            return sample_episode(self.np_random, self.families, house=self.houses)
+            return sample_episode(self.np_random, self.families, house=self.houses,
+                                  generator=self.generator)
         if self._pool is None:
             from mindhelper_env.scenarios.pool import get_pool
 
-            self._pool = get_pool(self.families, size, directory, house=self.houses)
+            self._pool = get_pool(self.families, size, directory, house=self.houses,
+                                  generator=self.generator)
         self._pool_entry = self._pool.sample(self.np_random)
         # the last episode is over (reset cannot fail from here): free its world before
         # unpickling the next, so the garbage collector sees one world's objects, not two
@@ -475,7 +467,8 @@ class MindHelperEnv(gym.Env):
         if size and self._pool is None:
             from mindhelper_env.scenarios.pool import get_pool
 
-            self._pool = get_pool(self.families, size, directory, house=self.houses)
+            self._pool = get_pool(self.families, size, directory, house=self.houses,
+                                  generator=self.generator)
         return self._pool
 
     def _vector_options(self, options: dict[str, Any]) -> dict[str, Any]:
@@ -673,7 +666,7 @@ class MindHelperEnv(gym.Env):
         # info gets copies (its dicts are the caller's to change)
         objects, locations, rooms_ = (cached[k] if self._quiet else list(map(dict.copy, cached[k]))
                                       for k in (3, 5, 7))
-        return {
+        info = {
             "tick": sim.tick,
             "window": self._window,
             "pending_program": [str(x) for x in sim.pending],
@@ -688,6 +681,11 @@ class MindHelperEnv(gym.Env):
             "robot": {"id": ROBOT_ID, "room": chars[ROBOT_ID].room,
                       "holding": w.held_by(ROBOT_ID)},
         }
+        if sim.perception != "room":
+            # how the people perceive, where it is not the room rule of mh-gen-2.x episodes
+            # (whose streams stay as they were): a public rule of the episode, like its house
+            info["perception"] = sim.perception
+        return info
 
     def _node_lists(self, sim: Simulation) -> tuple[dict[int, str],
                                                      list[tuple[int, str, bool, int | None]],
@@ -819,62 +817,9 @@ class MindHelperEnv(gym.Env):
         super().close()
 
 
-def _check_pool(size: Any, directory: Any) -> tuple[int, str | None]:
-    if size is None:
-        from mindhelper_env.scenarios.pool import DEFAULT_POOL_SIZE
-
-        size = DEFAULT_POOL_SIZE
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
-        raise ValueError(f"pool_size must be a non-negative int (0: no pool), got {size!r}")
-    if directory is not None and not isinstance(directory, (str, os.PathLike)):
-        raise ValueError(f"pool_dir must be a path or None, got {directory!r}")
-    return int(size), None if directory is None else os.fspath(directory)
-
-
-def _check_backend(backend: Any, options: Any) -> dict[str, Any] | None:
-    """``None`` for the symbolic backend, else the checked ``backend_options``."""
-    if backend not in ("symbolic", "virtualhome-unity", "tdw"):
-        raise ValueError(f"backend must be 'symbolic', 'virtualhome-unity' or 'tdw', "
-                         f"got {backend!r}")
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"backend_options must be a dict or None, got {type(options).__name__}")
-    if backend == "symbolic":
-        if options:
-            raise ValueError("backend_options are for backend='virtualhome-unity' or 'tdw'")
-        return None
-    if backend == "tdw":
-        from mindhelper_env.backends.tdw_build import BACKEND_OPTIONS as TDW_OPTIONS
-        from mindhelper_env.backends.tdw_build import TDWEnvMirror
-
-        unknown = sorted(set(options or {}) - set(TDW_OPTIONS), key=str)
-        if unknown:
-            raise ValueError(f"unknown backend_options {unknown}; known: {list(TDW_OPTIONS)}")
-        TDWEnvMirror(**(options or {}))  # checks the values; connects only at reset
-        return dict(options or {})
-    from mindhelper_env.backends.virtualhome_unity import BACKEND_OPTIONS, UnityMirror
-
-    unknown = sorted(set(options or {}) - set(BACKEND_OPTIONS), key=str)
-    if unknown:
-        raise ValueError(f"unknown backend_options {unknown}; known: {list(BACKEND_OPTIONS)}")
-    UnityMirror(**(options or {}))  # checks the values; connects only at reset
-    return dict(options or {})
-
-
-def merge_reward(reward: Any, defaults: dict[str, float]) -> dict[str, float]:
-    """``defaults`` overridden by ``reward`` (a dict of known terms with finite numbers);
-    ``ValueError`` naming the first bad term."""
-    if reward is not None and not isinstance(reward, dict):
-        raise ValueError(f"reward must be a dict of reward terms, got {type(reward).__name__}")
-    unknown = set(reward or {}) - set(defaults)
-    if unknown:
-        raise ValueError(f"unknown reward terms {sorted(unknown, key=str)}; "
-                         f"known: {sorted(defaults)}")
-    for term, value in (reward or {}).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer,
-                                                            np.floating)) \
-                or not np.isfinite(value):
-            raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
-    return {**defaults, **{k: float(v) for k, v in (reward or {}).items()}}
+# the family count comes from the registry (docstrings are None under python -OO)
+if MindHelperEnv.__doc__:
+    MindHelperEnv.__doc__ = MindHelperEnv.__doc__.replace("{n_families}", str(len(FAMILIES)))
 
 
 def _or_minus_one(value: int | None) -> int:

@@ -2,7 +2,8 @@
 
 :func:`record_episode` plays one episode through the plain Gymnasium API and, through the
 env's per-tick hook (``env.unwrapped.on_tick``), draws one top-down frame per tick and notes
-each person's room and activity. :func:`save_episode_media` writes the video (``.gif`` or
+each person's room and activity; a frame's captions are the events of the window being played
+so far, as the robot reads them. :func:`save_episode_media` writes the video (``.gif`` or
 ``.mp4``) and ``<stem>-timeline.png`` next to it.
 """
 
@@ -38,11 +39,15 @@ class _Recorder:
         self.frames: list[np.ndarray] = []
         self.lanes: dict[str, list[dict[str, Any]]] = {}
         self.captions: list[str] = []
+        self.window: int | None = None
 
     def frame(self, sim: Any, events: list[Any], *, lanes: bool = True) -> None:
         names = self.env.character_names
+        window = getattr(self.env, "_window", None)  # the observation window being played
+        if window != self.window:  # captions tell the current window only, as the robot reads
+            self.captions, self.window = [], window
         new = [f"[t={ev.tick}] " + narrate_event(sim.world, ev, names) for ev in events]
-        self.captions = (self.captions + new)[-6:]
+        self.captions = self.captions + new
         self.frames.append(self.renderer.render(
             sim.world,
             actors={a.id: (a.name, a.kind) for a in sim.actors},

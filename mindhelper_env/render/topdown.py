@@ -17,8 +17,12 @@
 * a caption strip at the bottom with the window's event lines (the newest ones when they do not
   all fit) and an optional title line at the top.
 
-Drawing is deterministic: no randomness, every ordering is by node id, and overlapping labels
-are resolved by a greedy placer over fixed candidate positions. Everything that does not change
+Drawing is deterministic: no randomness, every ordering is by node id. Labels never cover one
+another and stay inside the frame: a greedy placer tries fixed candidate positions, then a
+grid around the thing labelled; a furniture or object label with no free spot is left out
+(the object keeps its dot), and a person's label, which is always drawn, hides for that frame
+the room, furniture or object label it cannot avoid (:mod:`mindhelper_env.render.topdown_people`).
+``render(..., labels=[])`` lists the boxes of the labels drawn. Everything that does not change
 during an episode (walls, room names, furniture outlines and labels, label occupancy) is drawn
 once per house into a cached base image; each frame copies the base and draws the dynamic layer
 on top. Text is rasterised once per string and pasted as a mask afterwards.
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 
 from mindhelper_env.render import topdown_geometry as geo
 from mindhelper_env.render import topdown_style as st
+from mindhelper_env.render.topdown_people import _People
 from mindhelper_env.render.topdown_style import CHARACTER_KINDS, ROBOT_COLOR, actor_labels
 
 __all__ = ["TopDownRenderer", "actor_labels", "CHARACTER_KINDS", "ROBOT_COLOR"]
@@ -51,7 +56,7 @@ log = logging.getLogger(__name__)
 
 
 # ------------------------------------------------------------------------------------ renderer
-class TopDownRenderer:
+class TopDownRenderer(_People):
     """Render a household :class:`~mindhelper_env.world.world.World` as a top-down floor plan.
 
     Parameters
@@ -109,6 +114,7 @@ class TopDownRenderer:
         title: str | None = None,
         cache_key: Hashable = None,
         rooms: Collection[int] | None = None,
+        labels: list[geo.LabelBox] | None = None,
     ) -> np.ndarray:
         """Draw one frame of ``world``; returns a fresh ``uint8`` array of shape (size, size, 3).
 
@@ -133,6 +139,9 @@ class TopDownRenderer:
             the rooms the viewer can see (e.g. the robot's own room with
             ``observability="room"``). Other rooms are greyed out and the people and objects
             in them are not drawn. ``None`` (default) shows the whole home.
+        labels:
+            a list to which every label of the frame is appended as a
+            :class:`~mindhelper_env.render.topdown_geometry.LabelBox` (for tests and tools).
         """
         if isinstance(captions, str):
             raise TypeError("captions must be a sequence of strings, not a single string")
@@ -140,15 +149,28 @@ class TopDownRenderer:
         layout = self._layout(world, cache_key)
         img = layout.base.copy()
         draw = ImageDraw.Draw(img)
-        self._draw_doors(draw, world, layout)
-        self._draw_furniture(draw, img, world, layout)
         seen = None if rooms is None else frozenset(rooms)
         placement, held = self._place_objects(world, layout, seen)
-        for dot, text, pos in placement.items:
+        people = self._place_people(world, layout, placement, held, actors or {}, seen)
+        # a label under a person's label or figure is left out of this frame, never cut
+        tops = [p.box for p in people] + [st._figure_box(p.x, p.y, self._fig_r) for p in people]
+        static = layout.static_labels
+        hidden = {static[i].box for i in np.flatnonzero(geo._covered(layout.static_boxes, tops))}
+        for box in hidden:  # the static layer without that label
+            img.paste(layout.clean.crop(box), box[:2])
+        self._draw_doors(draw, world, layout)
+        self._draw_furniture(draw, img, world, layout, hidden)
+        shown = [lb for lb in static if lb.box not in hidden]
+        under = geo._covered(placement.label_boxes, tops)
+        for (dot, text, pos), (_, lb), cov in zip(placement.items, placement.boxes, under,
+                                                  strict=True):
             draw.ellipse(dot, fill=st._OBJ_DOT, outline=st._OBJ_EDGE)
-            if text is not None:
+            if text is not None and lb is not None and not cov:
                 img.paste(st._OBJ_TEXT, pos, text.mask)
-        self._draw_characters(draw, img, world, layout, placement, held, actors or {}, seen)
+                shown.append(lb)
+        self._draw_people(draw, img, people)
+        if labels is not None:
+            labels += shown + [geo.LabelBox("person", p.name, p.box) for p in people]
         if seen is not None:
             for rid, box in layout.rooms.items():
                 if rid not in seen:
@@ -156,9 +178,14 @@ class TopDownRenderer:
         if title:
             t = self._fit_text(str(title), self._font_big_px, self.size - 8)
             img.paste(st._HEADER_TEXT, (4, 1), t.mask)
+            if labels is not None:
+                top, ih = self._ink(self._font_big_px)
+                labels.append(geo.LabelBox("title", str(title),
+                                           (4, 1 + top, 4 + t.w, 1 + top + ih)))
         if layout.caption_lines:
-            self._draw_captions(img, captions, layout.caption_lines)
-        return _to_array(img)
+            shown = self._draw_captions(img, captions, layout.caption_lines)
+            labels is not None and labels.extend(shown)
+        return st._to_array(img)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle only the settings: caches (fonts, glyphs, static layers) are rebuilt."""
@@ -402,7 +429,10 @@ class TopDownRenderer:
                 draw.rectangle(rect, fill=st._FURN_FILL, outline=st._FURN_EDGE)
             geo._mark(occ, (a, b, c + 1, d + 1))
 
+        clean = img.copy()  # the static layer before its labels
         # room names: the first free spot along the walls, scanning from the top-left corner
+        room_labels: list[geo.LabelBox] = []
+        txt = np.zeros((S, S), dtype=bool)  # True = a label is there (labels never overlap)
         for r in sorted(rooms):
             t = self._text(st._display(st._ROOM_NAMES, g.nodes[r].key, small).upper(), self._font_px)
             top, ih = self._ink(self._font_px)
@@ -414,6 +444,8 @@ class TopDownRenderer:
             x, y = geo._first_free(occ, cands, t.w, ih)
             img.paste(st._ROOM_TEXT, (x, y - top), t.mask)
             geo._mark(occ, (x, y, x + t.w, y + ih))
+            geo._mark(txt, (x, y, x + t.w, y + ih))
+            room_labels.append(geo.LabelBox("room", g.nodes[r].class_name, (x, y, x + t.w, y + ih)))
 
         # furniture labels: inside the rectangle when they fit, else next to it
         lh = self._line_h
@@ -429,15 +461,20 @@ class TopDownRenderer:
             t = self._text(name, self._font_px)
             top, th = self._ink(self._font_px)
             a, b, c, d = f.rect
-            inside = t.w <= (c - a) + 2 and th <= (d - b) + 1
-            if inside:
-                x, y = (a + c - t.w) // 2 + 1, (b + d - th + 1) // 2
-            else:
-                x, y = geo._place_near(occ, f.rect, t.w, th, f.inward, step=max(1, lh // 5),
-                                   reach=2 * lh, bounds=interiors.get(f.room))  # type: ignore[arg-type]
+            x, y = (a + c - t.w) // 2 + 1, (b + d - th + 1) // 2
+            inside = t.w <= (c - a) + 2 and th <= (d - b) + 1 and not txt[
+                max(y, 0):y + th, max(x, 0):x + t.w].any()
+            if not inside:
+                pos = geo._place_near(occ, f.rect, t.w, th, f.inward, step=max(1, lh // 5),
+                                      reach=2 * lh, text=txt,
+                                      bounds=interiors.get(f.room))  # type: ignore[arg-type]
+                if pos is None:  # no spot that leaves the other labels readable: unlabelled
+                    continue
+                x, y = pos
                 geo._mark(occ, (x, y, x + t.w, y + th))
+            geo._mark(txt, (x, y, x + t.w, y + th))
             f.label, f.label_pos, f.label_inside = t, (x, y - top), inside
-            f.label_box = (x, y, x + t.w, y + th)
+            f.label_box, f.label_text = (x, y, x + t.w, y + th), name
         # labels that a container (redrawn every frame) could cover are drawn per frame too
         crects = [f.rect for f in furniture.values() if f.container]
         dynamic_labels: list[int] = []
@@ -455,6 +492,8 @@ class TopDownRenderer:
             n.id for n in g.nodes.values()
             if "GRABBABLE" in n.properties and n.id not in world.chars
         )
+        static = room_labels + [geo.LabelBox("furniture", f.label_text, f.label_box)
+                                for f in furniture.values() if f.label]
         if n_cap:
             draw.rectangle((0, S - cap_h, S, S), fill=st._CAPTION_BG)
         log.debug("built top-down layout: %d rooms, %d furniture, %d objects",
@@ -464,6 +503,8 @@ class TopDownRenderer:
             origin=(ox, oy), rooms=rooms, interiors=interiors, furniture=furniture,
             containers=sorted(fid for fid, f in furniture.items() if f.container),
             doors=doors, objects=objects, caption_lines=n_cap, dynamic_labels=dynamic_labels,
+            room_labels=room_labels, text=txt, clean=clean, static_labels=static,
+            static_boxes=np.array([lb.box for lb in static], dtype=np.int64).reshape(-1, 4),
         )
 
     def _furniture_boxes(
@@ -529,8 +570,10 @@ class TopDownRenderer:
             if "CLOSED" in nodes[did].states:
                 draw.rectangle(box, fill=st._DOOR_CLOSED)
 
-    def _draw_furniture(self, draw: Any, img: Any, world: World, lay: geo._Layout) -> None:
-        """Containers in their current state, then every furniture label on top."""
+    def _draw_furniture(self, draw: Any, img: Any, world: World, lay: geo._Layout,
+                        hidden: Collection[st.Box] = ()) -> None:
+        """Containers in their current state, then every furniture label on top (but those
+        whose boxes are ``hidden``)."""
         nodes = world.graph.nodes
         lid = max(1, round(1.5 * self._u))
         closed_ids: set[int] = set()
@@ -555,6 +598,8 @@ class TopDownRenderer:
                                width=max(1, round(self._u)))
         for fid in lay.dynamic_labels:
             f = lay.furniture[fid]
+            if f.label_box in hidden:
+                continue
             inside_closed = f.label_inside and fid in closed_ids
             img.paste(st._BOX_CLOSED_TEXT if inside_closed else st._FURN_TEXT, f.label_pos,
                       f.label.mask)
@@ -593,6 +638,7 @@ class TopDownRenderer:
         self, world: World, lay: geo._Layout, config: list[tuple[int, int]]
     ) -> geo._ObjPlacement:
         occ = lay.occupancy.copy()
+        txt = lay.text.copy() if lay.text is not None else np.zeros_like(occ)
         g = world.graph
         small = self.small
         dot_r = max(2, round(2 * self._u))
@@ -601,6 +647,7 @@ class TopDownRenderer:
         for anchor, obj in config:
             groups.setdefault(anchor, []).append(obj)
         items: list[tuple[st.Box, geo._Text | None, tuple[int, int]]] = []
+        boxes: list[tuple[st.Box, geo.LabelBox | None]] = []
         extent: dict[int, int] = {}
         for anchor in sorted(groups):
             f = lay.furniture.get(anchor)
@@ -624,232 +671,31 @@ class TopDownRenderer:
                 else:
                     t = self._text(st._display(st._OBJ_NAMES, g.nodes[obj].key, small), self._font_px)
                     w, h = 2 * dot_r + 2 + t.w, max(th, 2 * dot_r)
-                x, y = geo._place_near(occ, rect, w, h, inward, step=max(1, lh // 5), reach=3 * lh,
-                                   bounds=bounds)
+                pos = geo._place_near(occ, rect, w, h, inward, step=max(1, lh // 5),
+                                      reach=3 * lh, bounds=bounds, text=txt)
+                if pos is None:  # no room for its name beside the other labels: the dot only
+                    t, w, h = None, 2 * dot_r + 1, 2 * dot_r + 1
+                    pos = geo._place_near(occ, rect, w, h, inward, step=max(1, lh // 5),
+                                          reach=3 * lh, bounds=bounds, text=txt) or geo._place_near(
+                        occ, rect, w, h, inward, step=max(1, lh // 5), reach=3 * lh, bounds=bounds)
+                x, y = pos  # type: ignore[misc]
                 geo._mark(occ, (x, y, x + w, y + h))
+                geo._mark(txt, (x, y, x + w, y + h))
                 cy = y + h // 2
                 items.append(((x, cy - dot_r, x + 2 * dot_r, cy + dot_r), t,
                               (x + 2 * dot_r + 2, y + (h - th) // 2 - top)))
+                ty = y + (h - th) // 2
+                boxes.append(((x, y, x + w, y + h), None if t is None else geo.LabelBox(
+                    "object", g.nodes[obj].class_name, (x + 2 * dot_r + 2, ty, x + w, ty + th))))
                 if f is not None:
                     far = max(far, geo._depth_along(rect, inward, (x, y, x + w, y + h)))
             if f is not None:
                 extent[anchor] = far
-        return geo._ObjPlacement(items, geo._sat(occ), extent)
+        label_boxes = np.array([lb.box if lb else (0, 0, 0, 0) for _, lb in boxes],
+                               dtype=np.int64).reshape(-1, 4)
+        return geo._ObjPlacement(items, geo._sat(occ), extent, boxes, label_boxes)
 
-    def _char_anchor(
-        self, world: World, lay: geo._Layout, cid: int, placement: geo._ObjPlacement, depth: int = 0
-    ) -> tuple[tuple[float, float], tuple[int, int], int | None]:
-        """Base pixel position of a character, the direction to spread along, group key."""
-        c = world.chars[cid]
-        r = self._fig_r
-        if c.sitting_on is not None and c.sitting_on in lay.furniture:
-            f = lay.furniture[c.sitting_on]
-            a, b, cc, d = f.rect
-            return ((a + cc) / 2, (b + d) / 2), f.inward, f.id
-        near = c.near
-        if near is not None and near in world.graph.nodes and near not in world.chars:
-            anchor = world.anchor(near)
-            if anchor in world.chars and depth < 2 and anchor != cid:
-                (x, y), inw, _ = self._char_anchor(world, lay, anchor, placement, depth + 1)
-                return (x + 2.6 * r, y), inw, None
-            f = lay.furniture.get(anchor)
-            if f is not None:
-                a, b, cc, d = f.rect
-                ix, iy = f.inward
-                stacked = max(placement.extent.get(f.id, 0), geo._label_depth(f))
-                gap = min(stacked, 2 * self._line_h) + r + 3
-                if ix > 0:
-                    return (cc + gap, (b + d) / 2), f.inward, f.id
-                if ix < 0:
-                    return (a - gap, (b + d) / 2), f.inward, f.id
-                if iy > 0:
-                    return ((a + cc) / 2, d + gap), f.inward, f.id
-                return ((a + cc) / 2, b - gap), f.inward, f.id
-        if near is not None and near in world.chars and depth < 2 and near != cid:
-            (x, y), inw, _ = self._char_anchor(world, lay, near, placement, depth + 1)
-            return (x + 2.6 * r, y), inw, None
-        room = c.room
-        box = lay.interiors.get(room) if room is not None else None
-        if box is None:
-            return (self.size / 2, self.size / 2), (0, 1), None
-        return ((box[0] + box[2]) / 2, (box[1] + box[3]) / 2 - self._line_h), (0, 1), -1
-
-    def _draw_characters(
-        self,
-        draw: Any,
-        img: Any,
-        world: World,
-        lay: geo._Layout,
-        placement: geo._ObjPlacement,
-        held: Mapping[int, list[int]],
-        actors: Mapping[int, tuple[str, str]],
-        seen: frozenset[int] | None = None,
-    ) -> None:
-        chars = world.chars
-        if seen is not None:
-            chars = {c: st for c, st in chars.items() if st.room in seen}
-        if not chars:
-            return
-        r = self._fig_r
-        bases: dict[int, tuple[tuple[float, float], tuple[int, int], Any]] = {}
-        for cid in sorted(chars):
-            if chars[cid].room is None:
-                continue
-            pos, inward, group = self._char_anchor(world, lay, cid, placement)
-            bases[cid] = (pos, inward, (chars[cid].room, group, round(pos[0]), round(pos[1])))
-        # spread characters that share a spot along the wall (deterministic: by id), then nudge
-        # each one to the nearest spot that does not cover a label
-        groups: dict[Any, list[int]] = {}
-        for cid, (_, _, gk) in bases.items():
-            groups.setdefault(gk, []).append(cid)
-        wanted: dict[int, tuple[float, float, int, int]] = {}
-        spacing = 2.6 * r
-        for members in groups.values():
-            members.sort()
-            n = len(members)
-            for k, cid in enumerate(members):
-                (x, y), (ix, iy), _ = bases[cid]
-                off = (k - (n - 1) / 2) * spacing
-                if ix != 0:  # along a side wall: spread along y
-                    y += off
-                else:
-                    x += off
-                wanted[cid] = (x, y, ix, iy)
-        sat = placement.sat
-        positions: dict[int, tuple[int, int]] = {}
-        figures: list[st.Box] = []
-        placed: list[st.Box] = []  # character labels drawn so far
-        ri = math.ceil(r)
-        step = 1.3 * r
-        for cid in sorted(wanted):
-            x, y, ix, iy = wanted[cid]
-            ax, ay = (1, 0) if ix == 0 else (0, 1)  # direction along the wall
-            room_box = lay.interiors.get(chars[cid].room)  # type: ignore[arg-type]
-            cands: list[st.Box] = []
-            for da, di in st._NUDGES:
-                cx = x + step * (da * ax + di * ix)
-                cy = y + step * (da * ay + di * iy)
-                if room_box is not None:
-                    cx = min(max(cx, room_box[0] + ri + 1), room_box[2] - ri - 1)
-                    cy = min(max(cy, room_box[1] + ri + 1), room_box[3] - ri - 1)
-                cands.append((round(cx) - ri, round(cy) - ri, round(cx) + ri + 1,
-                              round(cy) + ri + 1))
-            bx, by = geo._best(sat, cands, avoid=figures)
-            figures.append((bx, by, bx + 2 * ri + 1, by + 2 * ri + 1))
-            positions[cid] = (bx + ri, by + ri)
-        person_idx = {
-            cid: k for k, cid in enumerate(c for c in sorted(chars) if not chars[c].robot)
-        }
-        styles: dict[int, tuple[str, str, st.Color]] = {}
-        for cid in sorted(positions):
-            node = world.graph.nodes.get(cid)
-            extra_name = node.extra.get("name") if node is not None else None
-            if chars[cid].robot:
-                name, kind = actors.get(cid, ("robot", "robot"))[0], "robot"
-                color = ROBOT_COLOR
-            else:
-                if cid in actors:
-                    name, kind = actors[cid]
-                else:
-                    name = str(extra_name) if extra_name else f"char {cid}"
-                    kind = str(node.extra.get("kind", "adult")) if node is not None else "adult"
-                if kind not in CHARACTER_KINDS:
-                    raise ValueError(
-                        f"unknown kind {kind!r} for character {cid}; "
-                        f"expected one of {CHARACTER_KINDS}"
-                    )
-                color = st._PERSON_COLORS[person_idx[cid] % len(st._PERSON_COLORS)]
-            styles[cid] = (str(name), kind, color)
-        for cid in sorted(positions):
-            x, y = positions[cid]
-            name, _, color = styles[cid]
-            self._draw_char_label(img, draw, sat, x, y, name, color, held.get(cid, []), world,
-                                  lay.interiors.get(chars[cid].room),  # type: ignore[arg-type]
-                                  figures, placed)
-        for cid in sorted(positions):  # figures last: never hidden behind another's label
-            x, y = positions[cid]
-            _, kind, color = styles[cid]
-            self._draw_figure(draw, x, y, kind, color)
-
-    def _draw_figure(self, draw: Any, x: int, y: int, kind: str, color: st.Color) -> None:
-        r = self._fig_r
-        edge = st._FIGURE_EDGE
-        if kind == "robot":
-            s = r * 1.05
-            draw.rectangle((x - s, y - s, x + s, y + s), fill=color, outline=edge)
-            e = max(1.0, r * 0.28)
-            draw.rectangle((x - s * 0.55, y - s * 0.45, x - s * 0.55 + e, y - s * 0.45 + e),
-                           fill=(255, 255, 255))
-            draw.rectangle((x + s * 0.55 - e, y - s * 0.45, x + s * 0.55, y - s * 0.45 + e),
-                           fill=(255, 255, 255))
-            draw.line((x, y - s, x, y - s - r * 0.5), fill=edge, width=max(1, round(self._u)))
-            return
-        if kind == "child":
-            r *= 0.68
-        head = r * 0.42
-        if kind == "wheelchair":
-            wr = r * 0.7
-            wx, wy = x + r * 0.2, y + r * 0.35
-            draw.ellipse((wx - wr, wy - wr, wx + wr, wy + wr), outline=edge,
-                         width=max(1, round(1.2 * self._u)))
-            draw.ellipse((x - r * 0.62, y - r * 0.35, x + r * 0.62, y + r * 0.55),
-                         fill=color, outline=edge)
-            draw.ellipse((x - head, y - r * 0.35 - 2 * head + 1, x + head, y - r * 0.35 + 1),
-                         fill=color, outline=edge)
-            return
-        draw.ellipse((x - r * 0.62, y - r * 0.2, x + r * 0.62, y + r), fill=color, outline=edge)
-        draw.ellipse((x - head, y - r * 0.2 - 2 * head + 1, x + head, y - r * 0.2 + 1),
-                     fill=color, outline=edge)
-
-    def _draw_char_label(
-        self,
-        img: Any,
-        draw: Any,
-        sat: np.ndarray,
-        x: int,
-        y: int,
-        name: str,
-        color: st.Color,
-        held: list[int],
-        world: World,
-        bounds: st.Box | None,
-        figures: Sequence[st.Box],
-        placed: list[st.Box],
-    ) -> None:
-        small = self.small
-        t_name = self._text(name[:8] if small else name[:16], self._font_big_px)
-        t_held = None
-        if held:
-            names = ",".join(st._display(st._OBJ_NAMES, world.graph.nodes[o].key, small) for o in held)
-            t_held = self._text("+" + names, self._font_px)
-        top_n, ih_n = self._ink(self._font_big_px)
-        top_h, ih_h = self._ink(self._font_px)
-        w = max(t_name.w, t_held.w if t_held else 0) + 2
-        h = ih_n + 2 + (ih_h + 1 if t_held else 0)
-        r = round(self._fig_r)
-        cands: list[tuple[int, int]] = []
-        for extra in (0, 2 * r, 4 * r):  # next to the figure, then farther out
-            g = r + 2 + extra
-            cands += [
-                (x + g, y - h // 2),
-                (x - g - w, y - h // 2),
-                (x - w // 2, y + g),
-                (x - w // 2, y - g - h),
-                (x + g, y - h),
-                (x - g - w, y - h),
-                (x + g, y),
-                (x - g - w, y),
-            ]
-        lx, ly = geo._best(sat, [(cx, cy, cx + w, cy + h) for cx, cy in cands],
-                       bounds=bounds or (0, 0, self.size, self.size), avoid=figures,
-                       placed=placed)
-        placed.append((lx, ly, lx + w, ly + h))
-        draw.rectangle((lx, ly, lx + w - 1, ly + h - 1), fill=st._LABEL_BG)
-        img.paste(color, (lx + 1, ly + 1 - top_n), t_name.mask)
-        if t_held is not None:
-            img.paste(st._HELD_TEXT, (lx + 1, ly + 2 + ih_n - top_h), t_held.mask)
-
-    def _draw_captions(self, img: Any, captions: Sequence[str], n: int) -> None:
+    def _draw_captions(self, img: Any, captions: Sequence[str], n: int) -> list[geo.LabelBox]:
         lines = [str(c) for c in captions]
         shown: list[tuple[str, st.Color]]
         if len(lines) > n:
@@ -859,38 +705,11 @@ class TopDownRenderer:
         else:
             shown = [(s, st._CAPTION_TEXT) for s in lines]
         top = self.size - n * self._line_big - 2
+        ink, ih = self._ink(self._font_big_px)
+        out = []
         for i, (s, color) in enumerate(shown):
             t = self._fit_text(s.replace("\n", " "), self._font_big_px, self.size - 8)
             img.paste(color, (4, top + i * self._line_big), t.mask)
-
-
-def _to_array(img: Any) -> np.ndarray:
-    """A fresh, writable ``uint8`` H x W x 3 copy of an RGB image.
-
-    Streams Pillow's raw encoder straight into a new array: one allocation instead of the
-    two (a ``bytes`` object, then the array) that ``np.array(img)`` makes, which matters for
-    large frames. Falls back to ``np.array`` if Pillow's encoder API ever changes.
-    """
-    w, h = img.size
-    try:
-        from PIL import Image
-
-        out = np.empty((h, w, 3), dtype=np.uint8)
-        view = memoryview(out).cast("B")
-        encoder = Image._getencoder("RGB", "raw", "RGB", ())
-        encoder.setimage(img.im)
-        bufsize = max(65536, w * 4)
-        pos = 0
-        while True:
-            _, err, data = encoder.encode(bufsize)
-            view[pos:pos + len(data)] = data
-            pos += len(data)
-            if err:
-                break
-        if err < 0 or pos != out.nbytes:
-            raise RuntimeError(f"raw encoder error {err}")
+            y = top + i * self._line_big + ink
+            out.append(geo.LabelBox("caption", s, (4, y, 4 + t.w, y + ih)))
         return out
-    except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
-        log.debug("falling back to np.array for frame conversion: %s", exc)
-        return np.array(img, dtype=np.uint8)
-

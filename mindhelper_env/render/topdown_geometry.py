@@ -8,7 +8,7 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -24,6 +24,16 @@ if TYPE_CHECKING:
     from mindhelper_env.world.world import World
 
 # ------------------------------------------------------------------------------------ layout
+class LabelBox(NamedTuple):
+    """A label drawn on a frame: what kind (``room``, ``furniture``, ``object``, ``person``,
+    ``title``, ``caption``), its text and the pixel box ``(x0, y0, x1, y1)`` of its ink
+    (x1, y1 exclusive). :meth:`TopDownRenderer.render` lists them on request."""
+
+    kind: str
+    text: str
+    box: Box
+
+
 @dataclass(slots=True)
 class _Text:
     """A rasterised string: an ``L`` mask and its size."""
@@ -55,6 +65,7 @@ class _Furn:
     label_pos: tuple[int, int] | None  # where the text mask is pasted
     label_inside: bool
     label_box: Box = (0, 0, 0, 0)  # the inked part of the label
+    label_text: str = ""
 
 
 @dataclass(slots=True)
@@ -64,6 +75,9 @@ class _ObjPlacement:
     items: list[tuple[Box, _Text | None, tuple[int, int]]]  # dot box, label, label position
     sat: np.ndarray  # summed-area table of the occupancy (static layer + object labels)
     extent: dict[int, int]  # furniture id -> farthest stacked pixel along its inward axis
+    # per item: the box it takes (dot and label) and its label (None: a dot only)
+    boxes: list[tuple[Box, LabelBox | None]] = field(default_factory=list)
+    label_boxes: np.ndarray | None = None  # the labels' boxes ((0, 0, 0, 0) for a dot), (n, 4)
 
 
 @dataclass(slots=True)
@@ -87,6 +101,11 @@ class _Layout:
     placements: OrderedDict[tuple[tuple[int, int], ...], _ObjPlacement] = field(
         default_factory=OrderedDict
     )
+    room_labels: list[LabelBox] = field(default_factory=list)
+    text: np.ndarray | None = None  # True under a label of the static layer
+    clean: Any = None  # the static layer before its labels (to leave one out of a frame)
+    static_labels: list[LabelBox] = field(default_factory=list)  # rooms' and furniture's
+    static_boxes: np.ndarray | None = None  # their boxes, (n, 4)
 
 
 
@@ -275,7 +294,8 @@ def _first_free(occ: np.ndarray, cands: Sequence[tuple[int, int]], w: int, h: in
 
 
 def _place_near(occ: np.ndarray, rect: Box, w: int, h: int, inward: tuple[int, int], *,
-                step: int, reach: int, bounds: Box | None = None) -> tuple[int, int]:
+                step: int, reach: int, bounds: Box | None = None,
+                text: np.ndarray | None = None) -> tuple[int, int] | None:
     """Top-left corner of a free ``w``x``h`` box as close as possible to ``rect``.
 
     Candidates lie on a grid around ``rect`` (never overlapping it, inside ``bounds`` when
@@ -283,6 +303,9 @@ def _place_near(occ: np.ndarray, rect: Box, w: int, h: int, inward: tuple[int, i
     nearest to ``rect`` wins, with boxes on the room side of the furniture preferred. When no
     box is free, the least covered one is used. Ties go to the first candidate in grid order,
     so the result is deterministic.
+
+    With ``text`` (the grid of the labels placed so far), a box may cover furniture but never
+    a label nor the frame's edge: None when every candidate would (the label is left out).
     """
     a, b, c, d = rect
     gx = np.arange(a - w - reach, c + reach + 1, step, dtype=np.int64)
@@ -303,6 +326,10 @@ def _place_near(occ: np.ndarray, rect: Box, w: int, h: int, inward: tuple[int, i
     # prefer the room side, then the sides along the wall; nearest first
     cost = dist + np.where(along > 0, 0.0, 0.5 * h)
     cov = _coverage(occ, xs, ys, w, h)
+    if text is not None:  # never over another label or past the frame's edge
+        apart &= _coverage(text, xs, ys, w, h) == 0
+        if not apart.any():
+            return None
     free = apart & (cov == 0)
     if free.any():
         i = int(np.argmin(np.where(free, cost, np.inf)))
@@ -321,41 +348,125 @@ def _mark(occ: np.ndarray, box: Box) -> None:
     occ[max(y0, 0):min(y1, h), max(x0, 0):min(x1, w)] = True
 
 
+def _overlap_area(x0: int, y0: int, x1: int, y1: int, boxes: np.ndarray) -> int:
+    """Total area of ``(x0, y0, x1, y1)`` shared with each of ``boxes`` (an (n, 4) array)."""
+    if not len(boxes):
+        return 0
+    dx = np.minimum(x1, boxes[:, 2]) - np.maximum(x0, boxes[:, 0])
+    dy = np.minimum(y1, boxes[:, 3]) - np.maximum(y0, boxes[:, 1])
+    return int((np.maximum(dx, 0) * np.maximum(dy, 0)).sum())
+
+
+#: What one pixel of overlap costs in :func:`_best`: another label's text (a label must never
+#: hide another) and a figure, against 1 for a pixel of furniture or wall.
+LABEL_COST = 60
+FIGURE_COST = 400
+
+
 def _best(sat: np.ndarray, cands: Sequence[Box], bounds: Box | None = None,
           avoid: Sequence[Box] = (), placed: Sequence[Box] = ()) -> tuple[int, int]:
-    """Top-left corner of the first free candidate box, else the least covered one.
+    """Top-left corner of the first free candidate box, else the least costly one.
 
-    ``sat`` is the summed-area table of the occupancy grid (see :func:`_sat`). All candidates
-    have the same size. With ``bounds`` (e.g. a room), each box is first shifted inside it
-    when it fits. Overlapping a box of ``placed`` costs like occupied pixels; overlapping a box
-    of ``avoid`` (e.g. a figure) costs 20 times more. Pixels outside the frame cost 4 times.
+    ``sat`` is the summed-area table of the occupancy grid (see :func:`_sat`): a covered pixel
+    of it costs 1. All candidates have the same size. With ``bounds`` (e.g. a room), each box
+    is first shifted inside it when it fits. A pixel over a box of ``placed`` (labels already
+    drawn) costs :data:`LABEL_COST`, over a box of ``avoid`` (e.g. a figure)
+    :data:`FIGURE_COST`; pixels outside the frame cost 4 each.
     """
     if not cands:
         raise ValueError("no candidate positions")
     w, h = cands[0][2] - cands[0][0], cands[0][3] - cands[0][1]
-    H, W = sat.shape[0] - 1, sat.shape[1] - 1
-    best = (cands[0][0], cands[0][1])
-    best_cost = -1
-    for x0, y0, _, _ in cands:
-        if bounds is not None:
-            bx0, by0, bx1, by1 = bounds
-            if w <= bx1 - bx0:
-                x0 += max(0, bx0 - x0) - max(0, x0 + w - bx1)
-            if h <= by1 - by0:
-                y0 += max(0, by0 - y0) - max(0, y0 + h - by1)
-        x1, y1 = x0 + w, y0 + h
-        cx0, cy0 = min(max(x0, 0), W), min(max(y0, 0), H)
-        cx1, cy1 = min(max(x1, 0), W), min(max(y1, 0), H)
-        cost = 4 * (w * h - (cx1 - cx0) * (cy1 - cy0))
-        cost += int(sat[cy1, cx1] - sat[cy0, cx1] - sat[cy1, cx0] + sat[cy0, cx0])
-        for a in placed:
-            cost += max(0, min(x1, a[2]) - max(x0, a[0])) * max(0, min(y1, a[3]) - max(y0, a[1]))
-        for a in avoid:
-            cost += 20 * max(0, min(x1, a[2]) - max(x0, a[0])) * max(
-                0, min(y1, a[3]) - max(y0, a[1]))
-        if cost == 0:
-            return x0, y0
-        if best_cost < 0 or cost < best_cost:
-            best, best_cost = (x0, y0), cost
-    return best
+    c = np.asarray(cands, dtype=np.int64).reshape(-1, 4)
+    xs, ys = c[:, 0].copy(), c[:, 1].copy()
+    if bounds is not None:
+        bx0, by0, bx1, by1 = bounds
+        if w <= bx1 - bx0:
+            xs += np.maximum(0, bx0 - xs) - np.maximum(0, xs + w - bx1)
+        if h <= by1 - by0:
+            ys += np.maximum(0, by0 - ys) - np.maximum(0, ys + h - by1)
+    cost = _box_costs(sat, xs, ys, w, h)
+    cost += LABEL_COST * _areas(xs, ys, w, h, placed) + FIGURE_COST * _areas(xs, ys, w, h, avoid)
+    free = np.flatnonzero(cost == 0)
+    i = int(free[0]) if free.size else int(np.argmin(cost))
+    return int(xs[i]), int(ys[i])
 
+
+def _box_costs(sat: np.ndarray, xs: np.ndarray, ys: np.ndarray, w: int, h: int) -> np.ndarray:
+    """Occupied pixels under each ``w``x``h`` box at ``(xs, ys)`` (from the summed-area table
+    ``sat``), pixels outside the frame counting 4 each."""
+    H, W = sat.shape[0] - 1, sat.shape[1] - 1
+    mn, mx = np.minimum, np.maximum  # (np.clip has a large per-call overhead)
+    x0, y0 = mn(mx(xs, 0), W), mn(mx(ys, 0), H)
+    x1, y1 = mn(mx(xs + w, 0), W), mn(mx(ys + h, 0), H)
+    cost = (sat[y1, x1] - sat[y0, x1] - sat[y1, x0] + sat[y0, x0]).astype(np.int64)
+    return cost + 4 * (w * h - (x1 - x0) * (y1 - y0))
+
+
+
+def _hits(box: Box, placed: Sequence[Box], avoid: Sequence[Box] = ()) -> int:
+    """Pixels of ``box`` over the labels of ``placed`` and the figures of ``avoid``."""
+    x0, y0, x1, y1 = box
+    return (_overlap_area(x0, y0, x1, y1, np.asarray(placed, dtype=np.int64).reshape(-1, 4))
+            + _overlap_area(x0, y0, x1, y1, np.asarray(avoid, dtype=np.int64).reshape(-1, 4)))
+
+
+def _areas(xs: np.ndarray, ys: np.ndarray, w: int, h: int, boxes: Sequence[Box]) -> np.ndarray:
+    """Area each ``w``x``h`` box at ``(xs, ys)`` shares with ``boxes``, summed."""
+    if not len(boxes):
+        return np.zeros(xs.shape, dtype=np.int64)
+    b = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+    dx = np.minimum(xs[:, None] + w, b[None, :, 2]) - np.maximum(xs[:, None], b[None, :, 0])
+    dy = np.minimum(ys[:, None] + h, b[None, :, 3]) - np.maximum(ys[:, None], b[None, :, 1])
+    return (np.maximum(dx, 0) * np.maximum(dy, 0)).sum(axis=1)
+
+
+def _within(boxes: Sequence[Box], region: Box) -> np.ndarray:
+    """The boxes that reach into ``region``, as an (n, 4) array."""
+    b = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+    keep = (b[:, 0] < region[2]) & (b[:, 2] > region[0]) & (b[:, 1] < region[3]) \
+        & (b[:, 3] > region[1])
+    return b[keep]
+
+
+def _covered(boxes: Sequence[Box], tops: Sequence[Box]) -> np.ndarray:
+    """For each of ``boxes``, whether one of ``tops`` overlaps it."""
+    b = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+    t = np.asarray(tops, dtype=np.int64).reshape(-1, 4)
+    if not len(b) or not len(t):
+        return np.zeros(len(b), dtype=bool)
+    dx = np.minimum(b[:, None, 2], t[None, :, 2]) - np.maximum(b[:, None, 0], t[None, :, 0])
+    dy = np.minimum(b[:, None, 3], t[None, :, 3]) - np.maximum(b[:, None, 1], t[None, :, 1])
+    return ((dx > 0) & (dy > 0)).any(axis=1)
+
+
+#: What a pixel of distance between a label and its figure costs in :func:`_best_near`.
+DISTANCE_COST = 2
+
+
+def _best_near(sat: np.ndarray, center: tuple[int, int], w: int, h: int, *, reach: int,
+               step: int, bounds: Box | None, placed: Sequence[Box],
+               avoid: Sequence[Box]) -> tuple[int, int]:
+    """Top-left corner of the cheapest ``w``x``h`` box on a grid within ``reach`` pixels of
+    ``center``: :func:`_best`'s costs (occupied pixels 1, outside the frame 4, over a label
+    :data:`LABEL_COST`, over a figure :data:`FIGURE_COST`) plus :data:`DISTANCE_COST` per
+    pixel between the box and ``center``. Boxes stay inside ``bounds`` when some fit there.
+    For a label that the few spots next to its figure cannot hold without covering another;
+    deterministic (ties go to the first box in grid order)."""
+    cx, cy = center
+    gx = np.arange(cx - reach - w, cx + reach + 1, step, dtype=np.int64)
+    gy = np.arange(cy - reach - h, cy + reach + 1, step, dtype=np.int64)
+    xs = np.repeat(gx[None, :], gy.size, axis=0).ravel()
+    ys = np.repeat(gy[:, None], gx.size, axis=1).ravel()
+    if bounds is not None:
+        inside = (xs >= bounds[0]) & (ys >= bounds[1]) & (xs + w <= bounds[2]) \
+            & (ys + h <= bounds[3])
+        if inside.any():
+            xs, ys = xs[inside], ys[inside]
+    cost = _box_costs(sat, xs, ys, w, h)
+    region = (int(xs.min()), int(ys.min()), int(xs.max()) + w, int(ys.max()) + h)
+    cost += LABEL_COST * _areas(xs, ys, w, h, _within(placed, region))
+    cost += FIGURE_COST * _areas(xs, ys, w, h, _within(avoid, region))
+    dx = np.maximum(np.maximum(xs - cx, cx - (xs + w)), 0)
+    dy = np.maximum(np.maximum(ys - cy, cy - (ys + h)), 0)
+    i = int(np.argmin(cost + DISTANCE_COST * np.hypot(dx, dy)))
+    return int(xs[i]), int(ys[i])

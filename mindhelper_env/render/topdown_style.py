@@ -4,8 +4,11 @@ display names of rooms, furniture and objects, the character kinds, and Pillow's
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 __all__ = ["CHARACTER_KINDS", "ROBOT_COLOR", "actor_labels"]
 
@@ -168,3 +171,70 @@ def actor_labels(actors: Iterable[Any]) -> dict[int, tuple[str, str]]:
     """
     return {int(a.id): (str(a.name), str(a.kind)) for a in actors}
 
+def _to_array(img: Any) -> np.ndarray:
+    """A fresh, writable ``uint8`` H x W x 3 copy of an RGB image.
+
+    Streams Pillow's raw encoder straight into a new array: one allocation instead of the
+    two (a ``bytes`` object, then the array) that ``np.array(img)`` makes, which matters for
+    large frames. Falls back to ``np.array`` if Pillow's encoder API ever changes.
+    """
+    w, h = img.size
+    try:
+        from PIL import Image
+
+        out = np.empty((h, w, 3), dtype=np.uint8)
+        view = memoryview(out).cast("B")
+        encoder = Image._getencoder("RGB", "raw", "RGB", ())
+        encoder.setimage(img.im)
+        bufsize = max(65536, w * 4)
+        pos = 0
+        while True:
+            _, err, data = encoder.encode(bufsize)
+            view[pos:pos + len(data)] = data
+            pos += len(data)
+            if err:
+                break
+        if err < 0 or pos != out.nbytes:
+            raise RuntimeError(f"raw encoder error {err}")
+        return out
+    except (AttributeError, TypeError, ValueError, RuntimeError) as exc:
+        log.debug("falling back to np.array for frame conversion: %s", exc)
+        return np.array(img, dtype=np.uint8)
+
+
+def _draw_figure(draw: Any, x: int, y: int, kind: str, color: Color, r: float, u: float) -> None:
+    """A character's figure at ``(x, y)``: the robot, an adult, a child or a wheelchair user
+    (``r``: the figure radius, ``u``: the size unit of the frame)."""
+    edge = _FIGURE_EDGE
+    if kind == "robot":
+        s = r * 1.05
+        draw.rectangle((x - s, y - s, x + s, y + s), fill=color, outline=edge)
+        e = max(1.0, r * 0.28)
+        draw.rectangle((x - s * 0.55, y - s * 0.45, x - s * 0.55 + e, y - s * 0.45 + e),
+                       fill=(255, 255, 255))
+        draw.rectangle((x + s * 0.55 - e, y - s * 0.45, x + s * 0.55, y - s * 0.45 + e),
+                       fill=(255, 255, 255))
+        draw.line((x, y - s, x, y - s - r * 0.5), fill=edge, width=max(1, round(u)))
+        return
+    if kind == "child":
+        r *= 0.68
+    head = r * 0.42
+    if kind == "wheelchair":
+        wr = r * 0.7
+        wx, wy = x + r * 0.2, y + r * 0.35
+        draw.ellipse((wx - wr, wy - wr, wx + wr, wy + wr), outline=edge,
+                     width=max(1, round(1.2 * u)))
+        draw.ellipse((x - r * 0.62, y - r * 0.35, x + r * 0.62, y + r * 0.55),
+                     fill=color, outline=edge)
+        draw.ellipse((x - head, y - r * 0.35 - 2 * head + 1, x + head, y - r * 0.35 + 1),
+                     fill=color, outline=edge)
+        return
+    draw.ellipse((x - r * 0.62, y - r * 0.2, x + r * 0.62, y + r), fill=color, outline=edge)
+    draw.ellipse((x - head, y - r * 0.2 - 2 * head + 1, x + head, y - r * 0.2 + 1),
+                 fill=color, outline=edge)
+
+
+def _figure_box(x: int, y: int, r: float) -> Box:
+    """The pixels a character's figure at ``(x, y)`` takes (``r``: the figure radius)."""
+    ri = math.ceil(r)
+    return (x - ri, y - ri, x + ri + 1, y + ri + 1)

@@ -23,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from mindhelper_env.report.explain import fold_quiet_windows, plural, why_no_help
 from mindhelper_env.report.hints import EXTRA_HINT
 from mindhelper_env.report.stats import (
     CI_METRICS,
@@ -280,6 +281,7 @@ def _environment() -> Any:
         trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
     env.filters["num"] = lambda v, d=1: "n/a" if v is None else f"{float(v):.{d}f}"
     env.filters["label"] = lambda k: _METRIC_LABELS.get(k, k)
+    env.filters["plural"] = plural
     return env
 
 
@@ -459,7 +461,7 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
 
     table = {a: s["metrics"] for a, s in scored.items()}
     n = max(s["metrics"]["episodes"] for s in scored.values())
-    subtitle = f"{suite}, {n} episodes"
+    subtitle = f"{suite}, {plural(n, 'episode')}"
     charts = _CHARTS
     (out / "charts").mkdir(parents=True, exist_ok=True)
     plot_intervals({a: (s["metrics"], s["ci"]) for a, s in scored.items()},
@@ -468,20 +470,54 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
     return charts
 
 
+#: What a report folder holds; ``overwrite=True`` clears these and nothing else.
+REPORT_ENTRIES = ("index.html", "episodes.html", "episodes", "media", "charts")
+
+
+def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
+    """The entries of ``out`` to clear before writing (none for a missing or empty folder).
+
+    A folder that holds anything is refused unless ``overwrite``; even then, a folder that
+    holds anything but a report's own files (:data:`REPORT_ENTRIES`; a run folder, say) is
+    refused, so that nothing but an earlier report is ever deleted."""
+    if out.is_symlink():
+        raise ReportError(f"{out}: a symbolic link (refused)")
+    if not out.exists():
+        return []
+    if not out.is_dir():
+        raise ReportError(f"argument --out: {out} exists and is not a directory")
+    entries = sorted(out.iterdir())
+    if not entries:
+        return []
+    names = [e.name for e in entries]
+    shown = ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")
+    foreign = [n for n in names if n not in REPORT_ENTRIES]
+    if foreign:
+        raise ReportError(f"argument --out: {out} is not empty and holds files that are not a "
+                          f"report's ({', '.join(foreign[:4])}{' ...' if len(foreign) > 4 else ''}"
+                          "); choose a new or empty folder")
+    if not overwrite:
+        raise ReportError(f"argument --out: {out} already holds a report ({shown}); add "
+                          "--overwrite (overwrite=True) to replace it, or choose a new folder")
+    return entries
+
+
 def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.PathLike[str]],
                  *, seed: int = 0, resamples: int = DEFAULT_RESAMPLES,
-                 workers: int | None = None) -> dict[str, Any]:
+                 workers: int | None = None, overwrite: bool = False) -> dict[str, Any]:
     """Write the report of ``run_dirs`` into ``out_dir``; returns ``{"index", "pages",
     "seconds", "timings"}``. Raises ``ImportError`` (:data:`EXTRA_HINT`) without the
-    ``report`` extra and :class:`ReportError` for an unusable folder, before writing."""
+    ``report`` extra and :class:`ReportError` for an unusable folder, before writing.
+
+    ``out_dir`` must be missing or empty; with ``overwrite=True`` it may hold an earlier
+    report, which is replaced (:func:`check_out_dir`)."""
     check_report_extra()
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
+    out = Path(out_dir)
+    stale = check_out_dir(out, overwrite)
     runs = load_runs(run_dirs)
     suite, settings, agents = runs["suite"], runs["settings"], runs["agents"]
-    out = Path(out_dir)
-    if out.is_symlink():
-        raise ReportError(f"{out}: a symbolic link (refused)")
     workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
 
     t = time.perf_counter()
@@ -516,9 +552,11 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
     timings["score"] = time.perf_counter() - t
 
     out.mkdir(parents=True, exist_ok=True)
-    for sub in ("episodes", "media", "charts"):
-        if (out / sub).is_dir() and not (out / sub).is_symlink():
-            shutil.rmtree(out / sub)
+    for entry in stale:  # an earlier report (overwrite=True): its files only
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        elif entry.exists() or entry.is_symlink():
+            entry.unlink()
     all_ids = sorted({e for s in scored.values() for e in s["records"]},
                      key=lambda e: (len(e), e))
     families = sorted({refs[e]["family"] for e in all_ids})
@@ -667,7 +705,9 @@ def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
             outcome=o, outcome_label=_outcome_label(o), ok=correct(o),
             replay=replay, replay_error=replay_error,
             timeline=_timeline(replay, rec, ref, o),
-            windows=_windows(replay, rec, o["t_I"]),
+            windows=fold_quiet_windows(_windows(replay, rec, o["t_I"]), ref.get("window")),
+            why_no_help=why_no_help(ref, (replay.get("target") or {}).get("name")
+                                    if replay is not None else None),
             beliefs=_belief_rows(replay, rec) if replay is not None else None,
             calls=_model_calls(rec),
             media=_media(rec, st["agents"][a]["run_dir"], out, slugs[a]),

@@ -54,6 +54,9 @@ def add_parser(subparsers: Any, parents: list[argparse.ArgumentParser] | None = 
                    help="folders written by mindhelper evaluate (one suite)")
     p.add_argument("--out", required=True, type=Path,
                    help="folder of the report (index.html, episodes.html, episodes/)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the report already in --out (a folder holding anything "
+                        "else is refused; without this flag --out must be new or empty)")
     p.add_argument("--seed", type=_nonnegative, default=0,
                    help="seed of the bootstrap intervals (default 0; same seed, same bounds)")
     p.add_argument("--resamples", type=_resamples, default=2000,
@@ -76,7 +79,9 @@ def check_extra() -> None:
 
 def _say(result: dict[str, Any]) -> None:
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in result["timings"].items())
-    sys.stderr.write(f"report: {result['index']} ({result['pages']} episode pages in "
+    from mindhelper_env.report.explain import plural
+
+    sys.stderr.write(f"report: {result['index']} ({plural(result['pages'], 'episode page')} in "
                      f"{result['seconds']:.1f} s: {stages})\n")
 
 
@@ -91,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"argument --out: {args.out} exists and is not a directory")
     try:
         result = write_report(args.out, args.run_dirs, seed=args.seed,
-                              resamples=args.resamples, workers=args.workers)
+                              resamples=args.resamples, workers=args.workers,
+                              overwrite=args.overwrite)
     except ReportError as exc:
         raise ValueError(str(exc)) from None
     _say(result)
@@ -103,7 +109,8 @@ def after_evaluate(out: Path, workers: int | None = None) -> dict[str, Any]:
     processes (default: the CPUs, whatever ``evaluate --workers`` was)."""
     from mindhelper_env.report.build import write_report
 
-    result = write_report(Path(out) / REPORT_DIR, [Path(out)], workers=workers)
+    # the run's own report, rebuilt after every (resumed) evaluation
+    result = write_report(Path(out) / REPORT_DIR, [Path(out)], workers=workers, overwrite=True)
     _say(result)
     return result
 

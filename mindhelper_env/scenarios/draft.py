@@ -53,6 +53,9 @@ class Draft:
         self.needs_help = False
         #: objects other people's chores must leave alone
         self.keep: set[int] = set()
+        #: people whose schedule a twin group's mind switch changes (``mh-gen-3.0``: the one
+        #: who moves X, tells or leaves X astray; the adults whose call is switched)
+        self.switched: set[int] = set()
         names = list(NAMES)
         order = rng.permutation(len(names))
         self._names = [names[int(i)] for i in order]
@@ -374,7 +377,8 @@ class Draft:
                 del lists["after"]
             actors.append({**a, "id": m(a["id"]), **lists,
                            "beliefs": {str(m(k)): m(v) for k, v in a["beliefs"].items()},
-                           **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {})})
+                           **({"stuck_walk": m(a["stuck_walk"])} if "stuck_walk" in a else {}),
+                           **({"pause_walk": m(a["pause_walk"])} if "pause_walk" in a else {})})
         ms = dict(self.mental_state)
         for k in ("object", "believed", "true", "spare"):
             if ms.get(k) is not None:

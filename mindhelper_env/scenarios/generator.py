@@ -35,16 +35,25 @@ from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
 from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 from mindhelper_env.scenarios.spec import (
-    DEFAULT_FAMILY_WEIGHTS,
     FAMILIES,
     GENERATOR_VERSION,
     Reference,
+    family_weights,
+    twin_group,
 )
 from mindhelper_env.scenarios.spec import TWINS as TWIN_GROUPS
+from mindhelper_env.scenarios.twins import (
+    GENERATOR_V3,
+    V3_FAMILIES,
+    V3_TWINS,
+    Incompatible,
+    build_variant,
+    group_variants,
+)
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
-__all__ = ["generate_episode", "sample_episode", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "HEDGE_LINES",
+__all__ = ["generate_episode", "sample_episode", "GENERATORS", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "EPISODE_TICKS_V3", "HEDGE_LINES",
            "help_program", "EpisodeInvalid", "observe_cues"]
 
 MAX_ATTEMPTS = 80
@@ -59,6 +68,14 @@ if NOTICE_DELAY <= DEADLINE_TICKS:  # pragma: no cover - a guard on the two cons
 #: given or not): episode length carries no label. Generation keeps only drafts whose
 #: people have finished (or given up) well before it, with help and without.
 EPISODE_TICKS = 72
+#: ``mh-gen-3.0`` episodes last this many ticks (28 windows): the focus person's timeline
+#: (a while watching, a busy while, in either order) comes before the look.
+EPISODE_TICKS_V3 = 84
+#: The generators :func:`generate_episode` can run: the current one and ``mh-gen-3.0``
+#: (:mod:`mindhelper_env.scenarios.twins`).
+GENERATORS = (GENERATOR_VERSION, GENERATOR_V3)
+#: The twin groups of ``mh-gen-3.0``, in a fixed order (each seeds its own base drafts).
+V3_GROUPS = tuple(V3_TWINS)
 #: Free movement lines a robot may put before its help and still be in time: the reference
 #: program issued at the deadline behind this many ``[walk]`` lines must still help (so a
 #: movement-prefix hedge neither buys silence nor, for a helper that acts in the window,
@@ -200,11 +217,14 @@ def observe_cues(sim: Simulation, max_ticks: int | None = None) -> list[tuple[in
 
 # ------------------------------------------------------------------------------ validation
 def _validate(draft: dict[str, Any]) -> dict[str, Any]:
+    horizon = int(draft.get("horizon_ticks", EPISODE_TICKS))
     family = draft["family"]
     focus = draft["focus"]
     target = draft["target"]
     spec = {k: draft[k] for k in ("family", "graph", "robot", "actors", "events")}
-    spec["horizon"] = EPISODE_TICKS
+    if "perception" in draft:
+        spec["perception"] = draft["perception"]
+    spec["horizon"] = horizon
     spec["reference"] = {"focus_actor": focus, "needs_intervention": draft["needs_intervention"]}
     # every rollout starts from a copy of one parsed world (no graph parsing per rollout)
     template = World(spec["graph"], robot_ids=(ROBOT_ID,))
@@ -214,7 +234,7 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
 
     sim = fresh()
     cues = observe_cues(sim)
-    if not sim.settled or sim.tick >= EPISODE_TICKS - 2:
+    if not sim.settled or sim.tick >= horizon - 2:
         raise EpisodeInvalid("no-help rollout did not finish well within the episode")
     f = sim.focus
     assert f is not None
@@ -263,7 +283,7 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
             raise EpisodeInvalid("episode ended before help could be given")
         trial.issue("\n".join(lines))
         trial.run()
-        if trial.tick >= EPISODE_TICKS - 2:
+        if trial.tick >= horizon - 2:
             raise EpisodeInvalid("helped rollout does not finish well within the episode")
         if not trial.focus_succeeded():
             raise EpisodeInvalid(f"reference program issued at onset+{delay} does not help")
@@ -298,21 +318,30 @@ def _check_belief_at(sim: Simulation, focus: int, target: int, tick: int | None,
 
 
 def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
-                     house: Any = None) -> dict[str, Any]:
+                     house: Any = None, generator: str | None = None) -> dict[str, Any]:
     """Generate a validated episode spec of ``family`` from ``seed`` (deterministic).
 
     ``house``: where the episode is set: ``None`` for a procedurally generated house, else
     anything :func:`~mindhelper_env.world.houses.resolve_houses` accepts (``"tdw"``, a
     VirtualHome graph path, ...); the spec then records the house set's name under
-    ``"house"``.
+    ``"house"``. ``generator``: :data:`GENERATORS` (default
+    :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`); ``mh-gen-3.0`` builds every
+    twin group from one base draft (:mod:`mindhelper_env.scenarios.twins`).
     """
-    if family not in BUILDERS:
-        raise ValueError(f"unknown family {family!r}; expected one of {list(FAMILIES)}")
+    generator = GENERATOR_VERSION if generator is None else generator
+    if generator not in GENERATORS:
+        raise ValueError(f"unknown generator {generator!r}; expected one of {list(GENERATORS)}")
+    families = FAMILIES if generator != GENERATOR_V3 else V3_FAMILIES
+    if family not in families:
+        raise ValueError(f"unknown family {family!r} for {generator}; expected one of "
+                         f"{list(families)}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     houses = resolve_houses(house)
     if houses is not None:
         houses.check_families((family,))
+    if generator == GENERATOR_V3:
+        return _generate_v3(family, int(seed), episode_id, houses)
     last = ""
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([int(seed), FAMILIES.index(family), attempt])
@@ -327,6 +356,17 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
         except (_Reject, EpisodeInvalid) as err:
             last = str(err)
             continue
+        return _finish(family, int(seed), episode_id, houses, draft, truth, GENERATOR_VERSION)
+    raise RuntimeError(
+        f"could not generate a valid {family!r} episode from seed {seed} after "
+        f"{MAX_ATTEMPTS} attempts (last problem: {last})"
+    )
+
+
+def _finish(family: str, seed: int, episode_id: str | None, houses: Any,
+            draft: dict[str, Any], truth: dict[str, Any], generator: str) -> dict[str, Any]:
+    """The episode spec of a validated draft."""
+    if True:
         eid = episode_id or f"{family}-{int(seed)}"
         focus = draft["focus"]
         ref = Reference(
@@ -343,32 +383,93 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
         )
         spec = {
             "episode_id": eid,
-            "generator": GENERATOR_VERSION,
+            "generator": generator,
             "seed": int(seed),
             "family": family,
             "graph": draft["graph"],
             "robot": draft["robot"],
             "actors": draft["actors"],
             "events": draft["events"],
-            "horizon": EPISODE_TICKS,
+            "horizon": int(draft.get("horizon_ticks", EPISODE_TICKS)),
             "reference": ref.to_dict(),
         }
+        if "perception" in draft:
+            spec["perception"] = draft["perception"]
         if houses is not None:
             spec["house"] = houses.name
         return spec
+
+
+#: ``mh-gen-3.0``: what the focus person does once the task is over, per family as
+#: :data:`CARRY_ON` (a help family's person makes up in walks for the task's last steps that
+#: a twin's person takes after the cue), drawn from a stream of its own so that the variants
+#: of a base keep the same draws (and ids)
+CARRY_ON_V3: dict[str, tuple[int, int, float]] = {
+    "false_belief_relocation": (2, 4, 3.0), "false_belief_watched": (2, 4, 3.0),
+    "false_belief_told_away": (2, 4, 3.0), "false_belief_emptied": (2, 4, 3.0),
+    "implicit_goal_search": (1, 3, 3.0), "implicit_goal_reach": (1, 3, 3.0),
+    "implicit_goal_blocked": (2, 4, 3.0),
+    "false_belief_witnessed": (0, 2, 0.0), "watched_move_seen": (0, 2, 0.0),
+    "false_belief_told": (0, 2, 0.0), "emptied_witnessed": (0, 2, 0.0),
+}
+
+
+def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
+              houses: Any) -> dict[str, Any]:
+    """The ``family`` variant of the base draft ``(seed, attempt)`` of its group, as a draft
+    dict (raises ``_Reject``/``Incompatible``)."""
+    index = V3_GROUPS.index(group) if group is not None else len(V3_GROUPS)
+    rng = np.random.default_rng([seed, 1000 + index, attempt])
+    d = Draft(rng, family, houses)
+    if group is None:
+        BUILDERS["routine"](d)
+    else:
+        build_variant(d, group, family)
+    low, high, walks = CARRY_ON_V3.get(family, (1, 3, 0.0))
+    d.rng, main = np.random.default_rng([seed, 2000 + index, attempt]), d.rng
+    d.carry_on(d.focus, (low, high), walks)
+    d.rng = main
+    draft = d.to_spec()
+    draft["perception"] = "attention"
+    draft["horizon_ticks"] = EPISODE_TICKS_V3
+    return draft
+
+
+def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any) -> dict[str, Any]:
+    """``mh-gen-3.0``: the first base draft of ``family``'s group whose every variant passes
+    validation (the requested one first: it fails fastest where it fails)."""
+    group = twin_group(family) if family != "routine" else None
+    last = ""
+    for attempt in range(MAX_ATTEMPTS):
+        order = [family] + [f for f in (group_variants(group) if group else ()) if f != family]
+        kept: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        try:
+            for fam in order:
+                try:
+                    draft = _v3_draft(fam, group, seed, attempt, houses)
+                except Incompatible:
+                    if fam == family:
+                        raise
+                    continue
+                kept[fam] = (draft, _validate(draft))
+        except (_Reject, EpisodeInvalid, Incompatible) as err:
+            last = str(err) or type(err).__name__
+            continue
+        draft, truth = kept[family]
+        return _finish(family, seed, episode_id, houses, draft, truth, GENERATOR_V3)
     raise RuntimeError(
-        f"could not generate a valid {family!r} episode from seed {seed} after "
-        f"{MAX_ATTEMPTS} attempts (last problem: {last})"
+        f"could not generate a valid {family!r} episode ({GENERATOR_V3}) from seed {seed} "
+        f"after {MAX_ATTEMPTS} attempts (last problem: {last})"
     )
 
 
 def sample_episode(rng: np.random.Generator, families: dict[str, float] | None = None,
-                   house: Any = None) -> dict[str, Any]:
+                   house: Any = None, generator: str | None = None) -> dict[str, Any]:
     """Draw a family (by weight) and a seed from ``rng`` and generate the episode (set in
-    ``house``, see :func:`generate_episode`)."""
-    fams = families or DEFAULT_FAMILY_WEIGHTS
+    ``house``, by ``generator``, see :func:`generate_episode`)."""
+    fams = families or family_weights(generator)
     names = list(fams)
     w = np.array([float(fams[n]) for n in names])
     fam = names[int(rng.choice(len(names), p=w / w.sum()))]
     seed = int(rng.integers(0, 2**31 - 1))
-    return generate_episode(fam, seed, house=house)
+    return generate_episode(fam, seed, house=house, generator=generator)

@@ -68,8 +68,8 @@ import numpy as np
 
 from mindhelper_env.backends.symbolic import ROBOT_ID
 from mindhelper_env.paths import cache_dir
-from mindhelper_env.scenarios.generator import generate_episode
-from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION
+from mindhelper_env.scenarios.generator import GENERATORS, generate_episode
+from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_V3, GENERATOR_VERSION, V3_FAMILIES
 from mindhelper_env.world.world import World
 
 __all__ = ["EpisodePool", "PoolEntry", "cache_dir", "get_pool", "DEFAULT_POOL_SIZE",
@@ -129,18 +129,22 @@ class EpisodePool:
 
     def __init__(self, families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE, *,
                  directory: str | os.PathLike[str] | None = None, persist: bool = True,
-                 house: Any = None) -> None:
+                 house: Any = None, generator: str | None = None) -> None:
+        #: the generator of the entries (:data:`~mindhelper_env.scenarios.generator.GENERATORS`)
+        self.generator = GENERATOR_VERSION if generator is None else str(generator)
+        if self.generator not in GENERATORS:
+            raise ValueError(f"unknown generator {generator!r}; expected one of {list(GENERATORS)}")
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"pool size must be a positive int, got {size!r}")
         fams = {str(f): float(w) for f, w in families.items() if float(w) > 0}
-        unknown = set(fams) - set(FAMILIES)
+        unknown = set(fams) - set(FAMILIES if self.generator != GENERATOR_V3 else V3_FAMILIES)
         if not fams or unknown:
             raise ValueError(f"pool families must be known families with positive weights, "
                              f"got {dict(families)!r}")
         self.families = dict(sorted(fams.items()))
         self.size = int(size)
         self.house = house
-        config: dict[str, Any] = {"format": _POOL_FORMAT, "generator": GENERATOR_VERSION,
+        config: dict[str, Any] = {"format": _POOL_FORMAT, "generator": self.generator,
                                   "families": self.families}
         if house is not None:
             config["house"] = house.key
@@ -167,8 +171,8 @@ class EpisodePool:
         # Pickled as its configuration (an env pickled mid-episode does not carry the pool);
         # in the same process this is the shared pool again, elsewhere entries reload lazily.
         if self.directory is None:
-            return (_memory_pool, (self.families, self.size, self.house))
-        return (get_pool, (self.families, self.size, self._base, self.house))
+            return (_memory_pool, (self.families, self.size, self.house, self.generator))
+        return (get_pool, (self.families, self.size, self._base, self.house, self.generator))
 
     # ------------------------------------------------------------------ entries
     def source(self, k: int) -> tuple[str, int]:
@@ -204,7 +208,7 @@ class EpisodePool:
                 return self._entries.setdefault(k, entry)
         spec = self._read(k, family, seed)
         if spec is None:
-            spec = generate_episode(family, seed, house=self.house)
+            spec = generate_episode(family, seed, house=self.house, generator=self.generator)
             self._write(k, spec)
         entry = PoolEntry(k, family, seed, *_entry_pickles(spec))
         with self._lock:
@@ -220,7 +224,8 @@ class EpisodePool:
             return pickle.loads(full)
         spec = self._read(k, entry.family, entry.seed)
         if spec is None:  # the file went away: the same episode again
-            spec = generate_episode(entry.family, entry.seed, house=self.house)
+            spec = generate_episode(entry.family, entry.seed, house=self.house,
+                                    generator=self.generator)
             self._write(k, spec)
         return spec
 
@@ -279,7 +284,8 @@ class EpisodePool:
                     self._ready = False
                     if self.house is None and self.ready_path.exists():
                         try:
-                            self._ready = _ReadyEntries(self.ready_path, self.key)
+                            self._ready = _ReadyEntries(self.ready_path, self.key,
+                                                        self.generator)
                         except (OSError, ValueError) as err:
                             logger.warning("episode pool: cannot use the ready entries %s "
                                            "(%s); reading the JSON bundle", self.ready_path,
@@ -337,7 +343,7 @@ class EpisodePool:
             logger.warning("episode pool: cannot read entry %d at %s (%s); regenerating", k,
                            path if line is None else self.bundle_path, err)
             return None
-        if not (isinstance(spec, dict) and spec.get("generator") == GENERATOR_VERSION
+        if not (isinstance(spec, dict) and spec.get("generator") == self.generator
                 and spec.get("family") == family and spec.get("seed") == seed
                 and spec.get("house") == (None if self.house is None else self.house.name)
                 and "graph" in spec and "reference" in spec):
@@ -384,7 +390,7 @@ class _ReadyEntries:
     dictionary; ``size + 1`` little-endian uint64 offsets into the data after them; the data
     (entry ``k``: a uint32 length of the spec's pickle, the spec's pickle, the world's)."""
 
-    def __init__(self, path: Path, key: str) -> None:
+    def __init__(self, path: Path, key: str, generator: str = GENERATOR_VERSION) -> None:
         data = path.read_bytes()
         if not data.startswith(_READY_MAGIC):
             raise ValueError("not a ready-entries file")
@@ -392,11 +398,11 @@ class _ReadyEntries:
         head = json.loads(data[len(_READY_MAGIC):end])
         if not isinstance(head, dict):
             raise ValueError("a malformed header")
-        if head.get("format") != _READY_FORMAT or head.get("generator") != GENERATOR_VERSION \
+        if head.get("format") != _READY_FORMAT or head.get("generator") != generator \
                 or head.get("key") != key:
             raise ValueError(f"it holds format {head.get('format')}, generator "
                              f"{head.get('generator')!r}, key {head.get('key')!r}; this pool "
-                             f"needs format {_READY_FORMAT}, {GENERATOR_VERSION!r}, {key!r}")
+                             f"needs format {_READY_FORMAT}, {generator!r}, {key!r}")
         try:
             self.size = int(head["size"])
             self.sources = [(str(f), int(s)) for f, s in head["sources"]]
@@ -499,17 +505,19 @@ _POOLS_LOCK = threading.Lock()
 
 
 def get_pool(families: Mapping[str, float], size: int = DEFAULT_POOL_SIZE,
-             directory: str | os.PathLike[str] | None = None, house: Any = None) -> EpisodePool:
+             directory: str | os.PathLike[str] | None = None, house: Any = None,
+             generator: str | None = None) -> EpisodePool:
     """The process-wide pool for this configuration (envs in one process share it)."""
     base = str(Path(directory) if directory is not None else cache_dir())
-    probe = EpisodePool(families, size, directory=base, house=house)
+    probe = EpisodePool(families, size, directory=base, house=house, generator=generator)
     key = (probe.key, probe.size, base)
     with _POOLS_LOCK:
         return _POOLS.setdefault(key, probe)
 
 
-def _memory_pool(families: Mapping[str, float], size: int, house: Any = None) -> EpisodePool:
-    return EpisodePool(families, size, persist=False, house=house)
+def _memory_pool(families: Mapping[str, float], size: int, house: Any = None,
+                 generator: str | None = None) -> EpisodePool:
+    return EpisodePool(families, size, persist=False, house=house, generator=generator)
 
 
 def _generate_entry(job: tuple[str, int]) -> bytes:

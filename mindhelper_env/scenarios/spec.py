@@ -22,7 +22,8 @@ from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
            "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
-           "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group"]
+           "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group", "GENERATOR_V3",
+           "V3_TWINS", "V3_FAMILIES", "twins_of", "silent_shares", "family_weights"]
 
 #: Bumped whenever episode generation changes in a way that changes episodes.
 GENERATOR_VERSION = "mh-gen-2.5"
@@ -93,6 +94,53 @@ DEFAULT_FAMILY_WEIGHTS: dict[str, float] = {
     **{f: 0.5 / len(HELP_FAMILIES) for f in HELP_FAMILIES},
     **{f: 0.5 * SILENT_SHARES[f] for f in SILENT_FAMILIES},
 }
+
+
+#: Generator ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`): twins built from one
+#: base draft. Its twin groups keep the twins whose difference from the help family is a
+#: mind (``false_belief_irrelevant``, ``false_belief_self_corrected``, ``false_belief_spare``,
+#: ``emptied_spare`` and ``search_self_found`` are not generated: no cue at all, X lying in
+#: view, or X where one keeps it).
+GENERATOR_V3 = "mh-gen-3.0"
+V3_TWINS: dict[str, tuple[str, ...]] = {
+    "false_belief_relocation": ("false_belief_witnessed",),
+    "false_belief_watched": ("watched_move_seen",),
+    "false_belief_told_away": ("false_belief_told",),
+    "false_belief_emptied": ("emptied_witnessed",),
+    "implicit_goal_search": ("search_seen_astray",),
+    "implicit_goal_reach": ("reach_helped", "reach_noticed"),
+    "implicit_goal_blocked": ("blocked_helped", "blocked_noticed"),
+}
+V3_FAMILIES = (*V3_TWINS, *(t for twins in V3_TWINS.values() for t in twins), "routine")
+#: Share of ``routine`` on the silent side of ``mh-gen-3.0`` suites and samples.
+V3_ROUTINE = 0.05
+
+
+def twins_of(generator: str | None = None) -> dict[str, tuple[str, ...]]:
+    """The twin groups a generator builds (:data:`TWINS`, or :data:`V3_TWINS` for
+    ``mh-gen-3.0`` on)."""
+    return dict(V3_TWINS if generator == GENERATOR_V3 else TWINS)
+
+
+def silent_shares(generator: str | None = None) -> dict[str, float]:
+    """Share of the silent side per family (:data:`SILENT_SHARES` for ``mh-gen-2.x``): every
+    twin group as common as its help family, split evenly inside the group; ``routine`` a
+    tenth (``mh-gen-2.x``) or a twentieth (``mh-gen-3.0``: nothing in it looks like a need, so
+    every agent that stays silent without a struggle gets it right, and a tenth lifted a coin
+    flip over the twin groups to PHA 52.5)."""
+    if generator != GENERATOR_V3:
+        return dict(SILENT_SHARES)
+    return {**{twin: (1 - V3_ROUTINE) / len(V3_TWINS) / len(group)
+               for group in V3_TWINS.values() for twin in group}, "routine": V3_ROUTINE}
+
+
+def family_weights(generator: str | None = None) -> dict[str, float]:
+    """Sampling weights of a generator's families: half help, half silent."""
+    if generator != GENERATOR_V3:
+        return dict(DEFAULT_FAMILY_WEIGHTS)
+    shares = silent_shares(generator)
+    return {**{f: 0.5 / len(HELP_FAMILIES) for f in HELP_FAMILIES},
+            **{f: 0.5 * w for f, w in shares.items()}}
 
 
 #: The abilities the benchmark measures (docs/scenarios.md, "Abilities"): what a helper must

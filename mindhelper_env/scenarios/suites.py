@@ -386,7 +386,7 @@ def _episode_json(name: str, index: int) -> str:
     seed = s["seed_base"] + index
     try:
         spec = generate_episode(family, seed, episode_id=suite_episode_id(name, index),
-                                house=s.get("house"))
+                                house=s.get("house"), generator=s["generator"])
     except RuntimeError as err:
         raise RuntimeError(f"suite {name!r} episode {index}: {err}") from err
     return _dumps(spec)

@@ -5,7 +5,8 @@ first acts) and extracts every window's tokens and label, the cue-time narration
 :data:`FEATURES` (over a hundred observable episode features, computed from ``obs`` and
 ``info`` only); :func:`suite_data` and :func:`training_data` do it for a suite and for
 training-seed episodes (:func:`training_episodes`). The classifiers, the feature scan and
-the bounds that use them are in :mod:`mindhelper_env.validity`, which re-exports these names.
+the bounds that use them are in :mod:`mindhelper_env.validity.core`; the package
+:mod:`mindhelper_env.validity` re-exports these names.
 """
 
 from __future__ import annotations
@@ -36,24 +37,27 @@ def _group(family: str) -> str | None:
     return twin_group(family)
 
 
-def training_episodes(n: int, seed: int = 0, house: Any = None) -> list[dict[str, Any]]:
+def training_episodes(n: int, seed: int = 0, house: Any = None,
+                      generator: str | None = None) -> list[dict[str, Any]]:
     """``n`` episodes from training seeds, half of them needing help, families drawn as the
-    envs and suites draw them (:data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`),
+    envs and suites of ``generator`` draw them
+    (:func:`~mindhelper_env.scenarios.spec.family_weights`; default: the current generator),
     set in ``house`` (see :func:`~mindhelper_env.world.houses.resolve_houses`)."""
     from mindhelper_env.scenarios.generator import generate_episode
-    from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS, HELP_FAMILIES
+    from mindhelper_env.scenarios.spec import HELP_FAMILIES, family_weights
     from mindhelper_env.scenarios.suites import TRAINING_SEED_RANGE
 
+    weights = family_weights(generator)
     rng = np.random.default_rng(seed)
-    sides = [[f for f in DEFAULT_FAMILY_WEIGHTS if f in HELP_FAMILIES],
-             [f for f in DEFAULT_FAMILY_WEIGHTS if f not in HELP_FAMILIES]]
+    sides = [[f for f in weights if f in HELP_FAMILIES],
+             [f for f in weights if f not in HELP_FAMILIES]]
     out = []
     for i in range(n):
         side = sides[i % 2]
-        w = np.array([DEFAULT_FAMILY_WEIGHTS[f] for f in side])
+        w = np.array([weights[f] for f in side])
         fam = side[int(rng.choice(len(side), p=w / w.sum()))]
         out.append(generate_episode(fam, int(rng.integers(TRAINING_SEED_RANGE.stop)),
-                                    house=house))
+                                    house=house, generator=generator))
     return out
 
 
@@ -399,6 +403,8 @@ def suite_data(suite: str, limit: int | None = None) -> list[EpisodeData]:
     return [episode_data(suite_episode(suite, i)) for i in range(n)]
 
 
-def training_data(n: int, seed: int = 0, house: Any = None) -> list[EpisodeData]:
-    """:class:`EpisodeData` of ``n`` training episodes (:func:`training_episodes`)."""
-    return _data(training_episodes(n, seed, house=house))
+def training_data(n: int, seed: int = 0, house: Any = None,
+                  specs: Iterable[Mapping[str, Any]] | None = None) -> list[EpisodeData]:
+    """:class:`EpisodeData` of ``n`` training episodes (:func:`training_episodes`), or of
+    ``specs`` if given (episodes generated once for several instruments)."""
+    return _data(training_episodes(n, seed, house=house) if specs is None else specs)

@@ -1,7 +1,8 @@
-"""Validity checks of the benchmark: can it be passed without tracking minds?
+"""The core validity instruments: can the benchmark be passed without tracking minds?
 
 A benchmark for theory of mind is only meaningful if surface cues do not pass it
-(docs/validity.md). This module is the measuring instrument, on any suite:
+(docs/validity.md). This module (re-exported by :mod:`mindhelper_env.validity`) holds the
+instruments that read text, events and episode features, on any suite:
 
 * :func:`agent_records` / :func:`play_records` play agents that read only ``obs`` and
   ``info`` (registered names, or agent objects such as :class:`WindowClassifierAgent`) and
@@ -20,10 +21,10 @@ A benchmark for theory of mind is only meaningful if surface cues do not pass it
   :data:`FEATURES` (over a hundred observable episode features); :func:`train_window_classifier`,
   :func:`cue_classifier_accuracy` and :func:`feature_scan` are the classifiers and the scan
   measured per twin group;
-* :data:`BOUNDS` are the bounds the package promises on a 1,000-episode suite
-  (:data:`TEST_SUITE`; reported by ``benchmarks/bench_validity.py``) and, with looser margins,
-  on :data:`DEV_SUITE` (``tests/test_validity.py``); :func:`check_bounds` lists the broken
-  ones.
+* :data:`BOUNDS` are the bounds the package promises on a 1,000-episode ``mh-gen-2.x``
+  suite (:data:`TEST_SUITE`; reported by ``benchmarks/bench_validity.py``) and, with looser
+  margins, on :data:`DEV_SUITE` (``tests/test_validity.py``); :func:`check_bounds` lists the
+  broken ones (``mh-gen-3.x`` suites: :data:`~mindhelper_env.validity.bounds.BOUNDS_V3`).
 
 Labels and ground truth are read only to train and to score, never by an agent.
 """
@@ -38,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.agents.belief import ReactiveAgent
-from mindhelper_env.validity_data import (
+from mindhelper_env.validity.data import (  # re-exported names
     FEATURES,
     SCAN_BOUNDED_KINDS,
     EpisodeData,
@@ -259,7 +260,8 @@ def bag_of_words_accuracy(suite: str, *, windows: int = 0, n_train: int = 1000,
     """
     from mindhelper_env.scenarios.suites import SUITES, suite_specs
 
-    train = training_episodes(n_train, seed, house=SUITES[suite].get("house"))
+    train = training_episodes(n_train, seed, house=SUITES[suite].get("house"),
+                              generator=SUITES[suite].get("generator"))
     test = suite_specs(suite)[:limit]
     tr_text = [narrations(s, windows) for s in train]
     te_text = [narrations(s, windows) for s in test]

@@ -1,0 +1,63 @@
+"""Validity checks of the benchmark: can it be passed without tracking minds?
+
+A benchmark for theory of mind is only meaningful if nothing but a mind separates help from
+silence (docs/validity.md). This package holds the measuring instruments, usable on any
+suite; everything reads only what an agent gets (``obs`` and ``info``), plus the labels and
+the reference only to train and to score:
+
+* :mod:`~mindhelper_env.validity.core` — playing agents and scoring them overall and per
+  twin group, the shortcut baselines and ablations, bag-of-words and window classifiers, the
+  episode-feature scan, :data:`BOUNDS` and :func:`check_bounds`;
+* :mod:`~mindhelper_env.validity.data` — silent rollouts and the observable episode features
+  the classifiers and the scan read;
+* :mod:`~mindhelper_env.validity.objects` — the object-centric instruments: silent rollouts
+  that track objects (:func:`physical_data`), the learned physical tracker
+  (:class:`PhysicalLearnedAgent`, gradient boosting on the physical state at each struggle)
+  and the object-centric feature scan (:func:`object_scan`);
+* :mod:`~mindhelper_env.validity.bounds` — the bound sets (:data:`BOUNDS` for the
+  ``mh-gen-2.x`` suites, :data:`BOUNDS_V3` for ``mh-gen-3.x``) and the checks of the new
+  instruments (:func:`check_bounds_v3`).
+
+The rule-based agents they play live with the other agents: ``physical-rules``
+(:mod:`mindhelper_env.agents.physical`), ``coarse-mind``
+(:mod:`mindhelper_env.agents.coarse_mind`) and the hedges
+(:mod:`mindhelper_env.agents.hedge`: ``+prefixN``, ``+waitN``, ``+repeatN``, ``+delayN``).
+"""
+
+from __future__ import annotations
+
+from mindhelper_env.validity.bounds import (
+    BOUNDS_V3,
+    COARSE_MIND,
+    HEDGE_KINDS,
+    NON_MIND_AGENTS,
+    base_agent,
+    bounds_for,
+    check_bounds_v3,
+    generator_of,
+    is_v3,
+)
+from mindhelper_env.validity.core import *  # noqa: F403 - the instruments' public names
+from mindhelper_env.validity.core import __all__ as _core_all
+from mindhelper_env.validity.objects import (
+    HISTORY_TICKS,
+    OBJECT_FEATURES,
+    SCAN_CUES,
+    SCAN_SETS,
+    CueRow,
+    PhysicalEpisode,
+    PhysicalLearnedAgent,
+    PhysicalModel,
+    object_scan,
+    physical_data,
+    suite_physical_data,
+    train_physical_model,
+    training_physical_data,
+)
+
+__all__ = [*_core_all, "BOUNDS_V3", "COARSE_MIND", "HEDGE_KINDS", "NON_MIND_AGENTS",
+           "base_agent", "bounds_for", "check_bounds_v3", "generator_of", "is_v3",
+           "HISTORY_TICKS", "OBJECT_FEATURES", "SCAN_CUES", "SCAN_SETS", "CueRow",
+           "PhysicalEpisode", "PhysicalLearnedAgent", "PhysicalModel", "object_scan",
+           "physical_data", "suite_physical_data", "train_physical_model",
+           "training_physical_data"]

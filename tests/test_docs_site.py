@@ -1,0 +1,380 @@
+"""The docs site and the README: ``mkdocs build --strict`` passes, every built page's internal
+links, anchors and images resolve to files of the site, and every page opens in headless
+Chromium, served from 127.0.0.1 with every other host unreachable, without a console error,
+a failed load or a request that leaves the machine. The README stays short, starts with the
+two set-up commands, and its test command is the one ``.ci/run`` runs.
+
+The site tests need the ``docs`` extra (MkDocs, Material, mkdocstrings) and Debian's
+``chromium``; without them they are skipped, except when ``MINDHELPER_REQUIRE_DOCS=1`` and
+``MINDHELPER_REQUIRE_CHROMIUM=1`` (set by ``.ci/run``): then they fail.
+"""
+
+from __future__ import annotations
+
+import functools
+import html.parser
+import http.server
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlsplit
+
+import pytest
+
+from tests import chromium_cdp
+from tests.chromium_cdp import Browser, chromium_path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS_PACKAGES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
+#: Offline, but the loopback server the site is served from is reachable (IP literals are
+#: resolved by the host rules too, so 127.0.0.1 is excluded; Chromium never proxies it).
+LOOPBACK_ONLY = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                 "--proxy-server=http://127.0.0.1:9")
+
+
+def _docs_extra_missing() -> list[str]:
+    return [name for name in DOCS_PACKAGES if importlib.util.find_spec(name.split(".")[0]) is None
+            or (name.count(".") and importlib.util.find_spec(name) is None)]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    missing = _docs_extra_missing()
+    if missing:
+        if os.environ.get("MINDHELPER_REQUIRE_DOCS") == "1":
+            pytest.fail(f"MINDHELPER_REQUIRE_DOCS=1 but the docs extra is missing ({missing}): "
+                        'pip install -e ".[docs]"')
+        pytest.skip('needs the docs extra: pip install -e ".[docs]"')
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                           str(out), "--config-file", str(ROOT / "mkdocs.yml")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "WARNING" not in proc.stderr, proc.stderr
+    return out
+
+
+def _pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if p.name != "404.html")
+
+
+# ------------------------------------------------------------------ links without a browser
+class _Refs(html.parser.HTMLParser):
+    """Every href/src of a page and every id it defines."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[tuple[str, str, str]] = []   # (tag, attribute, url)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if key in ("id", "name") and value:
+                self.ids.add(value)
+            if key in ("href", "src") and value is not None:
+                self.refs.append((tag, key, value))
+
+
+def _parse(page: Path) -> _Refs:
+    parser = _Refs()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def broken_refs(site: Path) -> list[str]:
+    """Internal links, anchors and images of the built site that do not resolve to a file
+    (and anchor) of the site, and resources (scripts, styles, images, fonts) fetched from
+    another host. Links to other hosts are allowed and not fetched."""
+    ids: dict[Path, set[str]] = {}
+    problems = []
+    for page in [*_pages(site), site / "404.html"]:
+        parsed = _parse(page)
+        ids.setdefault(page.resolve(), parsed.ids)
+        for tag, attr, url in parsed.refs:
+            parts = urlsplit(url)
+            if parts.scheme in ("data", "mailto", "javascript"):
+                continue
+            if parts.scheme or parts.netloc:
+                if tag != "a":   # a resource from the network: the site would not be offline
+                    problems.append(f"{page.relative_to(site)}: remote {tag} {attr}={url}")
+                continue
+            path, fragment = urldefrag(url)
+            base = site if path.startswith("/") else page.parent   # 404.html uses absolute paths
+            target = page if not path else (base / unquote(path).lstrip("/")).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file() or site.resolve() not in target.parents:
+                problems.append(f"{page.relative_to(site)}: {tag} {attr}={url} -> no such file")
+                continue
+            if fragment and target.suffix == ".html":
+                if target not in ids:
+                    ids[target] = _parse(target).ids
+                if unquote(fragment) not in ids[target]:
+                    problems.append(f"{page.relative_to(site)}: {url} -> no anchor #{fragment}")
+    return problems
+
+
+def test_the_site_builds_strict_and_every_link_and_image_resolves(site: Path) -> None:
+    pages = _pages(site)
+    names = {p.relative_to(site).as_posix() for p in pages}
+    for page in ("index.html", "getting-started/index.html", "environments/index.html",
+                 "agents/index.html", "evaluation/index.html", "metrics/index.html",
+                 "validity/index.html", "models/index.html", "training/index.html",
+                 "llm-training/index.html", "report/index.html", "performance/index.html",
+                 "changelog/index.html", "api/envs/index.html", "api/agents/index.html"):
+        assert page in names, page
+    assert broken_refs(site) == []
+    # the API reference is generated from the docstrings, the family count from the registry
+    from mindhelper_env.scenarios.spec import FAMILIES
+
+    api = (site / "api" / "envs" / "index.html").read_text(encoding="utf-8")
+    assert "MindHelperEnv" in api and "reset" in api
+    assert f"Episodes come from {len(FAMILIES)} scenario families" in api
+    assert "{n_families}" not in api
+    # the changelog page is CHANGELOG.md
+    changelog = (site / "changelog" / "index.html").read_text(encoding="utf-8")
+    assert "Unreleased" in changelog and "0.3.0" in changelog
+    # no Google fonts or other remote assets in any page
+    for page in pages:
+        assert "fonts.googleapis" not in page.read_text(encoding="utf-8"), page
+
+
+def test_the_link_check_finds_broken_links_anchors_images_and_remote_assets(tmp_path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "404.html").write_text("<html></html>")
+    (tmp_path / "index.html").write_text(
+        '<a href="a/">ok</a> <a href="a/#here">ok</a> <a href="https://example.org/">ok</a>'
+        '<a href="b/">missing page</a> <a href="a/#nowhere">missing anchor</a>'
+        '<img src="pic.png"> <script src="https://cdn.example.org/x.js"></script>')
+    (tmp_path / "a" / "index.html").write_text('<h2 id="here">x</h2><a href="../">up</a>')
+    found = " | ".join(broken_refs(tmp_path))
+    assert "b/ -> no such file" in found
+    assert "#nowhere" in found
+    assert "pic.png -> no such file" in found
+    assert "remote script" in found
+    assert "example.org/\"" not in found and len(broken_refs(tmp_path)) == 4
+
+
+# ------------------------------------------------------------------ in the browser
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    if chromium_path() is None:
+        if os.environ.get("MINDHELPER_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("MINDHELPER_REQUIRE_CHROMIUM=1 but chromium is not installed "
+                        "(apt-get install -y chromium)")
+        pytest.skip("needs chromium (apt-get install -y chromium)")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Handler, directory=str(site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_every_page_opens_in_chromium_offline(site: Path, served: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chromium_cdp, "OFFLINE_FLAGS", LOOPBACK_ONLY)
+    pages = _pages(site)
+    with Browser(offline=True) as b:
+        for page in pages:
+            rel = page.relative_to(site).as_posix()
+            b.open(served + rel.removesuffix("index.html"))
+            assert b.problems() == [], rel
+            left = [u for u in b.requests() if not u.startswith((served, "data:"))]
+            assert left == [], (rel, left)
+            assert b.evaluate("document.querySelector('article').innerText.length") > 40, rel
+            # every image has loaded and has a size
+            broken = b.evaluate("Array.from(document.images).filter(i => !i.complete || "
+                                "i.naturalWidth === 0).map(i => i.src)")
+            assert broken == [], (rel, broken)
+        # the search works offline: the worker loads the index from the site and finds pages
+        b.open(served)
+        b.drain(1.0)
+        assert served + "search/search_index.json" in b.requests()
+        b.evaluate("(() => { const i = document.querySelector('.md-search__input'); i.focus();"
+                   " i.value = 'belief tracker';"
+                   " i.dispatchEvent(new Event('input', {bubbles: true}));"
+                   " i.dispatchEvent(new KeyboardEvent('keyup', {key: 'r', bubbles: true})); })()")
+        b.drain(2.0)
+        assert b.evaluate("document.querySelectorAll('.md-search-result__item').length") > 0
+        assert b.problems() == []
+
+
+def test_the_checks_see_a_failing_page(site: Path, served: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The browser check itself: a page that is not there and a remote request are caught."""
+    monkeypatch.setattr(chromium_cdp, "OFFLINE_FLAGS", LOOPBACK_ONLY)
+    with Browser(offline=True) as b:
+        b.open(served + "no-such-page/")
+        assert any("404" in p for p in b.problems())
+        b.open(served)
+        b.evaluate("fetch('http://example.org/x').catch(() => console.error('blocked'))")
+        b.drain(1.0)
+        assert any("blocked" in p or "ERR_" in p for p in b.problems())
+        assert any(u.startswith("http://example.org") for u in b.requests())
+
+
+# ------------------------------------------------------------------ the README
+def _bash_block_after(text: str, marker: str) -> str:
+    start = text.index(marker)
+    match = re.search(r"```bash\n(.*?)\n```", text[start:], re.S)
+    assert match is not None, marker
+    return match.group(1).strip()
+
+
+def test_readme_is_short_and_starts_with_the_two_commands() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    first_heading = text.index("\n## ")
+    head = text[:first_heading]
+    main = _bash_block_after(head, "**Run the main job**")
+    tests = _bash_block_after(head, "**Run the tests**")
+    assert main.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e")
+    assert "mindhelper evaluate --suite vh-dev-v2" in main
+    assert tests.startswith("python3 -m venv .venv") and tests.endswith("python -m pytest -q")
+    for section in ("## Quick start", "### The agent protocol", "## The metrics in brief",
+                    "## The reward in brief", "## Citation", 'pip install -e ".[test]"'):
+        assert section in text, section
+
+
+def _readme_test_steps() -> list[str]:
+    command = _bash_block_after(README.read_text(encoding="utf-8"), "**Run the tests**")
+    steps, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(command):   # split on the && outside quotes, ( ) and { }
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "({":
+            depth += 1
+        elif ch in ")}":
+            depth -= 1
+        elif depth == 0 and command.startswith(" && ", i):
+            steps.append(command[start:i].strip())
+            start = i + 4
+    return [*steps, command[start:].strip()]
+
+
+def test_readme_test_command_installs_what_ci_installs() -> None:
+    """``.ci/run`` runs the README's test command: every pip install of one is in the other,
+    and the chromium step works as root (no sudo) and as a user (sudo)."""
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    ci_lines = [line.strip() for line in ci.replace("\\\n", " ").splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+
+    def pip_installs(lines: list[str]) -> set[str]:
+        out = set()
+        for line in lines:
+            line = re.sub(r"^CMAKE_ARGS=\"[^\"]*\"\s*", "", line)
+            if line.startswith("pip install"):
+                out.add(" ".join(shlex.split(line)))
+        return out
+
+    readme_steps = _readme_test_steps()
+    assert pip_installs(readme_steps) == pip_installs(ci_lines)
+    assert any("python -m pytest -q" in line for line in ci_lines)
+    cmake = [re.search(r'CMAKE_ARGS="([^"]*)"', s) for s in readme_steps]
+    ci_cmake = re.search(r'CMAKE_ARGS="([^"]*)"', ci.replace("\\\n", ""))
+    assert ci_cmake is not None and any(m and m.group(1).split() == ci_cmake.group(1).split()
+                                        for m in cmake)
+    chromium = next(s for s in readme_steps if "chromium" in s)
+    assert "sudo apt-get" not in chromium and 'id -u' in chromium
+
+
+@pytest.mark.parametrize("uid, expected", [("0", ""), ("1000", "sudo")])
+def test_readme_chromium_step_uses_sudo_only_when_not_root(tmp_path, uid, expected) -> None:
+    """The README's chromium step, run with only fake ``id``, ``apt-get`` and ``sudo`` on
+    PATH (so no chromium is found): as root it calls apt-get directly, as a user through sudo."""
+    step = next(s for s in _readme_test_steps() if "chromium" in s)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls"
+    for name, body in (("id", f'echo {uid}'),
+                       ("apt-get", f'echo "apt-get $*" >> {log}'),
+                       ("sudo", f'echo "sudo $*" >> {log}; "$@"')):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    proc = subprocess.run(["/bin/bash", "-c", step], capture_output=True, text=True,
+                          env={"PATH": str(bin_dir)},
+                          timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    if expected:
+        assert calls[0].startswith("sudo apt-get update"), calls
+    else:
+        assert calls[0] == "apt-get update" and not any(c.startswith("sudo") for c in calls)
+    assert any("install -y chromium" in c for c in calls)
+
+
+def _github_slug(heading: str) -> str:
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def test_readme_links_resolve() -> None:
+    """Every relative link of the README names a file of the repository and, with an
+    anchor into a Markdown file, one of its headings (as GitHub and MkDocs slug them)."""
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert len(links) > 10
+    for link in links:
+        if "://" in link:
+            continue
+        path, _, anchor = link.partition("#")
+        target = ROOT / path if path else README
+        assert target.exists(), link
+        if anchor and target.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)
+            assert anchor in {_github_slug(h) for h in headings}, link
+
+
+def test_license_citation_and_changelog_follow_the_package_version() -> None:
+    """LICENSE is MIT and named in pyproject.toml (so it ships in the wheel); CITATION.cff
+    is CFF 1.2.0 with the required keys and the package's version, as is the README's
+    BibTeX; CHANGELOG.md has an Unreleased section and one for the package's version."""
+    import mindhelper_env
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11 (CI runs 3.11)
+
+    version = mindhelper_env.__version__
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["version"] == version
+    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    license_text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License")
+    assert "Copyright (c) 2026 The MindHelper-Env authors" in license_text
+    cff = (ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    keys = dict(re.findall(r'^([a-z-]+):\s*"?([^"\n]*)"?\s*$', cff, re.M))
+    assert keys["cff-version"] == "1.2.0"
+    for key in ("message", "title", "version", "license", "type"):
+        assert keys.get(key), key
+    assert re.search(r"^authors:\n  - name: \S", cff, re.M)
+    assert keys["version"] == version
+    assert re.search(rf"version\s*=\s*\{{{re.escape(version)}\}}",
+                     README.read_text(encoding="utf-8"))
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert "## [Unreleased]" in changelog
+    assert re.search(rf"^## \[{re.escape(version)}\] - \d{{4}}-\d\d-\d\d$", changelog, re.M)
+
+
+def test_contributing_page_shows_the_readme_test_command() -> None:
+    page = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    command = _bash_block_after(README.read_text(encoding="utf-8"), "**Run the tests**")
+    assert f"```bash\n{command}\n```" in page
