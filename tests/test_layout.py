@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("models", ("mindhelper_env.models",)),
     ("agents", ("mindhelper_env.agents", "mindhelper_env.wrappers")),
     ("evaluation", ("mindhelper_env.evaluation", "mindhelper_env.plots",
-                    "mindhelper_env.ray_backend")),
+                    "mindhelper_env.ray_backend", "mindhelper_env.inspect_task")),
     # the HTML report replays recorded episodes and reads evaluate's result files
     ("report", ("mindhelper_env.report",)),
     ("validity", ("mindhelper_env.validity",)),

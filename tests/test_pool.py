@@ -74,12 +74,19 @@ def test_entries_are_generated_episodes_and_replay_exactly(tmp_path) -> None:
             break
 
 
-def test_key_depends_on_generator_and_families(tmp_path, monkeypatch) -> None:
+def test_key_depends_on_generator_and_families(tmp_path) -> None:
     a = EpisodePool(FAMS, 4, directory=tmp_path)
     assert EpisodePool(dict(FAMS), 99, directory=tmp_path).key == a.key  # size is not in it
     assert EpisodePool({**FAMS, "routine": 2.0}, 4, directory=tmp_path).key != a.key
-    monkeypatch.setattr(pool_mod, "GENERATOR_VERSION", "mh-gen-test")
-    assert EpisodePool(FAMS, 4, directory=tmp_path).key != a.key
+    shared = {"routine": 1.0, "implicit_goal_reach": 1.0}  # families of both generators
+    b = EpisodePool(shared, 4, directory=tmp_path)
+    c = EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.0")
+    assert b.generator == pool_mod.GENERATOR_VERSION and c.generator == "mh-gen-3.0"
+    assert b.key != c.key
+    with pytest.raises(ValueError, match="unknown generator"):
+        EpisodePool(FAMS, 4, directory=tmp_path, generator="mh-gen-test")
+    with pytest.raises(ValueError, match="known families"):
+        EpisodePool({"false_belief_spare": 1.0}, 4, directory=tmp_path, generator="mh-gen-3.0")
 
 
 def test_bad_or_foreign_files_are_regenerated(tmp_path, caplog) -> None:

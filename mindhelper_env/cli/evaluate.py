@@ -25,6 +25,8 @@ from mindhelper_env.cli.base import (
 from mindhelper_env.cli.tables import FORMATS, model_warnings, print_efficiency, print_results
 from mindhelper_env.evaluation.settings import (
     BACKENDS,
+    MAX_CONCURRENCY,
+    MAX_ESTIMATE_EPISODES,
     MAX_SEED,
     MAX_TRIALS,
     MAX_VIDEOS,
@@ -87,7 +89,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="print {agent: {metric: percentage}} (same as --format json)")
     ev.add_argument("--model", default=None, metavar="SPEC",
                     help="model for the model-backed agents (direct-vlm, mindclaw): "
-                         "openai:MODEL[@URL], hf:NAME_OR_PATH, replay:FILE")
+                         "openai:MODEL[@URL], inspect:PROVIDER/MODEL (inspect extra), "
+                         "hf:NAME_OR_PATH, replay:FILE")
     ev.add_argument("--agent", action="append", default=[], type=agent_option,
                     metavar="NAME:KEY=VALUE",
                     help="options of one agent, e.g. --agent mindclaw:model=openai:m@http://"
@@ -98,7 +101,57 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="answer model requests from this cassette (no server, no cost)")
     ev.add_argument("--report", action="store_true",
                     help="also write the HTML report to OUT/report (needs the report extra)")
+    scale = ev.add_argument_group("hosted models: episodes in flight and budget")
+    scale.add_argument("--concurrency", type=int_between(1, MAX_CONCURRENCY), default=1,
+                       metavar="N",
+                       help="episodes in flight per worker (threads; default 1): model-bound "
+                            "agents wait on their answers in parallel; the model's "
+                            "concurrency option still caps requests in flight; records do "
+                            "not depend on it")
+    scale.add_argument("--max-cost", type=_usd, default=None, metavar="USD",
+                       help="stop when this run's model spend reaches USD (needs --price for "
+                            "every live model); the episodes in flight are written and "
+                            "--resume continues (exit code 4)")
+    scale.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
+                       help="stop when this run's model tokens (input + output) reach N "
+                            "(like --max-cost)")
+    scale.add_argument("--price", action="append", default=[], type=_price,
+                       metavar="SPEC=INPUT,OUTPUT",
+                       help="US dollars per million input and output tokens of a model spec "
+                            "or model name, e.g. --price gpt-4o-mini=0.15,0.60 (repeatable)")
+    scale.add_argument("--estimate-episodes", type=int_between(0, MAX_ESTIMATE_EPISODES),
+                       default=2, metavar="K",
+                       help="with a budget: estimate the run's cost first from a dry pass "
+                            "(no request sent) over the first K episodes (default 2; 0: none)")
     ev.set_defaults(func=run)
+
+
+#: Exit code of a run stopped at its budget (``--resume`` continues it).
+EXIT_BUDGET = 4
+
+
+def _usd(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got "
+                                         f"{text!r}")
+    return value
+
+
+def _price(text: str) -> tuple[str, Any]:
+    from mindhelper_env.evaluation.budget import parse_price
+
+    spec, eq, pair = text.rpartition("=")
+    if not eq or not spec.strip():
+        raise argparse.ArgumentTypeError(f"expected SPEC=INPUT,OUTPUT (US dollars per million "
+                                         f"tokens), got {text!r}")
+    try:
+        return spec.strip(), parse_price(pair)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def agent_kwargs_of(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -199,11 +252,20 @@ def run(args: argparse.Namespace) -> int:
         force_workers=args.force_workers or args.address is not None,
         backend=args.backend,
         address=args.address,
+        concurrency=args.concurrency,
+        max_cost=args.max_cost,
+        max_tokens=args.max_tokens,
+        prices=dict(args.price) or None,
+        estimate_episodes=args.estimate_episodes,
     )
+    if args.concurrency > 1 and args.backend == "ray":
+        raise CLIError("argument --concurrency: only with --backend local (Ray plays one "
+                       "episode per task; give it more --workers)")
     try:
         check_extras(settings)
     except ImportError as exc:
         raise CLIError(str(exc)) from None
+    _check_budget_and_models(settings)
     if args.report:  # the report extra is checked before any file is written
         from mindhelper_env.report.cli import check_extra
 
@@ -211,7 +273,14 @@ def run(args: argparse.Namespace) -> int:
     if args.resume and not (args.out / "run.json").is_file():
         raise CLIError(f"argument --resume: {args.out / 'run.json'}: missing, so there is no "
                        f"run in {args.out} to resume (drop --resume to start one)")
-    summary = evaluate(settings)
+    from mindhelper_env.evaluation.budget import BudgetExhausted
+
+    try:
+        summary = evaluate(settings, on_estimate=_print_estimate if args.max_cost is not None
+                           or args.max_tokens is not None else None)
+    except BudgetExhausted as exc:
+        print(f"mindhelper: {exc}", file=sys.stderr)
+        return EXIT_BUDGET
     failed = model_warnings(summary.get("models"))
     code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
     if args.report:  # the HTML report of this run, in OUT/report
@@ -221,6 +290,14 @@ def run(args: argparse.Namespace) -> int:
     print_results(args.format, f"{args.suite}: {args.out}", summary)
     if args.format == "rich":
         print_efficiency(summary["metrics"], summary.get("models"))
+        spend = summary.get("spend")
+        if spend:
+            usd = spend.get("usd")
+            tokens = sum(r["prompt_tokens"] + r["completion_tokens"]
+                         for r in spend["by_agent"].values())
+            console().print(f"model spend: {tokens:,} tokens"
+                            + (f", ${usd:.4f}" if usd is not None else " (no --price given)"),
+                            soft_wrap=True)
         extras = ", ".join(summary.get("plots") or [])
         console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
                         + (f", {extras}" if extras else "")
@@ -252,3 +329,39 @@ def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
             sys.stderr.write(f"warning: {what}; those decisions were 'none'\n")
         out.append((agent, loud))
     return out
+
+
+def _check_budget_and_models(settings: Any) -> None:
+    """Prices for a budget, and every live model spec built once (a provider that is not
+    installed, a missing key, an unknown model): one line, before --out is touched."""
+    from mindhelper_env.evaluation.budget import check_prices, model_spec_of, price_of
+
+    try:
+        table = check_prices(settings.prices)
+    except ValueError as err:
+        raise CLIError(f"argument --price: {err}") from None
+    kwargs = settings.agent_kwargs or {}
+    for agent in settings.agents:
+        spec = model_spec_of(agent, kwargs)
+        if settings.max_cost is not None and price_of(spec, table) is None:
+            raise CLIError(f"argument --max-cost: no price for agent {agent}'s model {spec}: "
+                           f"add --price {spec}=INPUT,OUTPUT (US dollars per million tokens)")
+        if spec is not None and spec.startswith("inspect:"):
+            from mindhelper_env.models.inspect_client import check_inspect_spec
+
+            opts = {k: v for k, v in (kwargs.get(agent) or {}).items() if k != "model"}
+            try:
+                check_inspect_spec(spec, **opts)
+            except (ImportError, ValueError) as err:
+                raise CLIError(f"argument --model ({agent}): {err}") from None
+
+
+def _print_estimate(estimate: dict[str, Any]) -> None:
+    """The dry pass's estimate, before the run starts (stderr)."""
+    for agent, row in estimate["agents"].items():
+        usd = f", at most ${row['usd']:.4f}" if row.get("usd") is not None else ""
+        print(f"mindhelper: estimate for {agent}: at most {row['calls_per_episode']:g} calls "
+              f"and {row['prompt_tokens_per_episode'] + row['completion_tokens_per_episode']:,.0f}"
+              f" tokens an episode; {row['episodes']} episodes: at most {row['tokens']:,} "
+              f"tokens{usd} (dry pass over {estimate['episodes_sampled']} episodes)",
+              file=sys.stderr)

@@ -37,6 +37,7 @@ from typing import Any
 from mindhelper_env.cli import (
     evaluate,
     export_trigger_data,
+    import_inspect,
     listing,
     mine_skills,
     play,
@@ -72,6 +73,7 @@ COMMANDS: tuple[Any, ...] = (
     listing,
     mine_skills,
     report,
+    import_inspect,
 )
 
 

@@ -1,4 +1,5 @@
-"""The progress bar of an evaluation run (episodes done, rate, ETA) on stderr."""
+"""The progress bar of an evaluation run (episodes done, rate, ETA and, with prices or a
+budget, the model spend) on stderr."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ __all__ = ["Progress"]
 class Progress:
     """A rich progress bar (episodes done, rate, ETA), or nothing."""
 
-    def __init__(self, enabled: bool, description: str, total: int, completed: int) -> None:
+    def __init__(self, enabled: bool, description: str, total: int, completed: int, *,
+                 spend: str | None = None) -> None:
         self._progress: Any = None
         self._task: Any = None
         if not enabled:
@@ -33,7 +35,7 @@ class Progress:
                 speed = task.finished_speed or task.speed
                 return Text("-- ep/s" if speed is None else f"{speed:.1f} ep/s")
 
-        self._progress = Progress(
+        columns = [
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
@@ -42,14 +44,20 @@ class Progress:
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
-            console=Console(stderr=True),
-        )
+        ]
+        if spend is not None:
+            columns.append(TextColumn("{task.fields[spend]}"))
+        self._progress = Progress(*columns, console=Console(stderr=True))
         self._progress.start()
-        self._task = self._progress.add_task(description, total=total, completed=completed)
+        self._task = self._progress.add_task(description, total=total, completed=completed,
+                                             spend=spend or "")
 
-    def advance(self, n: int = 1) -> None:
+    def advance(self, n: int = 1, *, spend: str | None = None) -> None:
         if self._progress is not None:
-            self._progress.advance(self._task, n)
+            if spend is not None:
+                self._progress.update(self._task, advance=n, spend=spend)
+            else:
+                self._progress.advance(self._task, n)
 
     def close(self) -> None:
         if self._progress is not None:

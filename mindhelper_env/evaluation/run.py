@@ -13,6 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from mindhelper_env.evaluation import safety
+from mindhelper_env.evaluation.budget import (
+    BudgetExhausted,
+    Meter,
+    Price,
+    check_prices,
+    estimate_run,
+    model_spec_of,
+    price_of,
+)
 from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID
 from mindhelper_env.evaluation.progress import Progress
 from mindhelper_env.evaluation.results import (
@@ -48,14 +57,16 @@ PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png"
 VIDEO_DIR = "videos"
 
 
-def make_runner(backend: str, workers: int, address: str | None) -> Runner:
+def make_runner(backend: str, workers: int, address: str | None, concurrency: int = 1,
+                feed: bool = False) -> Runner:
     """The :class:`~mindhelper_env.evaluation.runners.Runner` of ``backend``: ``"local"``
-    (this process or a process pool) or ``"ray"``."""
+    (this process or a process pool; ``concurrency`` episodes in flight per worker, and
+    ``feed`` for a drainable task feed) or ``"ray"``."""
     if backend == "ray":
         from mindhelper_env.evaluation.ray_runner import RayRunner
 
         return RayRunner(workers, address)
-    return LocalRunner(workers)
+    return LocalRunner(workers, concurrency=concurrency, feed=feed)
 
 
 def holds_results(out: Path) -> list[str]:
@@ -173,6 +184,7 @@ def evaluate(
     out_dir: str | os.PathLike[str] | None = None,
     *,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    on_estimate: Callable[[dict[str, Any]], None] | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Run every agent on the first ``limit`` (default: all) episodes of ``suite``.
@@ -220,6 +232,20 @@ def evaluate(
     ``env_kwargs`` go to ``gym.make`` (e.g. ``window_ticks``), ``agent_kwargs[name]`` to the
     agent factory (``env`` is always passed).
 
+    ``concurrency=N`` keeps up to ``N`` episodes in flight in each worker (threads; see
+    :mod:`mindhelper_env.evaluation.runners`): for agents that wait on a model server. The
+    model client's per-endpoint ``concurrency`` option still caps the requests in flight.
+    Records do not depend on ``N``.
+
+    Budget (:mod:`mindhelper_env.evaluation.budget`): ``prices`` (US dollars per million
+    input/output tokens by model spec), ``max_cost`` (US dollars; needs a price for every
+    live model) and ``max_tokens``. With a limit, a dry pass over the first
+    ``estimate_episodes`` episodes estimates the run's cost first (passed to
+    ``on_estimate(estimate)``, and kept in the summary); at the limit no new episode starts,
+    those in flight are written, and :class:`~mindhelper_env.evaluation.budget.BudgetExhausted`
+    is raised (no summary is written; ``resume=True`` continues). The summary's ``spend``
+    has tokens and US dollars by agent.
+
     ``trials=K`` plays every episode ``K`` times; records carry ``trial`` (absent when
     ``K == 1``, so one-trial records are unchanged) and the summary adds ``trials``
     (:func:`~mindhelper_env.evaluation.summary.summarize_trials`: mean and 95 % interval
@@ -248,6 +274,7 @@ def evaluate(
     # 1. Every check before any file is touched; every agent built once.
     settings.check()
     agents = list(settings.agents)
+    prices = _agent_prices(settings)
     from mindhelper_env.evaluation.provenance import run_provenance
     from mindhelper_env.evaluation.roster import build_roster
 
@@ -278,21 +305,43 @@ def evaluate(
     # 2. One writer per folder; the runner (Ray, if used) ready before any file changes.
     out.mkdir(parents=True, exist_ok=True)
     lock = safety.OutputLock(out).acquire()
-    runner = make_runner(settings.backend, settings.workers, settings.address)
+    budgeted = settings.max_cost is not None or settings.max_tokens is not None
+    runner = make_runner(settings.backend, settings.workers, settings.address,
+                         settings.concurrency, feed=budgeted)
     started = False
     try:
         with safety.sigterm_as_interrupt():
             runner.start()
             started = True
-            return _evaluate_locked(job, settings, runner, on_record, roster, provenance)
+            return _evaluate_locked(job, settings, runner, on_record, prices, on_estimate,
+                                    roster, provenance)
     finally:
         if started:
             runner.stop()
         lock.release()
 
 
+def _agent_prices(settings: EvalSettings) -> dict[str, Price | None]:
+    """Each agent's price (None: not set); ValueError for a bad price table, or a budget in
+    US dollars with a live model that has no price."""
+    table = check_prices(settings.prices)
+    agent_kwargs = settings.agent_kwargs or {}
+    out = {a: price_of(model_spec_of(a, agent_kwargs), table) for a in settings.agents}
+    if settings.max_cost is not None:
+        for agent, price in out.items():
+            if price is None:
+                spec = model_spec_of(agent, agent_kwargs)
+                raise ValueError(f"max_cost needs the price of agent {agent!r}'s model "
+                                 f"{spec!r}: add prices={{{spec!r}: (INPUT, OUTPUT)}} (US "
+                                 "dollars per million tokens; on the command line: --price "
+                                 "SPEC=INPUT,OUTPUT)")
+    return out
+
+
 def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                      on_record: Callable[[dict[str, Any]], None] | None,
+                     prices: dict[str, Price | None],
+                     on_estimate: Callable[[dict[str, Any]], None] | None,
                      roster: Mapping[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:
     from mindhelper_env.evaluation.provenance import check_record, stamp
 
@@ -354,9 +403,25 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     if resume:
         logger.info("resuming: %d of %d episodes already done", already, already + len(tasks))
 
+    # records carry the agents' row names (labels); the meter counts by them
+    meter = Meter({labels.get(a, a): p for a, p in prices.items()},
+                  max_cost=settings.max_cost, max_tokens=settings.max_tokens)
+    for agent in agents:
+        for rec in done[agent].values():
+            meter.add(rec, played=False)
+    estimate = None
+    budgeted = settings.max_cost is not None or settings.max_tokens is not None
+    if budgeted and settings.estimate_episodes and tasks:
+        to_play = {a: sum(1 for t in tasks if t[0] == a) for a in agents}
+        estimate = estimate_run(settings, to_play, prices, min(settings.estimate_episodes, n))
+        if on_estimate is not None:
+            on_estimate(estimate)
+
     refs: dict[str, dict[str, Any]] = {}
     t_start = time.perf_counter()
-    bar = Progress(settings.progress, suite, already + len(tasks), already)
+    bar = Progress(settings.progress, suite, already + len(tasks), already,
+                   spend=meter.progress_text() if any(p is not None for p in prices.values())
+                   or budgeted else None)
     handles = {a: safety.open_append(files[a]) for a in agents}
     batches = runner.batches(job, tasks)
     try:
@@ -368,9 +433,18 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                 append_line(handles[spec], rec)
                 done[spec][(int(rec["index"]), int(rec.get("trial", 0)))] = rec
                 refs[str(rec["episode_id"])] = ref
+                meter.add(rec)
                 if on_record is not None:
                     on_record(rec)
-            bar.advance(len(batch))
+            bar.advance(len(batch), spend=meter.progress_text())
+            if budgeted and meter.stopped is None:
+                reason = meter.should_stop(getattr(batches, "outstanding", 0))
+                if reason is not None:
+                    meter.stopped = reason
+                    if hasattr(batches, "drain"):
+                        batches.drain()  # those in flight finish and are written
+                    else:
+                        break
     finally:
         batches.close()  # stops the pool / Ray tasks / closes the env now
         bar.close()
@@ -380,6 +454,16 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
 
     for agent in agents:
         rewrite_sorted(files[agent], done[agent].values())
+    written = sum(1 for a in agents for (i, _t) in done[a] if i < n)
+    if meter.stopped is not None and written < already + len(tasks):
+        spend = meter.to_dict()
+        limit = (f"--max-cost ${settings.max_cost:g}" if meter.stopped == "max_cost"
+                 else f"--max-tokens {settings.max_tokens:,}")
+        raise BudgetExhausted(
+            f"{out}: stopped at the budget ({limit}): this run spent "
+            f"${meter.run_cost:.4f} and {meter.run_tokens:,} tokens on "
+            f"{meter.run_episodes} episodes; {written} of {already + len(tasks)} episodes "
+            "are written; continue with --resume (resume=True) and a new budget", spend)
 
     # References of resumed episodes (played ones came back with their records).
     for agent in agents:
@@ -412,6 +496,13 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
         "played": len(tasks),
         "wall_seconds": round(wall, 3),
     }
+    if settings.concurrency > 1:
+        summary["concurrency"] = settings.concurrency
+    if any(row["model_calls"] for row in meter.by_agent.values()) or budgeted \
+            or settings.prices:
+        summary["spend"] = meter.to_dict()
+        if estimate is not None:
+            summary["spend"]["estimate"] = estimate
     if trials > 1:
         summary.update(summarize_trials(records_by_agent, refs, trials))
     else:

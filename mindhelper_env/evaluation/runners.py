@@ -8,17 +8,32 @@ trial)``; a :class:`Job` holds what a worker needs to play tasks and is picklabl
 (:mod:`mindhelper_env.evaluation.ray_runner`) builds on; it imports nothing private from
 here, and this module does not import it (:func:`mindhelper_env.evaluation.run.make_runner`
 picks the runner).
+
+Episodes in flight (``concurrency > 1``): each worker (this process, or each process of the
+pool) plays up to ``concurrency`` episodes at once in threads, each thread with its own env
+and agents, so a model-bound agent waits on its answers in parallel while the CPU simulates
+the others. Tasks are fed through a queue as episodes finish (:class:`TaskFeed`), records
+come back one by one (written and counted at once), and :meth:`TaskFeed.drain` lets the
+episodes in flight finish while no new one starts (a budget stop). Agents whose
+``thread_safe`` attribute (or whose model client's) is False are played one episode at a
+time per worker, in one serial lane. Records do not depend on ``concurrency``: every episode
+is played by a freshly reset agent with the seeds of a sequential run.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import logging
 import math
 import multiprocessing
 import os
-from collections.abc import Iterator, Mapping
+import pickle
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -28,7 +43,7 @@ from mindhelper_env.evaluation.episode import MAX_STEPS, play_episode
 from mindhelper_env.evaluation.settings import suite_reference, trial_seed
 
 __all__ = ["Job", "Task", "Batch", "Runner", "EpisodeRunner", "LocalRunner", "play_chunk",
-           "chunks", "freeze"]
+           "chunks", "freeze", "TaskFeed", "agent_thread_safe"]
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
@@ -65,8 +80,8 @@ class EpisodeRunner:
     env: Any = None
     agents: dict[str, Any] = field(default_factory=dict)
 
-    def play(self, agent_name: str, index: int,
-             trial: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    def agent(self, agent_name: str) -> Any:
+        """This runner's instance of ``agent_name`` (built on first use, with the env)."""
         import gymnasium as gym
 
         import mindhelper_env  # noqa: F401  (registers the envs in spawned workers)
@@ -87,6 +102,11 @@ class EpisodeRunner:
             kwargs.setdefault("seed", self.job.seed)
             agent = make_agent(agent_name, **kwargs)
             self.agents[agent_name] = agent
+        return agent
+
+    def play(self, agent_name: str, index: int,
+             trial: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+        agent = self.agent(agent_name)
         record, reference = play_episode(
             self.env,
             agent,
@@ -152,10 +172,15 @@ class Runner(Protocol):
 
 
 class LocalRunner:
-    """This process (``workers == 1`` or one task) or a ``spawn`` process pool."""
+    """This process (``workers == 1`` or one task) or a ``spawn`` process pool.
 
-    def __init__(self, workers: int = 1) -> None:
+    ``concurrency > 1`` or ``feed=True`` plays through a :class:`TaskFeed` (episodes in
+    flight in threads; records one by one; :meth:`TaskFeed.drain`)."""
+
+    def __init__(self, workers: int = 1, concurrency: int = 1, feed: bool = False) -> None:
         self.workers = workers
+        self.concurrency = concurrency
+        self.feed = feed
 
     def start(self) -> None:
         pass
@@ -164,6 +189,9 @@ class LocalRunner:
         pass
 
     def batches(self, job: Job, tasks: list[Task]) -> Iterator[Batch]:
+        if self.concurrency > 1 or self.feed:
+            workers = self.workers if len(tasks) > 1 else 1
+            return TaskFeed(job, tasks, workers, self.concurrency)
         if self.workers > 1 and len(tasks) > 1:
             return _iter_parallel(job, tasks, self.workers)
         return _iter_serial(job, tasks)
@@ -221,3 +249,283 @@ def _iter_serial(job: Job, tasks: list[Task]) -> Iterator[Batch]:
             yield [runner.play(agent, index, trial)]
     finally:
         runner.close()
+
+
+# --------------------------------------------------------------------------------------
+# Episodes in flight: threads in each worker, tasks fed through a queue
+# --------------------------------------------------------------------------------------
+
+
+def agent_thread_safe(agent: Any) -> bool:
+    """Whether copies of ``agent`` may play episodes in parallel threads: False when the
+    agent or its model client (``agent.client``) says ``thread_safe = False`` (e.g. an
+    ``hf:`` model, one copy in memory)."""
+    if not getattr(agent, "thread_safe", True):
+        return False
+    client = getattr(agent, "client", None)
+    return client is None or bool(getattr(client, "thread_safe", True))
+
+
+class _Lanes:
+    """The episodes of one worker: threads with their own :class:`EpisodeRunner`, and one
+    serial lane (its own runner, one episode at a time) for agents that are not
+    thread-safe. An agent's safety is learned from its first instance, built in the serial
+    lane (so an unsafe agent, e.g. a local model, exists once per worker)."""
+
+    def __init__(self, job: Job) -> None:
+        self.serial = EpisodeRunner(job)
+        self.serial_lock = threading.Lock()
+        self.safe: dict[str, bool] = {}
+        self.probe_lock = threading.Lock()
+
+    def play(self, runner: EpisodeRunner, task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
+        agent, index, trial = task
+        with self.probe_lock:
+            safe = self.safe.get(agent)
+            if safe is None:
+                with self.serial_lock:
+                    safe = self.safe[agent] = agent_thread_safe(self.serial.agent(agent))
+        if safe:
+            return runner.play(agent, index, trial)
+        with self.serial_lock:
+            return self.serial.play(agent, index, trial)
+
+    def close(self) -> None:
+        with self.serial_lock:
+            self.serial.close()
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it pickles (to cross a process boundary), else a RuntimeError naming it."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _lane(lanes: _Lanes, job: Job, get: Callable[[], Task | None],
+          put: Callable[[Any], None], stop: threading.Event) -> None:
+    """One thread of a worker: play tasks until a ``None`` task or ``stop``. Results go to
+    ``put`` as ``("ok", record, reference)`` or ``("error", exception)``; an episode that
+    ends after ``stop`` is dropped (its model calls were cancelled)."""
+    from mindhelper_env.models.limits import cancel_scope
+
+    runner = EpisodeRunner(job)
+    try:
+        with cancel_scope(stop):
+            while not stop.is_set():
+                task = get()
+                if task is None:
+                    break
+                try:
+                    record, reference = lanes.play(runner, task)
+                except BaseException as exc:  # reported to the parent, which stops the run
+                    if not stop.is_set():
+                        put(("error", _portable(exc)))
+                    break
+                if stop.is_set():
+                    break
+                put(("ok", record, reference))
+    finally:
+        runner.close()
+
+
+def _blocking_get(q: Any, stop: threading.Event) -> Callable[[], Task | None]:
+    def get() -> Task | None:
+        while not stop.is_set():
+            try:
+                return q.get(timeout=0.2)
+            except queue.Empty:
+                continue
+        return None
+
+    return get
+
+
+def _start_lanes(job: Job, concurrency: int, tasks_q: Any, results_q: Any,
+                 stop: threading.Event) -> tuple[_Lanes, list[threading.Thread]]:
+    lanes = _Lanes(job)
+    threads = [threading.Thread(target=_lane, name=f"mindhelper-episode-{i}", daemon=True,
+                                args=(lanes, job, _blocking_get(tasks_q, stop), results_q.put,
+                                      stop))
+               for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    return lanes, threads
+
+
+_FEED_QUEUES: tuple[Any, Any] | None = None
+
+
+def feed_worker_init(log_level: int, parent_pid: int, tasks_q: Any, results_q: Any) -> None:
+    """Initializer of a :class:`TaskFeed` worker process: :func:`worker_init`, plus the
+    queues (they can only reach a spawned process as it starts)."""
+    global _FEED_QUEUES
+    worker_init(log_level, parent_pid)
+    _FEED_QUEUES = (tasks_q, results_q)
+
+
+def serve_feed(job: Job, concurrency: int) -> int:
+    """Play tasks from this worker's task queue in ``concurrency`` threads until each has
+    taken a ``None``; returns 0."""
+    if _FEED_QUEUES is None:  # pragma: no cover - only called in feed workers
+        raise RuntimeError("serve_feed runs in a worker started by TaskFeed")
+    tasks_q, results_q = _FEED_QUEUES
+    stop = threading.Event()
+    lanes, threads = _start_lanes(job, concurrency, tasks_q, results_q, stop)
+    try:
+        for t in threads:
+            t.join()
+    finally:
+        stop.set()
+        lanes.close()
+    return 0
+
+
+class TaskFeed:
+    """Tasks fed to ``workers`` workers that play ``concurrency`` episodes each at once.
+
+    An iterator of one-record batches in the order episodes finish. At most ``workers *
+    concurrency`` tasks (plus one per worker) are handed out at a time; the rest wait here,
+    so :meth:`drain` stops new episodes at once and lets those in flight finish (their
+    records still come). :meth:`close` stops everything now: threads of this process have
+    their model calls cancelled and their episodes dropped; worker processes are killed.
+    A worker's exception is raised here; a worker that dies, or workers that end with
+    episodes unaccounted for, raise ``RuntimeError`` (never a hang).
+    """
+
+    def __init__(self, job: Job, tasks: list[Task], workers: int, concurrency: int) -> None:
+        self.workers = max(1, int(workers))
+        self.concurrency = max(1, int(concurrency))
+        self.capacity = self.workers * self.concurrency + self.workers
+        self._pending = collections.deque(tasks)
+        self.outstanding = 0
+        self._ended = False
+        self._closed = False
+        self._stop = threading.Event()
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: list[Future[int]] = []
+        self._threads: list[threading.Thread] = []
+        self._lanes: _Lanes | None = None
+        threads = self.workers * self.concurrency
+        if self.workers == 1:
+            self._tasks_q: Any = queue.Queue()
+            self._results_q: Any = queue.Queue()
+            self._lanes, self._threads = _start_lanes(job, min(self.concurrency, max(1, len(
+                tasks))), self._tasks_q, self._results_q, self._stop)
+            self._sentinels = len(self._threads)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            self._tasks_q = ctx.Queue()
+            self._results_q = ctx.Queue()
+            level = logging.getLogger("mindhelper_env").getEffectiveLevel()
+            with safety.sigint_blocked():
+                self._pool = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=ctx, initializer=feed_worker_init,
+                    initargs=(level, os.getpid(), self._tasks_q, self._results_q))
+                try:
+                    self._futures = [self._pool.submit(serve_feed, job, self.concurrency)
+                                     for _ in range(self.workers)]
+                except BaseException:
+                    _kill_pool(self._pool)
+                    raise
+            self._sentinels = threads
+        self._feed()
+
+    @property
+    def pending(self) -> int:
+        """Tasks not handed out yet."""
+        return len(self._pending)
+
+    def _feed(self) -> None:
+        while self._pending and self.outstanding < self.capacity:
+            self._tasks_q.put(self._pending.popleft())
+            self.outstanding += 1
+        if not self._pending and not self._ended:
+            for _ in range(self._sentinels):
+                self._tasks_q.put(None)
+            self._ended = True
+
+    def drain(self) -> None:
+        """Start no new episode; the ones in flight finish and their records still come."""
+        self._pending.clear()
+        self._feed()
+
+    def __iter__(self) -> TaskFeed:
+        return self
+
+    def __next__(self) -> Batch:
+        if self._closed:
+            raise StopIteration
+        self._feed()  # here, not on receipt: the consumer may drain after each batch
+        idle_since: float | None = None
+        while True:
+            if self.outstanding == 0 and self._ended:
+                self._finish()
+                raise StopIteration
+            try:
+                item = self._results_q.get(timeout=0.1)
+            except queue.Empty:
+                idle_since = self._check_workers(idle_since)
+                continue
+            batch = [item]
+            with contextlib.suppress(queue.Empty):
+                while len(batch) < 256:
+                    batch.append(self._results_q.get_nowait())
+            out: Batch = []
+            for entry in batch:
+                if entry[0] == "error":
+                    raise entry[1]
+                out.append((entry[1], entry[2]))
+            self.outstanding -= len(out)
+            return out
+
+    def _check_workers(self, idle_since: float | None) -> float | None:
+        """Raise if the workers cannot deliver the episodes still outstanding."""
+        if self._pool is not None:
+            for fut in self._futures:
+                if fut.done() and fut.exception() is not None:
+                    raise fut.exception()  # type: ignore[misc]
+            alive = not all(f.done() for f in self._futures)
+        else:
+            alive = any(t.is_alive() for t in self._threads)
+        if alive:
+            return None
+        now = time.monotonic()
+        if idle_since is None:
+            return now
+        if now - idle_since > 5.0:  # results of finished workers had time to arrive
+            raise RuntimeError(f"the evaluation workers ended with {self.outstanding} "
+                               "episodes unaccounted for")
+        return idle_since
+
+    def _finish(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._close_queues()
+        for t in self._threads:
+            t.join()
+        if self._lanes is not None:
+            self._lanes.close()
+
+    def _close_queues(self) -> None:
+        for q in (self._tasks_q, self._results_q):
+            with contextlib.suppress(Exception):
+                q.cancel_join_thread()
+                q.close()
+
+    def close(self) -> None:
+        """Stop now (see the class docstring); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        if self._pool is not None:
+            _kill_pool(self._pool)
+            self._close_queues()
+        for t in self._threads:
+            t.join(timeout=10)
+        if self._lanes is not None and not any(t.is_alive() for t in self._threads):
+            self._lanes.close()

@@ -36,6 +36,8 @@ __all__ = [
     "suite_reference",
     "trial_seed",
     "settings_diff",
+    "check_scale_args",
+    "MAX_CONCURRENCY",
 ]
 
 #: Version of ``run.json``'s content (the settings a resumed run must share).
@@ -82,6 +84,17 @@ class EvalSettings:
     force_workers: bool = False
     backend: str = "local"
     address: str | None = None
+    #: episodes in flight per worker (threads; records do not depend on it)
+    concurrency: int = 1
+    #: stop (resumably) once this run's model spend reaches this many US dollars
+    max_cost: float | None = None
+    #: stop (resumably) once this run's model tokens (input + output) reach this many
+    max_tokens: int | None = None
+    #: US dollars per million input/output tokens by model spec, e.g.
+    #: ``{"gpt-4o-mini": (0.15, 0.6)}`` (:mod:`mindhelper_env.evaluation.budget`)
+    prices: Mapping[str, Any] | None = None
+    #: episodes of the dry pass that estimates the cost before a run with a budget
+    estimate_episodes: int = 2
 
     def __post_init__(self) -> None:
         agents = self.agents
@@ -123,6 +136,7 @@ class EvalSettings:
                             limit=self.limit, seed=self.seed, videos=self.videos,
                             backend=self.backend, address=self.address, out_dir=self.out_dir,
                             trials=self.trials)
+        check_scale_args(self)
         if self.agent_kwargs is not None and not isinstance(self.agent_kwargs, Mapping):
             raise ValueError(
                 f"agent_kwargs must be a mapping, got {type(self.agent_kwargs).__name__}")
@@ -311,6 +325,36 @@ def check_evaluate_args(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: exists and is not a directory")
+
+
+#: Largest ``concurrency`` (episodes in flight per worker).
+MAX_CONCURRENCY = 1024
+#: Largest ``estimate_episodes``.
+MAX_ESTIMATE_EPISODES = 100
+
+
+def check_scale_args(settings: EvalSettings) -> None:
+    """``concurrency``, ``max_cost``, ``max_tokens`` and ``estimate_episodes``; ValueError
+    naming the argument. (Prices are checked with the agents' models, in
+    :func:`mindhelper_env.evaluation.run.evaluate`.)"""
+    c = settings.concurrency
+    if not _is_int(c) or not 1 <= c <= MAX_CONCURRENCY:
+        raise ValueError(f"concurrency must be an int between 1 and {MAX_CONCURRENCY}, "
+                         f"got {c!r}")
+    if c > 1 and settings.backend == "ray":
+        raise ValueError("concurrency > 1 is for the local backend (Ray plays one episode "
+                         "per task; give it more workers instead)")
+    cost = settings.max_cost
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
+                             or not cost > 0 or cost == float("inf")):
+        raise ValueError(f"max_cost must be a positive number of US dollars, got {cost!r}")
+    tokens = settings.max_tokens
+    if tokens is not None and (not _is_int(tokens) or tokens < 1):
+        raise ValueError(f"max_tokens must be a positive int, got {tokens!r}")
+    k = settings.estimate_episodes
+    if not _is_int(k) or not 0 <= k <= MAX_ESTIMATE_EPISODES:
+        raise ValueError(f"estimate_episodes must be an int between 0 and "
+                         f"{MAX_ESTIMATE_EPISODES}, got {k!r}")
 
 
 def _check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> None:

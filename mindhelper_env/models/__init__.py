@@ -36,6 +36,16 @@ Spec strings
 ``record:FILE=SPEC``
     Records ``SPEC``'s answers into the cassette ``FILE`` (same as ``SPEC`` with
     ``record=FILE``).
+``inspect:PROVIDER/MODEL``
+    Any model of Inspect AI's model interface (``inspect`` extra), e.g.
+    ``inspect:anthropic/claude-sonnet-4-0``, ``inspect:google/gemini-2.5-flash``,
+    ``inspect:openai-api/NAME/MODEL`` (``$NAME_BASE_URL``, ``$NAME_API_KEY``); keys and
+    base URLs as Inspect reads them; usage from Inspect's answer (:mod:`.inspect_client`).
+    Options: ``concurrency`` (Inspect's ``max_connections``), ``timeout``, ``max_retries``,
+    ``context_length``, ``base_url``, ``api_key``.
+``dry:SPEC``
+    Answers nothing and sends nothing, counting the tokens the calls would cost (the
+    estimate before a run with a budget; :mod:`.dry`).
 
 Any spec (except ``replay:``) also takes ``cache_dir=`` (default ``$MINDHELPER_MODEL_CACHE``):
 an on-disk response cache. Keys, cassette format and cache layout: :mod:`.store`.
@@ -47,7 +57,8 @@ above) with ``Completion.tokens_estimated=True``. ``hf:`` counts are exact.
 Failed calls raise :class:`ModelError` with a ``kind`` (``context_overflow``, ``http_404``,
 ``connection``, ``timeout``, ...); agents count them by kind (:mod:`.accounting`, :mod:`.report`).
 
-Importing this package imports neither ``openai`` nor ``transformers`` nor ``torch``.
+Importing this package imports neither ``openai`` nor ``transformers`` nor ``torch`` nor
+``inspect_ai``.
 """
 
 from __future__ import annotations
@@ -81,7 +92,7 @@ __all__ = [
     "normalize_messages",
 ]
 
-_KINDS = ("openai", "hf", "replay", "record")
+_KINDS = ("openai", "hf", "replay", "record", "inspect", "dry")
 
 
 def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
@@ -92,7 +103,8 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"model spec {spec!r} must look like 'openai:MODEL[@URL]', "
-                         f"'hf:NAME_OR_PATH', 'replay:FILE' or 'record:FILE=SPEC'")
+                         f"'hf:NAME_OR_PATH', 'inspect:PROVIDER/MODEL', 'replay:FILE' or "
+                         f"'record:FILE=SPEC'")
     kind, _, target = spec.partition(":")
     kind = kind.strip().lower()
     if kind not in _KINDS:
@@ -108,6 +120,19 @@ def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
                     raise ValueError(f"model spec {spec!r}: no model name before '@'")
                 return kind, model, {"base_url": url}
         return kind, target, {}
+    if kind == "dry":
+        inner = target.strip()
+        if inner.split(":", 1)[0].strip().lower() in ("record", "replay", "dry"):
+            raise ValueError(f"model spec {spec!r}: a dry run of a {inner.split(':')[0]} spec "
+                             "makes no sense")
+        parse_spec(inner)
+        return kind, inner, {}
+    if kind == "inspect":
+        model = target.strip()
+        if "/" not in model or model.startswith("/") or model.endswith("/"):
+            raise ValueError(f"model spec {spec!r}: expected 'inspect:PROVIDER/MODEL', e.g. "
+                             "'inspect:anthropic/claude-sonnet-4-0'")
+        return kind, model, {}
     if kind == "record":
         path, eq, inner = target.partition("=")
         if not eq or not path or not inner:
@@ -139,6 +164,14 @@ def make_client(spec: str, **opts: Any) -> ModelClient:
             from mindhelper_env.models.hf_client import HFClient
 
             client = HFClient(target, **options)
+        elif kind == "inspect":
+            from mindhelper_env.models.inspect_client import InspectClient
+
+            client = InspectClient(target, **options)
+        elif kind == "dry":
+            from mindhelper_env.models.dry import DryClient
+
+            return DryClient(target, **options)
         else:
             from mindhelper_env.models.store import ReplayClient
 

@@ -28,6 +28,10 @@ _INSTALL_HINT = ("pip install torch==2.13.0 (CPU build) and then "
 class HFClient:
     """``hf:NAME_OR_PATH`` — see :func:`mindhelper_env.models.make_client` for the options."""
 
+    #: One model in memory serves one episode at a time (the runner plays this client's
+    #: episodes one after another in each worker).
+    thread_safe = False
+
     def __init__(self, name: str, *, device: str | None = None, dtype: str | None = None,
                  download: bool = False, seed: int = 0,
                  context_length: int | None = None, structured: str | None = None) -> None:

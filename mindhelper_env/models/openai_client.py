@@ -6,6 +6,16 @@ connection errors and timeouts (exponential back-off with deterministic jitter, 
 ``Retry-After`` seconds, capped by ``max_backoff``), and raises
 :class:`~mindhelper_env.models.base.ModelError` once they are used up or for any other
 error (4xx, a response that is not a chat completion).
+
+Requests in flight: every client of one endpoint in a process shares an
+:class:`~mindhelper_env.models.limits.AdaptiveLimit` (ceiling: the ``concurrency`` option),
+so episodes played in parallel threads wait for a slot together; a rate-limit answer (429,
+or 503 with ``Retry-After``) cuts the limit and pauses the endpoint for ``Retry-After``
+seconds, successes raise it back. Rate-limit answers are retried up to
+``rate_limit_retries`` times (default 16), apart from ``max_retries`` (the other errors):
+a 429 storm slows a run down instead of turning answers into fallbacks. With
+``concurrency`` set, a :class:`~mindhelper_env.models.limits.FileSemaphore` also holds the
+ceiling across processes.
 """
 
 from __future__ import annotations
@@ -28,7 +38,14 @@ from mindhelper_env.models.base import (
     prompt_size,
     request_key,
 )
-from mindhelper_env.models.limits import FileSemaphore, backoff_delay
+from mindhelper_env.models.limits import (
+    FileSemaphore,
+    RunCancelled,
+    backoff_delay,
+    cancellable_sleep,
+    check_cancelled,
+    shared_limit,
+)
 
 __all__ = ["OpenAIClient", "png_data_url"]
 
@@ -104,7 +121,7 @@ class OpenAIClient:
                  max_backoff: float = 30.0, concurrency: int | None = None,
                  lock_dir: str | os.PathLike[str] | None = None,
                  structured: str | None = None, context_length: int | None = None,
-                 chars_per_token: float = 4.0) -> None:
+                 chars_per_token: float = 4.0, rate_limit_retries: int = 16) -> None:
         try:
             import openai
         except ImportError as err:
@@ -112,8 +129,13 @@ class OpenAIClient:
                               f"{_INSTALL_HINT}") from err
         if not model:
             raise ValueError("openai: needs a model name, e.g. 'openai:gpt-4o-mini'")
-        if float(timeout) <= 0 or int(max_retries) < 0 or float(backoff) < 0:
-            raise ValueError("timeout must be > 0, max_retries and backoff >= 0")
+        if float(timeout) <= 0 or int(max_retries) < 0 or float(backoff) < 0 \
+                or int(rate_limit_retries) < 0:
+            raise ValueError("timeout must be > 0, max_retries, rate_limit_retries and "
+                             "backoff >= 0")
+        if concurrency is not None and (isinstance(concurrency, bool)
+                                        or int(concurrency) < 1):
+            raise ValueError(f"concurrency must be a positive int, got {concurrency!r}")
         if structured in ("", "none", "off"):
             structured = None
         if structured is not None and structured not in STRUCTURED_MODES:
@@ -140,11 +162,16 @@ class OpenAIClient:
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
+        self.rate_limit_retries = int(rate_limit_retries)
         self._client = openai.OpenAI(api_key=key, base_url=self.base_url, timeout=self.timeout,
                                      max_retries=0)
         endpoint = str(self._client.base_url)
         self.semaphore = (FileSemaphore(int(concurrency), endpoint, lock_dir)
                           if concurrency else None)
+        self.limit = shared_limit(endpoint, int(concurrency) if concurrency else None)
+
+    #: Episodes may be played in parallel threads, each with its own client.
+    thread_safe = True
 
     @property
     def calibrated_chars_per_token(self) -> float:
@@ -159,16 +186,37 @@ class OpenAIClient:
             return True
         return isinstance(err, o.APIStatusError) and err.status_code >= 500
 
+    def _rate_limited(self, err: Exception) -> bool:
+        """A 429, or a 503 that says when to come back: the endpoint is full, not broken."""
+        o = self._openai
+        if isinstance(err, o.RateLimitError):
+            return True
+        return (isinstance(err, o.APIStatusError) and err.status_code == 503
+                and _retry_after(err, self.max_backoff) > 0)
+
     def _create(self, wire: list[dict[str, Any]], max_tokens: int, temperature: float,
                 extra: dict[str, Any]) -> Any:
-        if self.semaphore is None:
-            return self._client.chat.completions.create(
-                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature,
-                **extra)
-        with self.semaphore.hold():
-            return self._client.chat.completions.create(
-                model=self.model, messages=wire, max_tokens=max_tokens, temperature=temperature,
-                **extra)
+        started = self.limit.acquire()
+        ok = limited = False
+        wait = 0.0
+        try:
+            if self.semaphore is None:
+                resp = self._client.chat.completions.create(
+                    model=self.model, messages=wire, max_tokens=max_tokens,
+                    temperature=temperature, **extra)
+            else:
+                with self.semaphore.hold():
+                    resp = self._client.chat.completions.create(
+                        model=self.model, messages=wire, max_tokens=max_tokens,
+                        temperature=temperature, **extra)
+            ok = True
+            return resp
+        except self._openai.OpenAIError as err:
+            limited = self._rate_limited(err)
+            wait = _retry_after(err, self.max_backoff) if limited else 0.0
+            raise
+        finally:
+            self.limit.release(started, ok=ok, rate_limited=limited, retry_after=wait)
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
                  temperature: float = 0.0, constraint: Any = None) -> Completion:
@@ -179,22 +227,32 @@ class OpenAIClient:
             extra = constraint.request_fields(self.structured)
         seed = request_key(canonical_request(
             self.model_id, msgs, {"max_tokens": max_tokens, "temperature": temperature}))
+        check_cancelled()
         t0 = time.perf_counter()
-        attempt = 0
+        attempt = limited = 0
         while True:
             try:
                 resp = self._create(wire, max_tokens, temperature, extra)
                 break
             except self._openai.OpenAIError as err:
-                if not self._retryable(err) or attempt >= self.max_retries:
+                rate = self._rate_limited(err)
+                used, budget = (limited, self.rate_limit_retries) if rate \
+                    else (attempt, self.max_retries)
+                if not self._retryable(err) or used >= budget:
                     raise ModelError(f"{self.model_id}: {type(err).__name__}: {err}",
                                      _error_kind(self._openai, err)) from err
-                delay = max(backoff_delay(attempt, base=self.backoff, cap=self.max_backoff,
-                                          seed=seed), _retry_after(err, self.max_backoff))
+                delay = max(backoff_delay(min(used, 6), base=self.backoff,
+                                          cap=self.max_backoff, seed=seed),
+                            _retry_after(err, self.max_backoff))
                 logger.info("%s: %s, retry %d/%d in %.2f s", self.model_id,
-                            type(err).__name__, attempt + 1, self.max_retries, delay)
-                time.sleep(delay)
-                attempt += 1
+                            type(err).__name__, used + 1, budget, delay)
+                cancellable_sleep(delay)
+                if rate:
+                    limited += 1
+                else:
+                    attempt += 1
+            except RunCancelled:
+                raise
             except Exception as err:  # e.g. a body that is not JSON
                 raise ModelError(f"{self.model_id}: bad response: {type(err).__name__}: "
                                  f"{err}", "bad_response") from err

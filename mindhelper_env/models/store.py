@@ -158,6 +158,12 @@ class RecordClient:
             self._answers.setdefault(e["key"], e["completion"])
         self._offset += end
 
+    @property
+    def thread_safe(self) -> bool:
+        """Whether episodes may use copies of this client in parallel threads (the wrapped
+        client's answer)."""
+        return bool(getattr(self.inner, "thread_safe", True))
+
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
                  temperature: float = 0.0, constraint: Any = None) -> Completion:
         canon = canonical_request(self.model_id, messages, request_params(
@@ -206,6 +212,12 @@ class CachedClient:
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
+
+    @property
+    def thread_safe(self) -> bool:
+        """Whether episodes may use copies of this client in parallel threads (the wrapped
+        client's answer)."""
+        return bool(getattr(self.inner, "thread_safe", True))
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
                  temperature: float = 0.0, constraint: Any = None) -> Completion:

@@ -1,0 +1,188 @@
+"""The budget: prices, spend in the summary, the dry-pass estimate, a stop at ``max_cost``
+or ``max_tokens`` that ``resume`` continues to the records of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_openai_server import need
+from slot_server import SlotServer
+
+from mindhelper_env.cli.main import main
+from mindhelper_env.evaluation import evaluate
+from mindhelper_env.evaluation.budget import (
+    BudgetExhausted,
+    Meter,
+    Price,
+    check_prices,
+    parse_price,
+    price_of,
+)
+from mindhelper_env.models import limits
+
+need("openai")
+
+SUITE = "vh-dev-v2"
+#: dollars per million tokens: high, so a few episodes cost dollars
+PRICE = (1000.0, 4000.0)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_limits():
+    limits.reset_shared_limits()
+
+
+def run(out, srv, *, limit=6, **options):
+    spec = f"openai:m@{srv.url}"
+    return evaluate(SUITE, ["direct-vlm", "silent"], out, limit=limit, progress=False,
+                    plots=False, timing=False,
+                    agent_kwargs={"direct-vlm": {"model": spec, "api_key": "k"}},
+                    prices={"openai:m": PRICE}, **options)
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def cost(rec):
+    u = rec["usage"]
+    return (PRICE[0] * u["prompt_tokens"] + PRICE[1] * u["completion_tokens"]) / 1e6
+
+
+def test_spend_in_the_summary_is_the_records_tokens_at_the_price(tmp_path):
+    with SlotServer(latency=0.0, slots=64) as srv:
+        summary = run(tmp_path / "full", srv, concurrency=2)
+    recs = records(tmp_path / "full" / "direct-vlm.jsonl")
+    spend = summary["spend"]
+    assert spend["usd"] == pytest.approx(sum(cost(r) for r in recs), abs=1e-5)
+    row = spend["by_agent"]["direct-vlm"]
+    assert row["prompt_tokens"] == sum(r["usage"]["prompt_tokens"] for r in recs) > 0
+    assert spend["by_agent"]["silent"]["usd"] == 0.0
+    assert spend["prices"]["direct-vlm"] == {"input_per_million": 1000.0,
+                                             "output_per_million": 4000.0}
+    assert spend["stopped"] is None
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_budget_stop_then_resume_gives_the_uninterrupted_records(tmp_path, concurrency):
+    with SlotServer(latency=0.0, slots=64) as srv:
+        run(tmp_path / "full", srv, limit=12)
+        full = records(tmp_path / "full" / "direct-vlm.jsonl")
+        per_episode = sum(cost(r) for r in full) / len(full)
+        estimates = []
+        with pytest.raises(BudgetExhausted, match="--resume") as info:
+            run(tmp_path / "cut", srv, concurrency=concurrency, limit=12,
+                max_cost=round(2.5 * per_episode, 2), on_estimate=estimates.append)
+        assert info.value.spend["stopped"] == "max_cost"
+        kept = records(tmp_path / "cut" / "direct-vlm.jsonl")
+        assert 1 <= len(kept) < len(full)
+        # never much past the limit: at most the episodes that were in flight
+        assert sum(cost(r) for r in kept) <= 2.5 * per_episode + (concurrency + 1) * max(
+            cost(r) for r in full)
+        assert not (tmp_path / "cut" / "summary.json").exists()
+        # the estimate is an upper bound of what an episode costs
+        est = estimates[0]["agents"]["direct-vlm"]
+        assert est["calls_per_episode"] == 24
+        assert est["usd"] >= sum(cost(r) for r in full[:2]) / 2 * est["episodes"]
+        silent_kept = len(records(tmp_path / "cut" / "silent.jsonl"))
+        summary = run(tmp_path / "cut", srv, resume=True, concurrency=concurrency, limit=12)
+    assert summary["played"] == 2 * 12 - len(kept) - silent_kept
+    for name in ("direct-vlm.jsonl", "silent.jsonl"):
+        assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
+    assert summary["spend"]["usd"] == pytest.approx(sum(cost(r) for r in full), abs=1e-5)
+
+
+def test_max_tokens_stops_too(tmp_path):
+    with SlotServer(latency=0.0, slots=64) as srv:
+        with pytest.raises(BudgetExhausted) as info:
+            run(tmp_path / "cut", srv, max_tokens=20_000, estimate_episodes=0)
+    assert info.value.spend["stopped"] == "max_tokens"
+    assert info.value.spend["run_tokens"] < 20_000 + 60_000
+
+
+def test_max_cost_needs_a_price_before_any_file(tmp_path):
+    with pytest.raises(ValueError, match="price"):
+        evaluate(SUITE, ["direct-vlm"], tmp_path / "x", max_cost=1.0, progress=False,
+                 agent_kwargs={"direct-vlm": {"model": "openai:m@http://127.0.0.1:9/v1"}})
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="max_cost"):
+            evaluate(SUITE, ["silent"], tmp_path / "x", max_cost=bad, progress=False)
+    with pytest.raises(ValueError, match="max_tokens"):
+        evaluate(SUITE, ["silent"], tmp_path / "x", max_tokens=0, progress=False)
+    with pytest.raises(ValueError, match="price"):
+        evaluate(SUITE, ["silent"], tmp_path / "x", prices={"m": (1.0,)}, progress=False)
+    assert not (tmp_path / "x").exists()
+
+
+def test_prices_and_their_lookup():
+    assert parse_price("0.15, 0.6") == Price(0.15, 0.6)
+    assert parse_price((1, 2)).cost(1_000_000, 500_000) == pytest.approx(2.0)
+    for bad in ("1", "a,b", (-1, 1), (1, float("inf")), None):
+        with pytest.raises(ValueError):
+            parse_price(bad)
+    table = check_prices({"gpt-4o-mini": (0.15, 0.6), "openai:x@http://h/v1": (1, 1)})
+    assert price_of("openai:gpt-4o-mini@http://h:1/v1", table) == Price(0.15, 0.6)
+    assert price_of("record:c.jsonl=openai:gpt-4o-mini", table) == Price(0.15, 0.6)
+    assert price_of("inspect:openai/gpt-4o-mini", table) == Price(0.15, 0.6)
+    assert price_of("openai:x@http://h/v1", table) == Price(1, 1)
+    assert price_of("openai:other", table) is None
+    assert price_of("replay:c.jsonl", table) == Price(0, 0)
+    assert price_of(None, table) == Price(0, 0)
+
+
+def test_meter_projects_the_episodes_in_flight():
+    meter = Meter({"a": Price(1e6, 0), "b": Price(1e6, 0)}, max_cost=10.0)
+    meter.add({"agent": "a", "usage": {"prompt_tokens": 3, "model_calls": 1}})  # $3
+    meter.add({"agent": "b", "usage": {"prompt_tokens": 0, "model_calls": 0}})  # free
+    assert meter.should_stop(0) is None
+    assert meter.should_stop(2) is None  # 3 + 2 * 3 = 9: the free episode is no mean
+    assert meter.should_stop(3) == "max_cost"  # 3 + 3 * 3 = 12
+    meter.add({"agent": "a", "usage": {"prompt_tokens": 7, "model_calls": 1}})
+    assert meter.should_stop(0) == "max_cost"  # $10 spent
+    assert meter.to_dict()["by_agent"]["a"]["usd"] == 10.0
+    assert meter.progress_text() == "$10.0000 of $10"
+
+
+def test_cli_budget_errors_are_one_line_exit_2(tmp_path, capsys):
+    out = tmp_path / "o"
+    code = main(["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--out", str(out),
+                 "--model", "openai:m@http://127.0.0.1:9/v1", "--max-cost", "1"])
+    assert code == 2 and not out.exists()
+    assert "--price openai:m@http://127.0.0.1:9/v1=INPUT,OUTPUT" in capsys.readouterr().err
+    for args in (["--max-cost", "-1"], ["--price", "m=1"], ["--price", "=1,2"],
+                 ["--concurrency", "0"], ["--max-tokens", "0"]):
+        code = main(["evaluate", "--suite", SUITE, "--agents", "silent", "--out", str(out),
+                     *args])
+        err = capsys.readouterr().err
+        assert code == 2 and args[0] in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_cli_budget_stop_exits_4_and_resume_finishes(tmp_path, capsys):
+    with SlotServer(latency=0.0, slots=64) as srv:
+        base = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "4",
+                "--model", f"openai:m@{srv.url}", "--no-progress", "--no-plots",
+                "--no-timing", "--price", "openai:m=1000,4000", "--format", "json"]
+        code = main([*base, "--out", str(tmp_path / "o"), "--max-cost", "0.5",
+                     "--concurrency", "2"])
+        err = capsys.readouterr().err
+        assert code == 4, err
+        assert "estimate for direct-vlm" in err and "stopped at the budget" in err
+        assert main([*base, "--out", str(tmp_path / "o"), "--resume"]) == 0
+    assert len(records(tmp_path / "o" / "direct-vlm.jsonl")) == 4
+
+
+def test_the_dry_spec_sends_nothing_and_counts_the_prompt():
+    from mindhelper_env.models import make_client, parse_spec
+
+    assert parse_spec("dry:openai:m@http://h:1/v1") == ("dry", "openai:m@http://h:1/v1", {})
+    for bad in ("dry:replay:c.jsonl", "dry:record:c.jsonl=openai:m", "dry:nokind"):
+        with pytest.raises(ValueError):
+            parse_spec(bad)
+    client = make_client("dry:openai:m@http://127.0.0.1:9/v1", api_key="k", concurrency=4,
+                         context_length=4096)
+    answer = client.complete([{"role": "user", "content": "x" * 400}], max_tokens=50)
+    assert answer.text == "" and answer.completion_tokens == 50
+    assert answer.prompt_tokens == 101 and answer.tokens_estimated  # ceil(404 / 4)
+    assert client.context_length == 4096 and client.model_id.startswith("dry:")

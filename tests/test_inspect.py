@@ -1,0 +1,164 @@
+"""Inspect AI: the ``inspect:`` model spec, the ``mindhelper`` Inspect task run for real with
+``inspect eval`` against a stdlib OpenAI-compatible server (Inspect's ``openai-api``
+provider), ``import-inspect`` and the metrics against ``mindhelper score``; bad input."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from slot_server import SlotServer
+
+from mindhelper_env.cli.main import main
+from mindhelper_env.evaluation import evaluate
+from mindhelper_env.metrics import compute_metrics
+
+
+def _need_inspect():
+    """``inspect_ai``; skipped without the inspect extra, but a failure when
+    ``MINDHELPER_REQUIRE_INSPECT=1`` (CI)."""
+    if os.environ.get("MINDHELPER_REQUIRE_INSPECT") == "1":
+        return importlib.import_module("inspect_ai")
+    return pytest.importorskip("inspect_ai", reason="needs the inspect extra: pip install "
+                                                    "-e '.[inspect]'")
+
+
+_need_inspect()
+pytest.importorskip("openai") if os.environ.get("MINDHELPER_REQUIRE_INSPECT") != "1" \
+    else importlib.import_module("openai")
+
+# Inspect's own retry set-up (tenacity) warns about a renamed parameter: not ours
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+
+SUITE = "vh-dev-v2"
+ROOT = Path(__file__).resolve().parent.parent
+LIMIT = 4
+
+
+def records(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+@pytest.fixture
+def server(monkeypatch):
+    with SlotServer(latency=0.0, slots=64) as srv:
+        monkeypatch.setenv("LOCAL_BASE_URL", srv.url)
+        monkeypatch.setenv("LOCAL_API_KEY", "k")
+        yield srv
+
+
+def native(tmp_path, srv, limit=LIMIT):
+    evaluate(SUITE, ["direct-vlm"], tmp_path / "native", limit=limit, progress=False,
+             plots=False, timing=False,
+             agent_kwargs={"direct-vlm": {"model": f"openai:m@{srv.url}", "api_key": "k"}})
+    return tmp_path / "native" / "direct-vlm.jsonl"
+
+
+def test_inspect_eval_of_the_task_scores_like_mindhelper_score(tmp_path, server, capsys):
+    from inspect_ai.log import read_eval_log
+
+    logs = tmp_path / "logs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval",
+         str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper",
+         "--model", "openai-api/local/m", "-T", f"suite={SUITE}", "-T", "agent=direct-vlm",
+         "-T", f"limit={LIMIT}", "--log-dir", str(logs), "--display", "none",
+         "--log-format", "json"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [log_path] = list(logs.glob("*.json"))
+    log = read_eval_log(str(log_path))
+    assert log.status == "success" and len(log.samples) == LIMIT
+    # the transcript: a window event per window, the model's calls, the executed lines
+    sample = log.samples[0]
+    infos = [e for e in sample.events if getattr(e, "event", "") == "info"]
+    windows = [e.data for e in infos if e.source == "mindhelper window"]
+    assert windows and windows[0]["window"] == 0 and "narration" in windows[0]
+    assert any("model_answer" in w for w in windows)
+    assert any(e.source == "mindhelper episode" for e in infos)
+    assert any(getattr(e, "event", "") == "model" for e in sample.events)
+    # usage read from Inspect: the server's counts
+    usage = log.stats.model_usage["openai-api/local/m"]
+
+    code = main(["import-inspect", str(log_path), "--out", str(tmp_path / "converted")])
+    assert code == 0
+    converted = records(tmp_path / "converted" / "direct-vlm.jsonl")
+    assert usage.input_tokens == sum(r["usage"]["prompt_tokens"] for r in converted)
+    # the same answers through evaluate: the same records, byte for byte
+    assert (tmp_path / "converted" / "direct-vlm.jsonl").read_bytes() == \
+        native(tmp_path, server).read_bytes()
+    # the task's metrics are mindhelper score's
+    from mindhelper_env.scenarios.suites import suite_references
+
+    expected = compute_metrics(converted, suite_references(SUITE))
+    [scores] = log.results.scores
+    for key in ("PHA", "PHR", "PSR", "PIR", "PIA", "TA"):
+        assert scores.metrics[key].value == pytest.approx(expected[key])
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "converted" / "direct-vlm.jsonl"), "--suite", SUITE,
+                 "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)["direct-vlm"]
+    for key in ("PHA", "PHR", "PSR", "PIR", "PIA", "TA"):
+        assert scored[key] == pytest.approx(round(scores.metrics[key].value * 100, 2))
+    assert expected["PSR"] is not None and expected["episodes"] == LIMIT
+    summary = json.loads((tmp_path / "converted" / "summary.json").read_text())
+    assert summary["table"]["direct-vlm"]["PHA"] == scored["PHA"]
+
+
+def test_the_inspect_spec_gives_the_records_of_the_openai_spec(tmp_path, server):
+    evaluate(SUITE, ["direct-vlm"], tmp_path / "insp", limit=3, concurrency=3,
+             progress=False, plots=False, timing=False,
+             agent_kwargs={"direct-vlm": {"model": "inspect:openai-api/local/m"}})
+    assert (tmp_path / "insp" / "direct-vlm.jsonl").read_bytes() == \
+        native(tmp_path, server, limit=3).read_bytes()
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("inspect:nosuchprovider/x", "not recognized"),
+    ("inspect:openai-api/nokey/m", "NOKEY_API_KEY"),
+    ("inspect:noslash", "PROVIDER/MODEL"),
+])
+def test_bad_inspect_specs_are_one_line_exit_2(tmp_path, capsys, spec, words, monkeypatch):
+    monkeypatch.delenv("NOKEY_API_KEY", raising=False)
+    out = tmp_path / "o"
+    code = main(["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--out", str(out),
+                 "--model", spec, "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_a_provider_that_is_not_installed_is_named(tmp_path, capsys):
+    if importlib.util.find_spec("google.genai") is not None:
+        pytest.skip("google-genai is installed here: no provider to miss")
+    out = tmp_path / "o"
+    code = main(["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--out", str(out),
+                 "--model", "inspect:google/gemini-x", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "google" in err.lower() and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_import_inspect_refuses_what_is_not_a_log(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"not": "a log"}')
+    for path in (tmp_path / "missing.eval", bad):
+        code = main(["import-inspect", str(path), "--out", str(tmp_path / "o")])
+        err = capsys.readouterr().err
+        assert code == 2 and str(path) in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists()
+
+
+def test_importing_the_package_does_not_import_inspect():
+    code = ("import sys, mindhelper_env, mindhelper_env.models, mindhelper_env.evaluation, "
+            "mindhelper_env.cli.main; print('inspect_ai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
