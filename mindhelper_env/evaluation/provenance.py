@@ -12,8 +12,9 @@ stamp (:func:`stamp`, ~200 bytes)::
                    "reference": "<sha256 of this episode's reference record, 16 hex>",
                    "checksum": "<sha256 of the record without its checksum, 16 hex>"}
 
-``key`` finds the agent's block in ``run.json`` (it hashes everything that changes records,
-never the start time or the command line, so a rerun writes the same bytes). Scoring,
+``key`` finds the agent's block in ``run.json`` (it hashes the agent's name, spec and data
+files and the run's package, generator, suite, env, seed and trials: never the start time,
+the command line or how a model is reached, so a rerun or a replay writes the same bytes). Scoring,
 reports and ``--resume`` check each stamp (:func:`check_record`): a record made by another
 generator, on another suite digest, against another ground truth (family, needs-help,
 window), or edited after it was written is refused with one line naming both sides.
@@ -166,9 +167,17 @@ def agent_provenance(label: str, spec: str, options: Mapping[str, Any],
     return block
 
 
+#: The parts of an agent's block its key hashes. Its options and model spec stay out: they
+#: also say how a model is reached (an endpoint URL, a cassette to record to or replay
+#: from, a concurrency), and a replay's records must equal the recording's byte for byte;
+#: both are in the block the key points to.
+KEY_FIELDS = ("name", "spec", "data_files")
+
+
 def agent_key(block: Mapping[str, Any], run: Mapping[str, Any] | None = None) -> str:
-    """The short key of an agent's block (with the run's invariant part when given)."""
-    body = {k: v for k, v in block.items() if k != "key"}
+    """The short key of an agent's block (:data:`KEY_FIELDS`, with the run's invariant part
+    when given)."""
+    body = {k: block.get(k) for k in KEY_FIELDS}
     if run is not None:
         body["run"] = {k: run.get(k) for k in ("package_version", "generator", "suite",
                                                "env_id", "env_kwargs", "seed", "trials")}

@@ -471,7 +471,8 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
 
 
 #: What a report folder holds; ``overwrite=True`` clears these and nothing else.
-REPORT_ENTRIES = ("index.html", "episodes.html", "episodes", "media", "charts")
+REPORT_ENTRIES = ("index.html", "episodes.html", "episodes", "media", "charts", "provenance.html",
+                  "provenance.json")
 
 
 def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
