@@ -1,10 +1,15 @@
 """Print a help episode and one of its silent twins side by side (the narration the robot gets).
 
-    python examples/twin_pairs.py false_belief_told_away false_belief_told --seed 3
+    python examples/twin_pairs.py false_belief_relocation false_belief_witnessed --seed 11
+    python examples/twin_pairs.py false_belief_told_away false_belief_told --seed 3 --generator mh-gen-2.5
 
 Each column is the narration of one episode, played with a silent robot, from the reset
-observation to a few windows past the focus person's first struggle. The two episodes share
-the visible set-up; only a person's mind differs (docs/scenarios.md).
+observation to a few windows past the focus person's first struggle. With ``mh-gen-3.0``
+(the default here) the two are a true pair: two variants of one base draft, the same house,
+people and schedules, the focus person doing the same things up to the cue; only the mind
+switch differs (someone else's timing, or an adult on the phone; docs/scenarios.md). With
+``mh-gen-2.5`` each family was drafted on its own and the columns only share a family's
+kind of set-up.
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import mindhelper_env  # noqa: F401 - registers the envs
 from mindhelper_env.scenarios.generator import generate_episode
 
 
-def narration(family: str, seed: int, windows: int) -> list[str]:
+def narration(family: str, seed: int, windows: int, generator: str) -> list[str]:
     env = gym.make("MindHelper-VirtualHome-v0")
     try:
-        obs, _ = env.reset(options={"episode": generate_episode(family, seed)})
-        lines = [f"== {family} (seed {seed})"]
+        spec = generate_episode(family, seed, generator=generator)
+        obs, _ = env.reset(options={"episode": spec})
+        lines = [f"== {family} (seed {seed}, {generator})"]
         for _ in range(windows):
             obs, _, terminated, truncated, _ = env.step("none")
             lines += [ln for ln in obs["narration"].splitlines()
@@ -39,11 +45,13 @@ def main() -> None:
     ap.add_argument("help_family")
     ap.add_argument("twin_family")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--windows", type=int, default=8, help="windows to show (3 ticks each)")
+    ap.add_argument("--windows", type=int, default=14, help="windows to show (3 ticks each)")
     ap.add_argument("--width", type=int, default=60, help="column width")
+    ap.add_argument("--generator", default="mh-gen-3.0",
+                    help="mh-gen-3.0 (default: twins from one base draft) or mh-gen-2.5")
     args = ap.parse_args()
-    left = narration(args.help_family, args.seed, args.windows)
-    right = narration(args.twin_family, args.seed, args.windows)
+    left = narration(args.help_family, args.seed, args.windows, args.generator)
+    right = narration(args.twin_family, args.seed, args.windows, args.generator)
     wrap = [[w for ln in col for w in textwrap.wrap(ln, args.width) or [""]]
             for col in (left, right)]
     for i in range(max(map(len, wrap))):

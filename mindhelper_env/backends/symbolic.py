@@ -29,6 +29,7 @@ rollouts). The Gymnasium envs ignore it: their episodes always run to the horizo
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -348,6 +349,22 @@ class Simulation:
                     if actor.beliefs.get(obj) == src[1]:
                         del actor.beliefs[obj]
         return ev
+
+    def fork(self) -> Simulation:
+        """An independent copy of this simulation in its current state: the same ticks
+        follow from it as from the original (the generator's validation branches its helped
+        rollouts from the onset instead of replaying each from tick 0)."""
+        sim = Simulation.__new__(Simulation)
+        sim.__dict__.update(self.__dict__)
+        sim.world = self.world.copy()
+        sim.actors = copy.deepcopy(self.actors)
+        sim.actor_by_id = {a.id: a for a in sim.actors}
+        sim.pending = list(self.pending)
+        sim.log = list(self.log)
+        sim.robot_lines = list(self.robot_lines)
+        sim.actions = [dict(a) for a in self.actions]
+        sim._task_objects = set(self._task_objects)
+        return sim
 
     def run(self, max_ticks: int | None = None) -> None:
         """Tick until the episode settles (:attr:`settled`) or reaches the horizon (or

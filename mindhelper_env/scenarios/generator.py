@@ -271,14 +271,20 @@ def _validate(draft: dict[str, Any]) -> dict[str, Any]:
     at_onset = fresh()
     at_onset.run(max_ticks=onset)
     program = help_program(at_onset.world, focus, family, target)
+    at_onset = at_onset.fork()  # advanced below (help_program read the world at onset)
     trials = [(delay, program) for delay in range(DEADLINE_TICKS + 1)]
     robot_room = at_onset.world.chars[ROBOT_ID].room
     if robot_room is not None:
         walk = f"[walk] <{at_onset.world.graph.nodes[robot_room].class_name}> ({robot_room})"
         trials.append((DEADLINE_TICKS, [walk] * HEDGE_LINES + program))
+    # each trial branches from one rollout advanced to onset + delay (the same state a fresh
+    # rollout run to that tick reaches: the simulation is deterministic)
+    branch, at = at_onset, onset
     for delay, lines in trials:
-        trial = fresh()
-        trial.run(max_ticks=onset + delay)
+        if at < onset + delay:
+            branch.run(max_ticks=onset + delay - at)
+            at = onset + delay
+        trial = branch.fork()
         if trial.settled:
             raise EpisodeInvalid("episode ended before help could be given")
         trial.issue("\n".join(lines))
