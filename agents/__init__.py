@@ -32,29 +32,56 @@ from mindhelper_env.agents.belief import (
     PriorAgent,
     ReactiveAgent,
 )
-from mindhelper_env.agents.hedge import MovementPrefix, make_hedge, split_hedge_suffix
+from mindhelper_env.agents.hedge import MovementPrefix, make_hedge, split_hedge_suffix, strip_hedges
 from mindhelper_env.agents.simple import OracleAgent, RandomAgent, SilentAgent
 
-__all__ = ["Agent", "Usage", "make_agent", "AGENTS", "register_agent", "resolve_agent",
-           "is_import_path",
+__all__ = ["Agent", "Usage", "make_agent", "AGENTS", "AGENT_GROUPS", "agent_groups",
+           "register_agent", "resolve_agent", "is_import_path", "agent_label", "call_factory",
            "SilentAgent", "RandomAgent", "OracleAgent", "BeliefTrackerAgent", "ReactiveAgent",
            "MovedAbsentAgent", "PriorAgent", "SHORTCUT_AGENTS", "MovementPrefix"]
 
 #: registry name -> factory(**kwargs)
+#: registry name -> factory(**options). The runner always offers ``env`` and ``seed``; a
+#: factory that does not take them simply does not get them (:func:`make_agent`), and any
+#: other option a factory does not take is refused with the options it does take.
 AGENTS: dict[str, Callable[..., Any]] = {
-    "silent": lambda **kw: SilentAgent(),
-    "random": lambda p=0.1, seed=None, **kw: RandomAgent(p=p, seed=seed),
-    "oracle": lambda env=None, **kw: OracleAgent(env),
-    "belief-tracker": lambda **kw: BeliefTrackerAgent(),
-    "ablation-goal-blind": lambda **kw: GoalBlindAgent(),
-    "reactive": lambda min_struggles=1, **kw: ReactiveAgent(min_struggles=min_struggles),
-    "moved-absent": lambda **kw: MovedAbsentAgent(),
-    "prior": lambda act_window=4, **kw: PriorAgent(act_window=act_window),
+    "silent": lambda: SilentAgent(),
+    "random": lambda p=0.1, seed=None: RandomAgent(p=p, seed=seed),
+    "oracle": lambda env=None: OracleAgent(env),
+    "belief-tracker": lambda: BeliefTrackerAgent(),
+    "ablation-goal-blind": lambda: GoalBlindAgent(),
+    "reactive": lambda min_struggles=1: ReactiveAgent(min_struggles=min_struggles),
+    "moved-absent": lambda: MovedAbsentAgent(),
+    "prior": lambda act_window=4: PriorAgent(act_window=act_window),
 }
+
+#: How ``mindhelper list`` groups the registered agents (docs/validity.md, docs/models.md).
+AGENT_GROUPS: dict[str, tuple[str, ...]] = {
+    "reference": ("belief-tracker", "mindclaw"),
+    "shortcut baselines": ("silent", "random", "reactive", "moved-absent", "prior",
+                           "physical-rules"),
+    "ablations": ("ablation-goal-blind", "ablation-shared-view", "ablation-own-actions",
+                  "perspective-free", "coarse-mind"),
+    "model-backed": ("direct-vlm",),
+    "learned": ("learned-trigger",),
+    "privileged (oracle)": ("oracle",),
+}
+#: Options every runner offers each agent (dropped for factories that do not take them).
+RUNNER_OPTIONS = frozenset({"env", "seed"})
+
+
+def agent_groups() -> dict[str, list[str]]:
+    """:data:`AGENT_GROUPS` plus ``registered`` (agents added with :func:`register_agent`)."""
+    out = {g: [n for n in names if n in AGENTS] for g, names in AGENT_GROUPS.items()}
+    grouped = {n for names in AGENT_GROUPS.values() for n in names}
+    extra = sorted(n for n in AGENTS if n not in grouped)
+    if extra:
+        out["registered"] = extra
+    return out
 
 
 def _ablation(name: str) -> Callable[..., Any]:
-    def build(**kw: Any) -> Any:
+    def build() -> Any:
         from mindhelper_env.agents.ablations import ABLATIONS
 
         return ABLATIONS[name]()
@@ -62,7 +89,7 @@ def _ablation(name: str) -> Callable[..., Any]:
     return build
 
 
-def _perspective_free(**kw: Any) -> Any:
+def _perspective_free() -> Any:
     from mindhelper_env.agents.perspective_free import PerspectiveFreeAgent
 
     return PerspectiveFreeAgent()
@@ -74,13 +101,13 @@ AGENTS["ablation-own-actions"] = _ablation("ablation-own-actions")
 AGENTS["perspective-free"] = _perspective_free
 
 
-def _physical_rules(**kw: Any) -> Any:
+def _physical_rules() -> Any:
     from mindhelper_env.agents.physical import PhysicalRulesAgent
 
     return PhysicalRulesAgent()
 
 
-def _coarse_mind(**kw: Any) -> Any:
+def _coarse_mind() -> Any:
     from mindhelper_env.agents.coarse_mind import CoarseMindAgent
 
     return CoarseMindAgent()
@@ -130,6 +157,25 @@ def _learned_trigger(model: Any = None, env: Any = None, seed: int | None = None
 AGENTS["learned-trigger"] = _learned_trigger
 
 
+def call_factory(factory: Callable[..., Any], options: dict[str, Any], name: str) -> Any:
+    """``factory(**options)``: the runner's ``env``/``seed`` only where the factory takes
+    them; ``ValueError`` naming the option for one it does not take."""
+    try:
+        params = list(inspect.signature(factory).parameters.values())
+    except (TypeError, ValueError):
+        return factory(**options)
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        names = {p.name for p in params
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        options = {k: v for k, v in options.items() if k in names or k not in RUNNER_OPTIONS}
+        unknown = sorted(k for k in options if k not in names)
+        if unknown:
+            known = sorted(names - RUNNER_OPTIONS)
+            raise ValueError(f"agent {name!r} has no option {unknown[0]!r} (its options: "
+                             f"{', '.join(known) if known else 'none'})")
+    return factory(**options)
+
+
 def register_agent(name: str, factory: Callable[..., Any]) -> None:
     """Add an agent factory under ``name`` (used by ``make_agent`` and the CLI)."""
     AGENTS[name] = factory
@@ -146,13 +192,20 @@ def is_import_path(name: str) -> bool:
 def resolve_agent(name: str) -> Callable[..., Any]:
     """The factory of a registered name or of an import path ``"pkg.mod:Class"``.
 
-    An import path names a class or a factory function; it is called with the keyword
-    arguments its signature accepts (``env`` among them, if it wants the env). Raises
-    ``ValueError`` for an unknown name or an import path that cannot be imported.
+    An import path names a class or a factory function. The returned factory passes the
+    runner's ``env`` and ``seed`` only where the class or function takes them, and raises
+    ``ValueError`` naming any other option it does not take (:func:`call_factory`). Raises
+    ``ValueError`` for an unknown name (with a "did you mean") or an import path that cannot
+    be imported (a ``SyntaxError`` with its file and line).
     """
     factory = AGENTS.get(name)
     if factory is not None:
-        return factory
+        registered = factory
+
+        def build_registered(**kwargs: Any) -> Any:
+            return call_factory(registered, kwargs, name)
+
+        return build_registered
     base, hedge, k = split_hedge_suffix(name)
     if hedge is not None and k is not None:
         inner = resolve_agent(base)
@@ -162,33 +215,63 @@ def resolve_agent(name: str) -> Callable[..., Any]:
 
         return hedged
     if not is_import_path(name):
-        raise ValueError(f"unknown agent {name!r}; known agents: {sorted(AGENTS)} "
-                         "(or give an import path like 'mypkg.agents:MyAgent'; any name "
-                         "takes a hedge suffix: '+prefixN', '+waitN', '+repeatN', '+delayN')")
+        import difflib
+
+        close = difflib.get_close_matches(name, list(AGENTS), n=1) if isinstance(name, str) \
+            else []
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown agent {name!r}; {hint}known agents: "
+                         f"{', '.join(sorted(AGENTS))} (or give an import path like "
+                         "'mypkg.agents:MyAgent'; any name takes a hedge suffix: '+prefixN', "
+                         "'+waitN', '+repeatN', '+delayN')")
     module_name, _, attr = name.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
         for part in attr.split("."):
             obj = getattr(obj, part)
+    except SyntaxError as err:
+        raise ValueError(f"cannot import agent {name!r}: SyntaxError at {err.filename}:"
+                         f"{err.lineno}: {err.msg}") from None
     except (ImportError, AttributeError) as err:
         raise ValueError(f"cannot import agent {name!r}: {type(err).__name__}: {err}") from None
+    except Exception as err:  # the module raised while it was imported
+        where = _user_frame(err)
+        raise ValueError(f"cannot import agent {name!r}: importing {module_name} raised "
+                         f"{type(err).__name__}{where}: {err}") from None
     if not callable(obj):
         raise ValueError(f"agent {name!r} is not a class or a factory")
 
     def build(**kwargs: Any) -> Any:
-        try:
-            params = inspect.signature(obj).parameters.values()
-        except (TypeError, ValueError):
-            return obj(**kwargs)
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-            return obj(**kwargs)
-        names = {p.name for p in params}
-        return obj(**{k: v for k, v in kwargs.items() if k in names})
+        return call_factory(obj, kwargs, name)
 
     return build
 
 
+def _user_frame(err: BaseException) -> str:
+    """`` at FILE:LINE`` of the innermost frame of a traceback, or ``""``."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+
+
+def agent_label(spec: str, agent: Any) -> str:
+    """The name of an agent's row and file (``<label>.jsonl``): the registry name for a
+    registered agent (with its ``+prefixN``), else the built agent's ``name`` attribute
+    (else its class name)."""
+    base, _hedges = strip_hedges(spec)
+    if spec in AGENTS or base in AGENTS:
+        return spec
+    name = getattr(agent, "name", None)
+    if isinstance(name, str) and name.strip():
+        return name.strip()
+    return type(agent).__name__
+
+
 def make_agent(name: str, **kwargs: Any) -> Any:
     """Build an agent: ``make_agent("random", p=0.1)``, ``make_agent("oracle", env=env)``,
-    or a user agent by import path, ``make_agent("mypkg.agents:MyAgent")``."""
+    or a user agent by import path, ``make_agent("mypkg.agents:MyAgent")``.
+
+    ``env`` and ``seed`` go only to factories that take them; another option the factory
+    does not take raises ``ValueError`` naming it and the options it takes."""
     return resolve_agent(name)(**kwargs)

@@ -7,7 +7,12 @@ by the modules that need them.
 
 from __future__ import annotations
 
-__version__ = "0.3.0"
+from importlib import metadata as _metadata
+
+try:  # the installed distribution's version (semantic versioning; pyproject.toml)
+    __version__: str = _metadata.version("mindhelper-env")
+except _metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"
 
 from mindhelper_env.envs.registration import register_envs as _register_envs
 

@@ -30,11 +30,13 @@ def _lines(path: Path) -> list[str]:
 
 
 def _without_seconds(path: Path) -> list[dict[str, Any]]:
-    """Records of a result file with the one wall-clock field removed."""
+    """Records of a result file with the one wall-clock field (and the record checksum,
+    which covers it) removed."""
     out = []
     for line in _lines(path):
         rec = json.loads(line)
         rec["usage"].pop("seconds")
+        rec["provenance"].pop("checksum")
         out.append(rec)
     return out
 
@@ -341,8 +343,10 @@ def test_score_rejects_duplicate_episode_ids(baseline: Path, tmp_path: Path,
 
 def test_score_rejects_duplicates_across_files(baseline: Path, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # two files of one agent in one folder (from two folders, they are two rows)
     path = _copy_file(baseline, tmp_path)
-    rc = main(["score", str(path), str(baseline / "oracle.jsonl"), "--suite", SUITE])
+    shutil.copy(path, tmp_path / "oracle-again.jsonl")
+    rc = main(["score", str(path), str(tmp_path / "oracle-again.jsonl"), "--suite", SUITE])
     _assert_one_line_error(capsys, rc, "duplicate")
 
 

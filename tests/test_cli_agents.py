@@ -33,9 +33,9 @@ def test_user_agent_by_import_path_with_two_workers(tmp_path: Path) -> None:
     assert rc == 0
     files = sorted(p.name for p in tmp_path.glob("*.jsonl"))
     assert len(files) == 2
-    user = [p for p in tmp_path.glob("*.jsonl") if "WalkOnly" in p.name][0]
+    user = tmp_path / "walk-only.jsonl"  # the agent's name names its file and row
     records = [json.loads(x) for x in user.read_text().splitlines()]
-    assert len(records) == 6 and {r["agent"] for r in records} == {USER_AGENT}
+    assert len(records) == 6 and {r["agent"] for r in records} == {"walk-only"}
     # it only walked: movement is free, so it never intervened
     assert all(r["intervention_tick"] == -1 and r["first_move_tick"] >= 0 for r in records)
     assert make_agent(USER_AGENT, env=object()).saw_env

@@ -228,10 +228,12 @@ class _Sleepy:
 
 
 class SleepySafe(_Sleepy):
+    name = "sleepy-safe"  # two agents of one run need two names (rows and files)
     lock = threading.Lock()
 
 
 class SleepyUnsafe(_Sleepy):
+    name = "sleepy-unsafe"
     thread_safe = False
     lock = threading.Lock()
 

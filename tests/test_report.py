@@ -126,6 +126,14 @@ _GOLDEN = {
 }
 
 
+def _resign(rec):
+    """Recompute a record's checksum (the report refuses edited records)."""
+    from mindhelper_env.evaluation.provenance import record_checksum
+
+    rec["provenance"]["checksum"] = record_checksum(rec)
+    return rec
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     from mindhelper_env.evaluation import evaluate
@@ -139,6 +147,10 @@ def test_records_byte_identical_and_belief_only_for_belief_agents(run_dir):
     for agent in AGENTS:
         lines = (run_dir / f"{agent}.jsonl").read_text(encoding="utf-8").splitlines()
         records = [json.loads(line) for line in lines]
+        for r in records:  # the two keys 0.4 added (tests/test_golden_records.py)
+            assert r.pop("provenance")["checksum"]
+            assert r["usage"].pop("agent_errors") == 0
+        lines = [json.dumps(r, ensure_ascii=False) for r in records]
         has = [("belief" in r) for r in records]
         if agent in ("belief-tracker", "mindclaw"):
             assert any(has), agent
@@ -249,6 +261,7 @@ def test_report_escapes_agent_text(run_dir, tmp_path):
     recs = [json.loads(x) for x in lines]
     for r in recs:
         r["agent"] = "<script>alert(1)</script>"
+        _resign(r)  # a record written so, not an edited one
     (run / "x.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     write_report(tmp_path / "rep", [run], resamples=200, workers=1)
     html = (tmp_path / "rep" / "index.html").read_text()
@@ -316,6 +329,7 @@ def test_report_shows_model_calls(run_dir, tmp_path):
                         {"module": "reasoning", "prompt": "mindclaw-reasoning/v2",
                          "prompt_tokens": 300, "completion_tokens": 4, "answer": "yes",
                          "outcome": "ok"}]}]
+    _resign(rec)  # a record written so, not an edited one
     (run / "direct-vlm.jsonl").write_text(json.dumps(rec) + "\n")
     write_report(tmp_path / "rep", [run], resamples=200, workers=1)
     page = next((tmp_path / "rep" / "episodes").rglob("*.html")).read_text(encoding="utf-8")

@@ -29,10 +29,10 @@ from mindhelper_env.world.world import World
 DEV = "vh-dev-v2"
 TEST = "vh-test-v2"
 
-# The published digests ship inside the package (scenarios/suites/digests.json). If the
-# pinned-digest test fails, episode generation changed: bump the suite version and
-# GENERATOR_VERSION instead of changing the episodes of a published suite, then re-pin with
-# suites.pin_digests().
+# The released digests ship inside the package (the release ledger,
+# scenarios/suites/releases.json; tests/test_releases.py). If the pinned-digest test fails,
+# episode generation changed: bump GENERATOR_VERSION and release new suite names instead of
+# changing the episodes of a released suite (mindhelper_env.scenarios.releases).
 
 PUBLIC_KEYS = {"episode_id", "suite", "index", "graph", "robot_id", "people", "horizon"}
 
@@ -196,7 +196,7 @@ def test_unknown_suite_and_bad_index() -> None:
 def test_suite_generator_version_is_enforced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(S.SUITES, "vh-old-v0", dict(S.SUITES[DEV], name="vh-old-v0",
                                                     generator="mh-gen-0.0"))
-    with pytest.raises(S.SuiteVersionError, match="add a new suite version|Add a new suite"):
+    with pytest.raises(S.SuiteVersionError, match="release new suite names"):
         S.suite_episode("vh-old-v0", 0)
 
 
@@ -280,9 +280,10 @@ def test_pinned_dev_digests(dev_dir: Path) -> None:
 def test_digests_ship_with_the_package() -> None:
     import importlib.resources
 
-    data = importlib.resources.files("mindhelper_env.scenarios").joinpath("suites/digests.json")
-    table = json.loads(data.read_text())
-    assert set(table) == set(S.suite_names())
+    data = importlib.resources.files("mindhelper_env.scenarios").joinpath("suites/releases.json")
+    table = {e["name"]: e for e in json.loads(data.read_text())["releases"]}
+    assert set(S.suite_names()) <= set(table)
+    assert all(table[n]["status"] == "current" for n in S.suite_names())
 
 
 def test_rebuilt_suite_that_differs_from_the_published_one_is_reported(fresh: Path) -> None:

@@ -48,7 +48,7 @@ from mindhelper_env.agents.mindclaw.reasoning import (
     MentalReasoning,
     Observation,
 )
-from mindhelper_env.agents.mindclaw.skills import SkillBook, default_skills
+from mindhelper_env.agents.mindclaw.skills import SkillBook, default_skills, default_skills_path
 from mindhelper_env.agents.mindclaw.trigger import Policy, Trigger
 
 __all__ = ["MindClawAgent"]
@@ -62,7 +62,7 @@ class MindClawAgent:
 
     name = "mindclaw"
 
-    def __init__(self, model: Any = None, *, skills: SkillBook | str | None = None,
+    def __init__(self, model: Any = None, *, skills: SkillBook | str | os.PathLike[str] | None = None,
                  policy: Policy | None = None, features: Any = None, backends: dict[str, str] | None = None,
                  max_tokens: int = 96, fallback: str = "none",
                  formats: str | dict[str, str] | None = None, trigger: Any = None,
@@ -89,9 +89,19 @@ class MindClawAgent:
         if client is None:
             chosen = {m: "symbolic" for m in _MODULES}
         self.backends = chosen
-        if isinstance(skills, str):
+        #: The files this agent reads, role -> path (their sha256 go into run provenance).
+        self.data_files: dict[str, str] = {}
+        if isinstance(skills, (str, os.PathLike)):
+            self.data_files["skills"] = os.fspath(skills)
             skills = SkillBook.load(skills)
+        elif skills is None:
+            self.data_files["skills"] = str(default_skills_path())
         self.skills = skills if skills is not None else default_skills()
+        policy_path = getattr(policy, "path", None)
+        if isinstance(policy_path, (str, os.PathLike)):
+            self.data_files["trigger"] = os.fspath(policy_path)
+        if isinstance(model, str):
+            self.model_spec = model
         self.client = client
         self.usage = Usage()
 

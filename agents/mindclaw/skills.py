@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Skill", "SkillBook", "CueOutcome", "mine_skills", "default_skills", "SKILLS_FILE",
-           "SIGNATURE_KEYS"]
+           "SIGNATURE_KEYS", "default_skills_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,9 +128,15 @@ class SkillBook:
 
 
 def default_skills() -> SkillBook:
-    """The skill book shipped with the package."""
+    """The skill book shipped with the package (a read-only input: ``mindhelper
+    mine-skills`` writes under ``--out``; give MindClaw another book with ``skills=PATH``)."""
     text = resources.files(__package__).joinpath(SKILLS_FILE).read_text(encoding="utf-8")
     return SkillBook.from_dict(json.loads(text))
+
+
+def default_skills_path() -> Path:
+    """Where the shipped skill book lies (for its digest in run provenance)."""
+    return Path(__file__).with_name(SKILLS_FILE)
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,15 @@ from typing import Any, NoReturn
 from mindhelper_env.evaluation.settings import MAX_SEED, MAX_VIDEOS, MAX_WORKERS
 
 __all__ = ["CLIError", "Parser", "PROG", "EXIT_OK", "EXIT_INTERNAL", "EXIT_USAGE",
-           "EXIT_INTERRUPT", "EXIT_MODEL_FAILED", "flag", "console", "print_json", "MAX_SEED",
+           "EXIT_INTERRUPT", "EXIT_MODEL_FAILED", "EXIT_AGENT_ERRORS", "agents_from_cwd", "flag", "console", "print_json", "MAX_SEED",
            "MAX_VIDEOS", "MAX_WORKERS"]
 
 PROG = "mindhelper"
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
 #: ``evaluate --strict``: most of an agent's model calls failed.
 EXIT_MODEL_FAILED = 3
+#: ``evaluate``: most of an agent's decisions raised (with ``--strict``: any raised).
+EXIT_AGENT_ERRORS = 4
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # Bounds of numeric flags (MAX_WORKERS, MAX_SEED, MAX_VIDEOS, MAX_TRIALS: the evaluation's own).
@@ -177,3 +179,16 @@ def print_json(obj: Any) -> None:
 
 def window_kwargs(window_ticks: int | None) -> dict[str, Any]:
     return {} if window_ticks is None else {"window_ticks": window_ticks}
+
+
+def agents_from_cwd(agents: Any) -> None:
+    """``module:Class`` agents are looked up from the current folder too (as ``python -m``
+    does), so ``--agents mypkg.agents:MyAgent`` works without ``PYTHONPATH=.`` in every
+    command (``evaluate``, ``render``, ``play`` ...); worker processes inherit ``sys.path``."""
+    import os
+
+    names = [agents] if isinstance(agents, str) else list(agents or [])
+    if any(isinstance(a, str) and ":" in a for a in names):
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.insert(0, cwd)

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from mindhelper_env.cli.base import (
+    EXIT_AGENT_ERRORS,
     EXIT_MODEL_FAILED,
     EXIT_OK,
     MAX_WINDOW_TICKS,
     CLIError,
     agent_list,
     agent_option,
+    agents_from_cwd,
     console,
     flag,
     int_between,
@@ -79,7 +80,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="also save a GIF and a timeline PNG of the first K episodes per agent "
                          "in OUT/videos (needs the video extra)")
     ev.add_argument("--strict", action="store_true",
-                    help="exit with code 3 when most of an agent's model calls failed")
+                    help="exit with code 3 when most of an agent's model calls failed, and "
+                         "with code 4 when an agent's act/reset raised at all (without "
+                         "--strict: code 4 when most of an agent's decisions raised)")
     ev.add_argument("--format", choices=FORMATS, default="rich", dest="format",
                     help="rich tables (default), markdown, csv or json")
     ev.add_argument("--json", action="store_const", const="json", dest="format",
@@ -195,15 +198,6 @@ def agent_kwargs_of(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 
-def _put_cwd_on_path(agents: list[str]) -> None:
-    """``module:Class`` agents are looked up from the current folder too (as ``python -m``
-    does), so ``--agents mypkg.agents:MyAgent`` works without ``PYTHONPATH=.``."""
-    if any(":" in a for a in agents):
-        cwd = os.getcwd()
-        if cwd not in sys.path and "" not in sys.path:
-            sys.path.insert(0, cwd)  # worker processes (spawn, Ray) inherit sys.path
-
-
 def run(args: argparse.Namespace) -> int:
     from mindhelper_env.evaluation import EvalSettings, evaluate
     from mindhelper_env.evaluation.safety import cpu_count
@@ -215,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         check_suite,
     )
 
-    _put_cwd_on_path(args.agents)
+    agents_from_cwd(args.agents)
     flag("--suite", check_suite, args.suite)
     flag("--agents", check_agents, args.agents)
     cpus = cpu_count()
@@ -294,23 +288,47 @@ def run(args: argparse.Namespace) -> int:
 
         after_evaluate(args.out)
     print_results(args.format, f"{args.suite}: {args.out}", summary)
-    if args.format != "rich":
-        return code
-    print_efficiency(summary["metrics"], summary.get("models"))
-    spend = summary.get("spend")
-    if spend:
-        usd = spend.get("usd")
-        tokens = sum(r["prompt_tokens"] + r["completion_tokens"]
-                     for r in spend["by_agent"].values())
-        console().print(f"model spend: {tokens:,} tokens"
-                        + (f", ${usd:.4f}" if usd is not None else " (no --price given)"),
-                        soft_wrap=True)
-    extras = ", ".join(summary.get("plots") or [])
-    console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
-                    + (f", {extras}" if extras else "")
-                    + f"  ({summary['played']} episodes played in "
-                      f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
+    if args.format == "rich":
+        print_efficiency(summary["metrics"], summary.get("models"))
+        spend = summary.get("spend")
+        if spend:
+            usd = spend.get("usd")
+            tokens = sum(r["prompt_tokens"] + r["completion_tokens"]
+                         for r in spend["by_agent"].values())
+            console().print(f"model spend: {tokens:,} tokens"
+                            + (f", ${usd:.4f}" if usd is not None else " (no --price given)"),
+                            soft_wrap=True)
+        extras = ", ".join(summary.get("plots") or [])
+        console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
+                        + (f", {extras}" if extras else "")
+                        + f"  ({summary['played']} episodes played in "
+                          f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
+    raised = agent_error_lines(summary.get("agent_errors") or {})
+    if any(loud for _, loud in raised) or (raised and args.strict):
+        code = EXIT_AGENT_ERRORS
     return code
+
+
+def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
+    """Print one stderr line per agent whose act/reset raised; ``[(agent, loud)]`` where
+    ``loud``: most of its decisions raised (its numbers are a silent agent's)."""
+    from mindhelper_env.evaluation.summary import mostly_raised
+
+    out = []
+    for agent, counts in errors.items():
+        if not counts.get("errors"):
+            continue
+        loud = mostly_raised(counts)
+        what = (f"{agent}: its act/reset raised {counts['errors']} time(s) in "
+                f"{counts['episodes']} episode(s) of {counts['decisions']} decisions")
+        if loud:
+            sys.stderr.write(f"mindhelper: error: {what}: MOST OF ITS DECISIONS RAISED, so its "
+                             "row measures a silent agent, not this agent (rerun with "
+                             "--log-level debug to see the exceptions)\n")
+        else:
+            sys.stderr.write(f"warning: {what}; those decisions were 'none'\n")
+        out.append((agent, loud))
+    return out
 
 
 def _check_budget_and_models(settings: Any) -> None:

@@ -63,10 +63,22 @@ def run(args: argparse.Namespace) -> int:
                            f"is not an episode of {suite}")
     refs = {str(r["episode_id"]): suite_reference(suite, int(r["index"]))
             for records in by_agent.values() for r in records}
+    from mindhelper_env.evaluation.provenance import agent_provenance, run_provenance, stamp
+
+    # the provenance evaluate gives the same agent: the same stamps, byte for byte
+    provenance = run_provenance(
+        suite=suite, env_id=DEFAULT_ENV_ID, env_kwargs=content["env_kwargs"],
+        seed=content["seed"], trials=1,
+        agents={a: agent_provenance(a, a, {}) for a in by_agent})
+    provenance["source"] = str(args.log)
+    for agent, records in by_agent.items():
+        for r in records:
+            stamp(r, provenance, agent, refs[str(r["episode_id"])])
     summary: dict[str, Any] = {"suite": suite, "source": str(args.log),
                                "episodes": {a: len(r) for a, r in by_agent.items()},
                                "unscored_samples": missing}
     summary.update(summarize(by_agent, refs))
+    summary["provenance"] = provenance
     args.out.mkdir(parents=True, exist_ok=True)
     lock = safety.OutputLock(args.out).acquire()
     try:
@@ -74,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             rewrite_sorted(args.out / result_file_name(agent), records)
         run_record = {"format": RUN_FORMAT, "suite": suite, "env_id": DEFAULT_ENV_ID,
                       "env_kwargs": content["env_kwargs"], "seed": content["seed"],
-                      "timing": False}
+                      "timing": False, "provenance": provenance}
         safety.atomic_write_bytes(args.out / RUN_FILE,
                                   (json.dumps(run_record, indent=2) + "\n").encode())
         safety.atomic_write_bytes(args.out / SUMMARY_FILE,

@@ -20,7 +20,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def listing_of() -> dict[str, Any]:
-    from mindhelper_env.agents import AGENTS
+    from mindhelper_env.agents import AGENTS, agent_groups
     from mindhelper_env.envs.registration import ENV_SPECS
     from mindhelper_env.scenarios import FAMILIES, HELP_FAMILIES
 
@@ -41,6 +41,7 @@ def listing_of() -> dict[str, Any]:
         "envs": list(ENV_SPECS),
         "families": {f: {"needs_intervention": f in HELP_FAMILIES} for f in FAMILIES},
         "agents": sorted(AGENTS),
+        "agent_groups": agent_groups(),
         "suites": suites,
     }
 
@@ -61,13 +62,19 @@ def run(args: argparse.Namespace) -> int:
     for name, f in listing["families"].items():
         fam.add_row(name, "yes" if f["needs_intervention"] else "no")
     out.print(fam)
-    out.print("[bold]Agents[/bold]: " + ", ".join(listing["agents"]))
-    st = Table(title="Suites")
+    out.print("[bold]Agents[/bold] (or your own: --agents module:Class)")
+    for group, names in listing["agent_groups"].items():
+        out.print(f"  {group}: " + ", ".join(names))
+    st = Table(title="Suites", caption="released: the release date in the suite ledger; a "
+               "released suite's episodes never change (every release, withdrawn ones too: "
+               "mindhelper_env/scenarios/suites/releases.json)")
     st.add_column("suite")
+    st.add_column("released")
     st.add_column("info")
     for name, info in listing["suites"].items():
         brief = ", ".join(f"{k}={v}" for k, v in info.items()
-                          if isinstance(v, (str, int, float, bool)))
-        st.add_row(name, brief)
+                          if isinstance(v, (str, int, float, bool))
+                          and k not in ("released", "name"))
+        st.add_row(name, str(info.get("released") or info.get("status") or ""), brief)
     out.print(st)
     return EXIT_OK

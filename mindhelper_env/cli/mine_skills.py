@@ -1,4 +1,8 @@
-"""``mindhelper mine-skills``: re-mine MindClaw's shipped skills file from training episodes.
+"""``mindhelper mine-skills``: mine a MindClaw skills file from training episodes.
+
+The file goes under ``--out`` (default ``runs/skills/skills.json``), never into the installed
+package: the shipped ``skills.json`` is a read-only input. Run MindClaw with the new book by
+``--agent mindclaw:skills=runs/skills/skills.json``; its sha256 goes into the run's provenance.
 
 The rollouts play the symbolic MindClaw with skills off on
 :func:`mindhelper_env.validity.training_episodes` and score each with the metrics, so they sit
@@ -17,15 +21,17 @@ from typing import Any
 
 from mindhelper_env.cli.base import EXIT_OK, int_between, number_between, path_arg
 
-__all__ = ["collect_rollouts", "mine", "register", "run"]
+__all__ = ["DEFAULT_OUT", "collect_rollouts", "mine", "register", "run"]
 
 logger = logging.getLogger("mindhelper_env.cli")
 
 
-def _default_out() -> Path:
-    from mindhelper_env.agents.mindclaw import skills
+#: Where ``mine-skills`` writes without ``--out`` (relative to the current folder).
+DEFAULT_OUT = Path("runs") / "skills" / "skills.json"
 
-    return Path(skills.__file__).with_name(skills.SKILLS_FILE)
+
+def _default_out() -> Path:
+    return DEFAULT_OUT
 
 
 def collect_rollouts(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -68,7 +74,7 @@ def collect_rollouts(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
 def mine(episodes: int = 600, seed: int = 0, min_support: int = 20,
          min_confidence: float = 0.97, out: str | Path | None = None) -> Any:
     """Mine a skill book from ``episodes`` training episodes and save it to ``out`` (default:
-    the shipped file); returns the book."""
+    :data:`DEFAULT_OUT`; the shipped file is never written); returns the book."""
     from mindhelper_env.agents.mindclaw.skills import mine_skills
     from mindhelper_env.validity import training_episodes
 
@@ -79,9 +85,26 @@ def mine(episodes: int = 600, seed: int = 0, min_support: int = 20,
                                "episodes_from": "mindhelper_env.validity.training_episodes",
                                "min_support": min_support})
     path = Path(out) if out is not None else _default_out()
+    _refuse_package_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     book.save(path)
     logger.info("mined %d skills from %d cues into %s", len(book.skills), len(outcomes), path)
     return book
+
+
+def _refuse_package_path(path: Path) -> None:
+    """``ValueError`` for a path inside the installed package (its files are inputs)."""
+    import mindhelper_env
+    import mindhelper_env.agents
+    import mindhelper_env.wrappers
+
+    target = path.resolve()
+    for mod in (mindhelper_env, mindhelper_env.agents, mindhelper_env.wrappers):
+        pkg = Path(str(mod.__file__)).resolve().parent  # the folders may lie apart
+        if target == pkg or pkg in target.parents:
+            raise ValueError(f"{path}: inside the installed package ({pkg}); its files are "
+                             "read-only inputs: write the skills elsewhere and run MindClaw "
+                             "with --agent mindclaw:skills=PATH")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -96,13 +119,17 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ms.add_argument("--min-confidence", type=number_between(0.0, 1.0), default=0.97,
                     help="lowest confidence of a kept skill (default 0.97)")
     ms.add_argument("--out", type=path_arg, default=None,
-                    help="skills file to write (default: the one shipped with MindClaw)")
+                    help=f"skills file to write (default: {DEFAULT_OUT}; never the one shipped "
+                         "with MindClaw)")
     ms.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    book = mine(args.episodes, args.seed, args.min_support, args.min_confidence, args.out)
-    print(f"mined {len(book.skills)} skills into {args.out or _default_out()}")
+    out = args.out or _default_out()
+    _refuse_package_path(out)  # before minutes of rollouts
+    book = mine(args.episodes, args.seed, args.min_support, args.min_confidence, out)
+    print(f"mined {len(book.skills)} skills into {out}; use them with "
+          f"--agent mindclaw:skills={out}")
     return EXIT_OK
 
 

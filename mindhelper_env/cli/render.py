@@ -14,6 +14,7 @@ from mindhelper_env.cli.base import (
     MAX_WINDOW_TICKS,
     MIN_FPS,
     CLIError,
+    agents_from_cwd,
     console,
     flag,
     int_between,
@@ -47,16 +48,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    from mindhelper_env.agents import make_agent
+    from mindhelper_env.agents import agent_label
     from mindhelper_env.evaluation import (
         DEFAULT_ENV_ID,
         check_agents,
         check_suite,
         suite_episode_ids,
     )
+    from mindhelper_env.evaluation.roster import build_agent
     from mindhelper_env.render.episode import check_video_path, record_episode, save_episode_media
 
     flag("--suite", check_suite, args.suite)
+    agents_from_cwd([args.agent])  # module:Class from the current folder, as evaluate does
     flag("--agent", check_agents, [args.agent])
     n = len(suite_episode_ids(args.suite))
     if not 0 <= args.index < n:
@@ -72,9 +75,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CLIError(f"argument --out: {exc}") from None
     env = gym.make(DEFAULT_ENV_ID, **window_kwargs(args.window_ticks))
-    agent = make_agent(args.agent, env=env, seed=args.seed)
+    try:
+        agent = build_agent(args.agent, {}, env, args.seed)
+    except ValueError as exc:
+        env.close()
+        raise CLIError(f"argument --agent: {exc}") from None
+    label = agent_label(args.agent, agent)
     rec = record_episode(env, agent, seed=args.seed + args.index, size=args.size,
-                         agent_name=args.agent,
+                         agent_name=label,
                          options={"suite": args.suite, "index": args.index})
     video, timeline = save_episode_media(rec, args.out, fps=args.fps)
     env.close()
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_bytes(trace_path, format_trace(trace).encode())
         trace_note = f"\ntrace: {trace_path}"
     outcome = rec.timeline["outcome"]
-    console().print(f"{rec.record['episode_id']} ({rec.timeline['family']}) with {args.agent}: "
+    console().print(f"{rec.record['episode_id']} ({rec.timeline['family']}) with {label}: "
                      f"{outcome}, {rec.record['ticks']} ticks, {len(rec.frames)} frames\n"
                      f"video: {video}\ntimeline: {timeline}{trace_note}", soft_wrap=True)
     return EXIT_OK

@@ -104,8 +104,12 @@ def print_results(fmt_name: str, title: str, result: Mapping[str, Any]) -> None:
     if fmt_name == "json":
         print_json(result["table"])
         return
+    errors = {a: c.get("errors", 0) for a, c in (result.get("agent_errors") or {}).items()}
     if fmt_name in ("markdown", "csv"):
         header, rows = main_rows(result["table"], result["metrics"])
+        if any(errors.values()):  # the column appears when some agent's code raised
+            header = [*header, "agent_errors"]
+            rows = [[*r, str(errors.get(r[0], 0))] for r in rows]
         trials = result.get("trials")
         if isinstance(trials, Mapping):
             header, rows = _with_trials(header, rows, trials)
@@ -125,7 +129,7 @@ def print_results(fmt_name: str, title: str, result: Mapping[str, Any]) -> None:
         return
     if isinstance(result.get("trials"), Mapping):
         title += f" (mean of {result['trials']['k']} trials; episodes per trial)"
-    print_table(title, result["table"], result["metrics"])
+    print_table(title, result["table"], result["metrics"], errors)
     if isinstance(result.get("trials"), Mapping):
         print_trials(result["trials"])
     print_breakdown(result["metrics"])
@@ -180,15 +184,23 @@ def fmt(value: Any) -> str:
 
 
 def print_table(title: str, table: Mapping[str, Mapping[str, Any]],
-                 metrics: Mapping[str, Mapping[str, Any]]) -> None:
-    """A rich table: the headline PHA and PHR, the paper's Table II, silent-all and harm."""
+                metrics: Mapping[str, Mapping[str, Any]],
+                errors: Mapping[str, int] | None = None) -> None:
+    """A rich table: the headline PHA and PHR, the paper's Table II, silent-all and harm;
+    an ``Agent errors`` column (exceptions of the agent's act/reset) when some agent raised."""
     from rich.table import Table
 
+    errors = errors or {}
+    shown = any(errors.values())
     t = Table(title=title, caption="percentages; PHA = (PHR + PSR) / 2, PHR = precise, "
               "successful and harmless help; TA SR AC = action evaluation, PIR PSR PIA = "
-              "precision intervention; n/a: no episode to measure")
-    header = ["Agent", *MAIN_COLUMNS, "Episodes (help/silent)"]
-    rows = [[agent, *(fmt(row.get(k)) for k in MAIN_KEYS), episodes_cell(metrics.get(agent, {}))]
+              "precision intervention; n/a: no episode to measure"
+              + ("; agent errors: exceptions raised by the agent's act/reset (each decision "
+                 "became 'none')" if shown else ""))
+    header = ["Agent", *MAIN_COLUMNS, "Episodes (help/silent)",
+              *(["Agent errors"] if shown else [])]
+    rows = [[agent, *(fmt(row.get(k)) for k in MAIN_KEYS), episodes_cell(metrics.get(agent, {})),
+             *([str(errors.get(agent, 0))] if shown else [])]
             for agent, row in table.items()]
     print_rich(t, header, rows, bold_first=True)
 

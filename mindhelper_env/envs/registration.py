@@ -1,10 +1,18 @@
-"""One table of every registered environment id."""
+"""One table of every registered environment id, and of the ids that were retired.
+
+Env ids follow Gymnasium's versioning rule: a change of an env's dynamics, observations or
+rewards gets a new ``-vN`` id; the old id either stays registered (:data:`ENV_SPECS`) or is
+retired (:data:`RETIRED_ENV_IDS`) and then refused on ``gym.make`` with one line naming its
+replacement. ``MindHelper-VirtualHome-v0`` is the current id of the VirtualHome env.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 
-__all__ = ["ENV_SPECS", "register_envs"]
+__all__ = ["ENV_SPECS", "RETIRED_ENV_IDS", "RetiredEnvError", "register_envs", "check_env_id"]
 
 #: id -> (entry point, default kwargs, max_episode_steps)
 ENV_SPECS: dict[str, tuple[str, dict, int | None]] = {
@@ -13,10 +21,41 @@ ENV_SPECS: dict[str, tuple[str, dict, int | None]] = {
     "MindHelper-Trigger-v0": ("mindhelper_env.envs.trigger:MindHelperTriggerEnv", {}, None),
 }
 
+#: Retired id -> (the id that replaces it, why it was retired). Append only: an id, once
+#: registered, is never reused for other dynamics, observations or rewards.
+RETIRED_ENV_IDS: dict[str, tuple[str, str]] = {}
+
+
+class RetiredEnvError(gym.error.Error):
+    """A retired env id was asked for; the message names its replacement."""
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise :class:`RetiredEnvError` (one line naming the replacement) for a retired id."""
+    if isinstance(env_id, str) and env_id in RETIRED_ENV_IDS:
+        new, why = RETIRED_ENV_IDS[env_id]
+        raise RetiredEnvError(f"env id {env_id!r} was retired ({why}); use {new!r}")
+
+
+def _refuse_retired(env_id: str) -> Any:
+    """The entry point of every retired id: ``gym.make`` of one raises at once."""
+
+    def entry(**_kwargs: Any) -> Any:
+        check_env_id(env_id)
+        raise RetiredEnvError(f"env id {env_id!r} is not available")  # pragma: no cover
+
+    return entry
+
 
 def register_envs() -> None:
+    """Register :data:`ENV_SPECS` and, so that ``gym.make`` refuses them with a pointer
+    instead of Gymnasium's generic "not found", every id of :data:`RETIRED_ENV_IDS`."""
     for env_id, (entry, kwargs, max_steps) in ENV_SPECS.items():
         if env_id in gym.registry:
             continue
         gym.register(id=env_id, entry_point=entry, kwargs=dict(kwargs),
                      max_episode_steps=max_steps)
+    for env_id in RETIRED_ENV_IDS:
+        if env_id in gym.registry or env_id in ENV_SPECS:
+            continue
+        gym.register(id=env_id, entry_point=_refuse_retired(env_id))

@@ -494,11 +494,9 @@ class MindHelperEnv(gym.Env):
         return options
 
     def _suite_episode(self, suite: str, index: Any) -> dict[str, Any]:
-        from mindhelper_env.scenarios.suites import suite_episode, suite_names
+        from mindhelper_env.scenarios.suites import require_suite, suite_episode
 
-        names = suite_names()
-        if not isinstance(suite, str) or suite not in names:
-            raise ValueError(f"unknown suite {suite!r}; known suites: {', '.join(names)}")
+        require_suite(suite)  # unknown, withdrawn (naming its replacement) or out of date
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
             raise ValueError(f"suite episode index must be an int, got {index!r}")
         return suite_episode(suite, int(index))

@@ -22,7 +22,11 @@ their ground-truth ``label`` attached by the runner (never shown to the agent).
 ``usage.seconds`` is the runner's wall-clock time spent inside ``agent.act`` (so
 ``seconds / decisions`` is the wall time per decision); ``usage.decisions`` counts the
 ``act`` calls and ``usage.fallbacks`` adds the runner's fallbacks (an exception in
-``act``/``reset`` or a non-string action, replaced by ``"none"``) to the agent's own. An
+``act``/``reset`` or a non-string action, replaced by ``"none"``) to the agent's own;
+``usage.agent_errors`` counts the exceptions alone (shown in the tables; ``--strict`` fails on
+any, and a run where most of an agent's decisions raised exits non-zero). Every record ends
+with a compact ``provenance`` stamp (:mod:`~.provenance`), and its ``agent`` is the agent's
+row name (:mod:`~.roster`): the registry name, or a user agent's ``name``. An
 agent with a ``trigger_ops`` list attribute (Trigger-based agents: ``[{"predicted",
 "label"}]`` for the episode) has it copied into the record.
 Everything else in a record is deterministic: running the same suite twice, with any

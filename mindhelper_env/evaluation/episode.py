@@ -116,11 +116,12 @@ def play_episode(
     name = agent_name or str(getattr(agent, "name", type(agent).__name__))
     options = dict(options or {})
     obs, info = env.reset(seed=seed, options=options or None)
-    fallbacks = 0
+    fallbacks = errors = 0
     try:
         agent.reset(seed=seed if agent_seed is _UNSET else agent_seed)
     except Exception as exc:  # an agent bug must not stop the evaluation
         fallbacks += 1
+        errors += 1
         _warn_fallback(name, "agent %s: reset raised %s: %s", name, type(exc).__name__, exc)
     decisions = 0
     seconds = 0.0
@@ -132,6 +133,7 @@ def play_episode(
             action = agent.act(obs, info)
         except Exception as exc:  # counted fallback to silence
             fallbacks += 1
+            errors += 1
             _warn_fallback(name, "agent %s: act raised %s: %s (counted fallback to 'none')",
                            name, type(exc).__name__, exc)
             action = "none"
@@ -165,6 +167,7 @@ def play_episode(
     usage["decisions"] = decisions
     usage["seconds"] = round(seconds, 6) if timing else 0.0
     usage["fallbacks"] = int(usage["fallbacks"]) + fallbacks
+    usage["agent_errors"] = errors  # exceptions raised by the agent's reset and act
     out: dict[str, Any] = {
         "agent": name,
         "suite": options.get("suite"),

@@ -27,7 +27,7 @@ logger = logging.getLogger("mindhelper_env.evaluation")
 def result_file_name(agent: str) -> str:
     """The result file of ``agent`` inside an output folder: ``<stem>.jsonl`` with a stem
     safe for any name (:func:`mindhelper_env.evaluation.safety.agent_file_stem`; ``oracle``
-    -> ``oracle.jsonl``, ``org/model`` -> ``org%2Fmodel.jsonl``). The record keeps the name."""
+    -> ``oracle.jsonl``, ``org/model`` -> ``org~2Fmodel.jsonl``). The record keeps the name."""
     return safety.agent_file_stem(agent) + ".jsonl"
 
 

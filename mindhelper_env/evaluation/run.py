@@ -39,7 +39,13 @@ from mindhelper_env.evaluation.settings import (
     suite_episode_ids,
     suite_reference,
 )
-from mindhelper_env.evaluation.summary import summarize, summarize_trials
+from mindhelper_env.evaluation.summary import (
+    agent_errors,
+    coverage,
+    mostly_raised,
+    summarize,
+    summarize_trials,
+)
 
 __all__ = ["evaluate", "write_videos", "RUN_FILE", "SUMMARY_FILE"]
 
@@ -85,7 +91,11 @@ def _prepare_run_file(out: Path, settings: Mapping[str, Any], resume: bool,
                 previous = strict_json(run_path.read_bytes().decode("utf-8"))
             except (UnicodeDecodeError, ValueError) as exc:
                 raise ValueError(f"{run_path}:1: invalid JSON ({exc}); cannot resume") from None
-            diff = settings_diff(previous, settings)
+            if isinstance(previous, dict):
+                _check_previous_provenance(run_path, previous.pop("provenance", None),
+                                           settings.get("provenance"))
+            diff = settings_diff(previous, {k: v for k, v in settings.items()
+                                            if k != "provenance"})
             if diff:
                 raise ValueError(f"{run_path}:1: cannot resume with different settings "
                                  f"({'; '.join(diff)}); rerun with the same settings or use a "
@@ -103,6 +113,26 @@ def _prepare_run_file(out: Path, settings: Mapping[str, Any], resume: bool,
         run_path, (json.dumps(settings, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
+def _check_previous_provenance(run_path: Path, previous: Any, now: Any) -> None:
+    """Refuse to resume a run made by another generator or on another suite digest."""
+    if not isinstance(now, Mapping):
+        return
+    if not isinstance(previous, Mapping):
+        raise ValueError(f"{run_path}: no provenance (written before 0.4), so the generator "
+                         "and suite digest of its records are unknown; cannot resume (start "
+                         "a new output directory)")
+    if previous.get("generator") != now.get("generator"):
+        raise ValueError(f"{run_path}: records made by generator {previous.get('generator')}, "
+                         f"this installation runs {now.get('generator')}; cannot resume (start "
+                         "a new output directory)")
+    was = (previous.get("suite") or {}).get("reference_sha256")
+    is_ = (now.get("suite") or {}).get("reference_sha256")
+    if was != is_:
+        raise ValueError(f"{run_path}: records made on suite digest {str(was)[:16]}, the "
+                         f"suite's digest is now {str(is_)[:16]}; cannot resume (start a new "
+                         "output directory)")
+
+
 def _remove_stale_temporaries(out: Path) -> None:
     """Temporary files and plot folders a killed run left in ``out`` (we hold the lock, so
     no other run is writing them)."""
@@ -116,6 +146,17 @@ def _remove_stale_temporaries(out: Path) -> None:
                 path.unlink()
         elif path.is_dir() and path.name.startswith(".plots-"):
             shutil.rmtree(path, ignore_errors=True)
+
+
+def _earlier_agents(out: Path, now: set[str]) -> dict[str, dict[str, Any]]:
+    """The agent blocks of ``run.json``'s provenance that this run does not play."""
+    try:
+        prev = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    agents = ((prev.get("provenance") or {}).get("agents") or {}) if isinstance(prev, dict) \
+        else {}
+    return {k: v for k, v in agents.items() if k not in now and isinstance(v, dict)}
 
 
 def _write_plots_atomic(metrics: Mapping[str, Any], out: Path,
@@ -155,15 +196,21 @@ def evaluate(
     the settings). ``on_record(record)`` is called as each record is written.
 
     Writes ``<out_dir>/<agent>.jsonl`` (one result record per episode and trial, appended
-    and ``fsync``-ed as it finishes, finally sorted by index and trial; the file name is
-    :func:`~mindhelper_env.evaluation.results.result_file_name`, the record keeps the
-    agent's name), ``run.json`` (:meth:`EvalSettings.run_record`, checked on resume),
+    and ``fsync``-ed as it finishes, finally sorted by index and trial; ``<agent>`` is the
+    agent's row name, :func:`~mindhelper_env.agents.agent_label`: the registry name, or the
+    ``name`` of a ``module:Class`` agent, made safe by
+    :func:`~mindhelper_env.evaluation.results.result_file_name`; each record ends with its
+    provenance stamp, :mod:`~mindhelper_env.evaluation.provenance`), ``run.json``
+    (:meth:`EvalSettings.run_record`, checked on resume, and the run's ``provenance``),
     ``summary.json`` (see :func:`~mindhelper_env.evaluation.summary.summarize`, plus run
-    facts) and PNG plots (:func:`mindhelper_env.plots.write_plots`; skipped with a warning
+    facts, ``provenance``, ``agent_errors`` and ``coverage``) and PNG plots (:func:`mindhelper_env.plots.write_plots`; skipped with a warning
     when matplotlib is not installed, or with ``plots=False``). Returns the summary.
 
     Safety: every setting is checked (:meth:`EvalSettings.check`: suite, agents and their
-    models, the extras the run needs) before any file is touched; the folder is locked
+    models, the extras the run needs) and every agent is built once with its options
+    (:func:`~mindhelper_env.evaluation.roster.build_roster`: a bad or unknown option, a
+    non-agent, a module that does not import, two agents with one name) before any file is
+    touched; the folder is locked
     (:class:`mindhelper_env.evaluation.safety.OutputLock`: a second run into it fails at once
     naming the holder); every file is replaced atomically and symbolic links in the folder
     are refused, never followed. SIGTERM is handled like Ctrl-C (``KeyboardInterrupt``);
@@ -175,8 +222,10 @@ def evaluate(
     (:mod:`mindhelper_env.evaluation.ray_runner`; ``address`` of an existing cluster, else a
     local one with ``workers`` CPUs). The records are the same in every case. ``resume=True``
     keeps the finished records of a previous run in ``out_dir`` (dropping a truncated last
-    line; every kept record is revalidated) and plays only the missing episodes; it refuses
-    a folder whose ``run.json`` is missing or holds different settings. A folder that
+    line; every kept record is revalidated, its stamp too) and plays only the missing
+    episodes; it refuses a folder whose ``run.json`` is missing or holds different settings,
+    another generator or another suite digest. The agents of earlier runs into the folder
+    that this one does not play stay in its summary, plots and report. A folder that
     already holds results (``run.json``, ``summary.json`` or ``*.jsonl``) needs ``resume``
     or ``overwrite=True``. Episode ``i`` is reset with seed ``seed + i`` (the agent too; in
     trial ``t > 0`` the agent gets :func:`~mindhelper_env.evaluation.settings.trial_seed`).
@@ -222,10 +271,19 @@ def evaluate(
         if unknown:
             raise TypeError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
         settings = EvalSettings(suite, agents, out_dir, **options)
-    # 1. Every check before any file is touched.
+    # 1. Every check before any file is touched; every agent built once.
     settings.check()
     agents = list(settings.agents)
     prices = _agent_prices(settings)
+    from mindhelper_env.evaluation.provenance import run_provenance
+    from mindhelper_env.evaluation.roster import build_roster
+
+    roster = build_roster(agents, settings.agent_kwargs or {}, settings.env_id,
+                          settings.env_kwargs, int(settings.seed))
+    provenance = run_provenance(suite=settings.suite, env_id=settings.env_id,
+                                env_kwargs=settings.env_kwargs, seed=int(settings.seed),
+                                trials=int(settings.trials),
+                                agents={e.label: e.provenance for e in roster.values()})
     job = Job(
         suite=settings.suite,
         env_id=settings.env_id,
@@ -255,7 +313,8 @@ def evaluate(
         with safety.sigterm_as_interrupt():
             runner.start()
             started = True
-            return _evaluate_locked(job, settings, runner, on_record, prices, on_estimate)
+            return _evaluate_locked(job, settings, runner, on_record, prices, on_estimate,
+                                    roster, provenance)
     finally:
         if started:
             runner.stop()
@@ -282,12 +341,16 @@ def _agent_prices(settings: EvalSettings) -> dict[str, Price | None]:
 def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                      on_record: Callable[[dict[str, Any]], None] | None,
                      prices: dict[str, Price | None],
-                     on_estimate: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+                     on_estimate: Callable[[dict[str, Any]], None] | None,
+                     roster: Mapping[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:
+    from mindhelper_env.evaluation.provenance import check_record, stamp
+
     suite = job.suite
     agents = list(settings.agents)
+    labels = {a: roster[a].label for a in agents}
     out = settings.out
     trials = job.trials
-    files = {a: out / result_file_name(a) for a in agents}
+    files = {a: out / roster[a].file for a in agents}
     run_record = settings.run_record()
     ids = suite_episode_ids(suite)
     n = len(ids) if settings.limit is None else min(settings.limit, len(ids))
@@ -303,13 +366,25 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                              "(resume=True) to continue it or --overwrite (overwrite=True) to "
                              "replace it, or choose a new output directory")
     _remove_stale_temporaries(out)
-    _prepare_run_file(out, run_record, resume, list(files.values()), write=False)
+    full = {**run_record, "provenance": provenance}
+    _prepare_run_file(out, full, resume, list(files.values()), write=False)
+    earlier: dict[str, dict[str, Any]] = {}
     if resume:  # check every kept record before changing anything
-        for agent in agents:
-            if files[agent].exists():
-                load_existing(files[agent], agent=agent, suite=suite, ids=ids, trials=trials,
-                              repair=False)
-    _prepare_run_file(out, run_record, resume, list(files.values()))
+        earlier = _earlier_agents(out, set(labels.values()))
+        provenance["agents"] = {**earlier, **provenance["agents"]}
+        for label, path in [*((labels[a], files[a]) for a in agents),
+                            *((lb, out / result_file_name(lb)) for lb in earlier)]:
+            if path.exists():
+                kept = load_existing(path, agent=label, suite=suite, ids=ids, trials=trials,
+                                     repair=False)
+                for rec in kept.values():
+                    problem = check_record(rec, generator=provenance["generator"],
+                                           suite_digest=provenance["suite"]["reference_sha256"],
+                                           reference=None)
+                    if problem:
+                        raise ValueError(f"{path}: episode {rec.get('episode_id')}: {problem}; "
+                                         "cannot resume (start a new output directory)")
+    _prepare_run_file(out, full, resume, list(files.values()))
     with contextlib.suppress(FileNotFoundError):
         (out / SUMMARY_FILE).unlink()  # never leave a summary of other records behind
 
@@ -317,7 +392,8 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     for agent in agents:
         path = files[agent]
         if resume and path.exists():
-            done[agent] = load_existing(path, agent=agent, suite=suite, ids=ids, trials=trials)
+            done[agent] = load_existing(path, agent=labels[agent], suite=suite, ids=ids,
+                                        trials=trials)
         else:
             safety.atomic_write_bytes(path, b"")
             done[agent] = {}
@@ -327,7 +403,9 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     if resume:
         logger.info("resuming: %d of %d episodes already done", already, already + len(tasks))
 
-    meter = Meter(prices, max_cost=settings.max_cost, max_tokens=settings.max_tokens)
+    # records carry the agents' row names (labels); the meter counts by them
+    meter = Meter({labels.get(a, a): p for a, p in prices.items()},
+                  max_cost=settings.max_cost, max_tokens=settings.max_tokens)
     for agent in agents:
         for rec in done[agent].values():
             meter.add(rec, played=False)
@@ -349,8 +427,11 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     try:
         for batch in batches:
             for rec, ref in batch:
-                append_line(handles[rec["agent"]], rec)
-                done[rec["agent"]][(int(rec["index"]), int(rec.get("trial", 0)))] = rec
+                spec = rec["agent"]
+                rec["agent"] = labels[spec]
+                stamp(rec, provenance, labels[spec], ref)
+                append_line(handles[spec], rec)
+                done[spec][(int(rec["index"]), int(rec.get("trial", 0)))] = rec
                 refs[str(rec["episode_id"])] = ref
                 meter.add(rec)
                 if on_record is not None:
@@ -389,12 +470,24 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
         for (index, _trial), rec in done[agent].items():
             if str(rec["episode_id"]) not in refs:
                 refs[str(rec["episode_id"])] = suite_reference(suite, index)
-    records_by_agent = {a: [done[a][k] for k in sorted(done[a])] for a in agents}
+    records_by_agent = {labels[a]: [done[a][k] for k in sorted(done[a])] for a in agents}
+    names = {labels[a]: files[a].name for a in agents}
+    for label in earlier:  # agents of the earlier runs of a resumed folder stay in it
+        path = out / result_file_name(label)
+        if label in names or not path.exists():
+            continue
+        kept = load_existing(path, agent=label, suite=suite, ids=ids, trials=trials,
+                             repair=False)
+        records_by_agent = {label: [kept[k] for k in sorted(kept)], **records_by_agent}
+        names = {label: path.name, **names}
+        for (index, _trial), rec in kept.items():
+            if str(rec["episode_id"]) not in refs:
+                refs[str(rec["episode_id"])] = suite_reference(suite, index)
     summary: dict[str, Any] = {
         "suite": suite,
         "suite_episodes": len(ids),
-        "episodes": {a: len(records_by_agent[a]) for a in agents},
-        "files": {a: files[a].name for a in agents},
+        "episodes": {a: len(r) for a, r in records_by_agent.items()},
+        "files": names,
         "env_id": job.env_id,
         "env_kwargs": run_record["env_kwargs"],
         "seed": job.seed,
@@ -414,6 +507,14 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
         summary.update(summarize_trials(records_by_agent, refs, trials))
     else:
         summary.update(summarize(records_by_agent, refs))
+    summary["agent_errors"] = agent_errors(records_by_agent)
+    for label, counts in summary["agent_errors"].items():
+        if mostly_raised(counts):  # the row measures a silent agent, not this one
+            logger.error("agent %s: its act/reset raised %d times in %d decisions: most of "
+                         "its decisions were 'none', so its row is not this agent's score",
+                         label, counts["errors"], counts["decisions"])
+    summary["coverage"] = coverage(records_by_agent, len(ids))
+    summary["provenance"] = provenance
     summary["plots"] = []
     if settings.plots:
         try:
@@ -425,7 +526,7 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
         summary["videos"] = [str(p.relative_to(out)) for p in write_videos(
             suite, agents, out / VIDEO_DIR, min(settings.videos, n), env_id=job.env_id,
             env_kwargs=run_record["env_kwargs"], seed=job.seed,
-            agent_kwargs=settings.agent_kwargs)]
+            agent_kwargs=settings.agent_kwargs, labels=labels)]
     safety.atomic_write_bytes(out / SUMMARY_FILE,
                               (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
     return summary
@@ -443,13 +544,14 @@ def write_videos(
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     ext: str = ".gif",
     size: int = 256,
+    labels: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Replay the first ``k`` episodes of ``suite`` per agent and save videos and timelines.
 
     Episodes are replayed with the same seeds as :func:`evaluate` (``seed + i``), so the video
     shows the recorded episode. Files: ``<out_dir>/<agent>-<episode_id><ext>`` and
-    ``<agent>-<episode_id>-timeline.png`` (``<agent>`` made safe as in
-    :func:`result_file_name`).
+    ``<agent>-<episode_id>-timeline.png`` (``<agent>``: the agent's row name from
+    ``labels``, else its spec, made safe as in :func:`result_file_name`).
     """
     import gymnasium as gym
 
@@ -461,14 +563,15 @@ def write_videos(
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for name in agents:
-        stem = safety.agent_file_stem(name)
+        label = (labels or {}).get(name, name)
+        stem = safety.agent_file_stem(label)
         env = gym.make(env_id, **dict(env_kwargs or {}))
         kwargs = dict((agent_kwargs or {}).get(name, {}))
         kwargs.setdefault("env", env)
         kwargs.setdefault("seed", seed)
         agent = make_agent(name, **kwargs)
         for i in range(k):
-            rec = record_episode(env, agent, seed=seed + i, size=size, agent_name=name,
+            rec = record_episode(env, agent, seed=seed + i, size=size, agent_name=label,
                                  options={"suite": suite, "index": i})
             written.extend(save_episode_media(
                 rec, out / f"{stem}-{rec.record['episode_id']}{ext}"))

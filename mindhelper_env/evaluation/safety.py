@@ -3,7 +3,8 @@
 * :class:`OutputLock`: one writer per output folder (an advisory ``fcntl.flock`` on
   ``<out>/.mindhelper.lock`` that also records the holder's pid, host and command);
 * :func:`agent_file_stem`: a result file name derived safely from any agent name
-  (``org/model`` -> ``org%2Fmodel``; never a path, never hidden, never outside the folder);
+  (``org/model`` -> ``org~2Fmodel``; never a path, never hidden, never outside the folder,
+  and no ``%`` that a browser would decode in a report's links);
 * :func:`atomic_write_bytes`, :func:`open_append`, :func:`refuse_symlink`: files are
   replaced atomically (temporary file + rename) and symbolic links are never followed;
 * :func:`worker_guard`: run in each worker process; the worker ignores Ctrl-C (its parent
@@ -152,8 +153,9 @@ _MAX_STEM = 120
 
 def agent_file_stem(name: str) -> str:
     """A file-name stem for agent ``name``: letters, digits and ``-_.+@=`` are kept, every
-    other character becomes ``%XX`` per UTF-8 byte (``org/model`` -> ``org%2Fmodel``), a
-    leading dot becomes ``%2E``; long names are cut and suffixed with a hash. Distinct names
+    other character becomes ``~XX`` per UTF-8 byte (``org/model`` -> ``org~2Fmodel``; not
+    ``%XX``, which a browser decodes in a link: reports and media use these names), a
+    leading dot becomes ``~2E``; long names are cut and suffixed with a hash. Distinct names
     give distinct stems, and the stem is never a path, ``.``/``..`` or a hidden file."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"agent name must be a non-empty string, got {name!r}")
@@ -162,13 +164,13 @@ def agent_file_stem(name: str) -> str:
         if ch in _SAFE_CHARS:
             parts.append(ch)
         else:
-            parts.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+            parts.extend(f"~{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
     stem = "".join(parts)
     if stem.startswith("."):
-        stem = "%2E" + stem[1:]
+        stem = "~2E" + stem[1:]
     if len(stem) > _MAX_STEM:
         digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-        stem = f"{stem[:_MAX_STEM - 17]}~{digest}"
+        stem = f"{stem[:_MAX_STEM - 18]}~~{digest}"  # "~~" is never an encoding
     return stem
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["HEADLINE_KEYS", "headline", "summarize", "summarize_trials", "trial_interval",
-           "pass_hat_k", "trials_of"]
+           "pass_hat_k", "trials_of", "agent_errors", "mostly_raised", "coverage"]
 
 #: Metrics of the paper's Table II (in its column order), then silent-all (Fig. 5) and harm.
 HEADLINE_KEYS: tuple[str, ...] = ("PHA", "PHR", "TA", "SR", "AC", "PIR", "PSR", "PIA", "silent_all",
@@ -130,3 +130,34 @@ def summarize_trials(
     out["trials"] = {"k": trials, "per_trial": per_trial, "interval": interval,
                      "pass_hat_k": passes}
     return out
+
+
+def agent_errors(records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]]
+                 ) -> dict[str, dict[str, int]]:
+    """Per agent: ``errors`` (exceptions its ``act``/``reset`` raised, ``usage.agent_errors``),
+    ``decisions`` and ``episodes`` with at least one error."""
+    out = {}
+    for agent, records in records_by_agent.items():
+        errors = decisions = episodes = 0
+        for rec in records:
+            usage = rec.get("usage") or {}
+            n = int(usage.get("agent_errors", 0) or 0)
+            errors += n
+            episodes += n > 0
+            decisions += int(usage.get("decisions", 0) or 0)
+        out[agent] = {"errors": errors, "decisions": decisions, "episodes": episodes}
+    return out
+
+
+def mostly_raised(counts: Mapping[str, int]) -> bool:
+    """True when more than half of an agent's decisions raised (its numbers are those of a
+    silent agent, not of the agent)."""
+    return counts.get("errors", 0) * 2 > max(counts.get("decisions", 0), 1)
+
+
+def coverage(records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]],
+             suite_episodes: int) -> dict[str, dict[str, int]]:
+    """Per agent: distinct ``episodes`` scored of the suite's ``suite_episodes``."""
+    return {agent: {"episodes": len({str(r.get("episode_id")) for r in records}),
+                    "suite_episodes": int(suite_episodes)}
+            for agent, records in records_by_agent.items()}

@@ -123,10 +123,30 @@ def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
             seen_names[name] = seen_names.get(name, 0) + 1
             label = name if name not in agents else f"{name} ({d.name})"
             agents[label] = {"records": sorted(records, key=lambda r: r.get("index", 0)),
-                             "run_dir": d, "name": name, "seed": int(run.get("seed", 0))}
+                             "run_dir": d, "name": name, "seed": int(run.get("seed", 0)),
+                             "file": path.name, "raw": records,
+                             "provenance": run.get("provenance")}
     if not agents:
         raise ReportError(f"no result records in {', '.join(str(d) for d in run_dirs)}")
+    _verify(str(suite), agents)
+    # one agent from several folders: every one of its rows labelled by its folder
+    agents = {(f"{info['name']} ({Path(info['run_dir']).name})"
+               if seen_names.get(info["name"], 0) > 1 else label): info
+              for label, info in agents.items()}
     return {"suite": suite, "settings": settings, "agents": agents}
+
+
+def _verify(suite: str, agents: Mapping[str, Any]) -> None:
+    """Refuse a withdrawn or out-of-date suite and records of another generator, suite
+    digest or reference, or edited ones (one line naming both sides)."""
+    from mindhelper_env.evaluation.provenance import verify_records
+
+    items = [(f"{info['run_dir']}/{info['file']}:{k}", rec) for info in agents.values()
+             for k, rec in enumerate(info["raw"], start=1)]
+    try:
+        verify_records(suite, items)
+    except ValueError as exc:
+        raise ReportError(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------ replays
@@ -451,7 +471,8 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
 
 
 #: What a report folder holds; ``overwrite=True`` clears these and nothing else.
-REPORT_ENTRIES = ("index.html", "episodes.html", "episodes", "media", "charts")
+REPORT_ENTRIES = ("index.html", "episodes.html", "episodes", "media", "charts", "provenance.html",
+                  "provenance.json")
 
 
 def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
@@ -634,10 +655,14 @@ def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping
             "belief_episodes": belief.get("episodes"),
             "tokens": eff.get("tokens_per_episode"), "calls": eff.get("model_calls_per_episode"),
         })
+    from mindhelper_env.report.provenance import provenance_context, write_provenance
+
+    prov = provenance_context(agents)
+    write_provenance(out, env, prov, common)
     index_html = env.get_template("index.html.j2").render(
         page="index", root=".", metrics=CI_METRICS, leaderboard=leaderboard,
         floors=_floors(scored, agents, refs), breakdown=_breakdown_rows(scored, labels),
-        pairs=pairs, charts=charts, **common)
+        pairs=pairs, charts=charts, prov=prov, **common)
     (out / "index.html").write_text(index_html, encoding="utf-8")
     rows = []
     for e in all_ids:

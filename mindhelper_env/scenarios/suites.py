@@ -19,10 +19,14 @@ entry names a ``house`` is set in those real houses
 floorplan/layout houses, ``vh-scene1-dev-v2`` in VirtualHome's TestScene1 apartment. Their
 episode specs carry ``"house"``.
 
-The v1 suites (``mh-gen-1.0``) and v0 are **withdrawn** (:data:`WITHDRAWN`): v0's narration
-stated conclusions and its construction revealed the family; in v1 a perspective-free agent
-(where things are, but not who saw what) and a timing hedge passed. Asking for one raises a
-one-line ``ValueError`` naming the v2 suite that replaces it.
+**Releases.** Every released name is frozen in the release ledger
+(:mod:`~mindhelper_env.scenarios.releases`, ``scenarios/suites/releases.json``): one content
+digest forever, the generator that built it and its release date. The v1 suites
+(``mh-gen-1.0``) and v0 are **withdrawn** (:data:`WITHDRAWN`): v0's narration stated
+conclusions and its construction revealed the family; in v1 a perspective-free agent (where
+things are, but not who saw what) and a timing hedge passed. Asking for one raises a one-line
+:class:`~mindhelper_env.scenarios.releases.SuiteWithdrawnError` naming the suite that
+replaces it.
 
 **Seeds.** Episode ``i`` of a suite is ``generate_episode(family_i, seed_base + i)``. Training
 must draw its seeds from :data:`TRAINING_SEED_RANGE` (``0 ≤ seed < 10**6``); every suite seed
@@ -45,16 +49,16 @@ twins of the emptied, search, reach and blocked families, 16 of each relocation 
 version.
 
 **Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
-``reference.jsonl`` ship with the package (``scenarios/suites/digests.json``):
+``reference.jsonl`` ship with the package (the release ledger):
 :func:`validate_suite_dir` compares a directory against them, so an installed user can check
 that a suite rebuilt on their machine is the published one.
 
 **Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v2-0003``).
 
-**Versions.** Each suite records the generator version it was built with. If
+**Versions.** Each suite records the generator version it was released with. If
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION` changes, the suite can no longer be
-rebuilt and :func:`suite_episode` raises :class:`SuiteVersionError`: add a new suite version
-(``vh-dev-v2`` ...) instead of silently changing the episodes of an existing one.
+rebuilt and :func:`suite_episode` raises :class:`SuiteVersionError` saying what to do:
+release new suite names instead of silently changing the episodes of a released one.
 
 **Export.** :func:`export_suite` writes ``public.jsonl`` (what an agent may know, see
 :func:`public_record`), ``reference.jsonl`` (ground truth, see :func:`reference_record`) and
@@ -79,6 +83,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
+from mindhelper_env.scenarios import releases as _releases
 from mindhelper_env.scenarios.generator import generate_episode
 from mindhelper_env.scenarios.jsonl import (
     _iter_jsonl,
@@ -87,6 +92,7 @@ from mindhelper_env.scenarios.jsonl import (
     no_duplicate_keys,
     validate_result_record,
 )
+from mindhelper_env.scenarios.releases import SuiteVersionError, SuiteWithdrawnError
 from mindhelper_env.scenarios.spec import (
     FAMILIES,
     GENERATOR_VERSION,
@@ -109,7 +115,9 @@ __all__ = [
     "FORBIDDEN_PUBLIC_KEYS",
     "FORBIDDEN_PUBLIC_WORDS",
     "SuiteVersionError",
+    "SuiteWithdrawnError",
     "WITHDRAWN",
+    "require_suite",
     "pinned_digests",
     "pin_digests",
     "apportion",
@@ -186,21 +194,13 @@ SUITES: dict[str, dict[str, Any]] = {
     },
 }
 
-_V1_WHY = ("withdrawn: a perspective-free agent and a timing hedge passed it "
-           "(docs/validity.md); use {}")
-_V0_WHY = "withdrawn: its narration and construction leaked the answer; use {}"
-#: Suites that were published and then withdrawn: name -> why, and what replaces them.
+#: Suites that were released and then withdrawn (from the release ledger): name -> the
+#: one-line refusal, which names what replaces them.
 WITHDRAWN: dict[str, str] = {
-    "vh-dev-v0": _V0_WHY.format("vh-dev-v2"),
-    "vh-test-v0": _V0_WHY.format("vh-test-v2"),
-    "vh-dev-v1": _V1_WHY.format("vh-dev-v2"),
-    "vh-test-v1": _V1_WHY.format("vh-test-v2"),
-    "tdw-dev-v1": _V1_WHY.format("tdw-dev-v2"),
-    "tdw-test-v1": _V1_WHY.format("tdw-test-v2"),
-    "vh-scene1-dev-v1": _V1_WHY.format("vh-scene1-dev-v2"),
+    r.name: str(_releases.withdrawal_message(r.name)).split(" was ", 1)[1]
+    for r in _releases.releases() if not r.current
 }
 
-_DIGESTS_FILE = Path(__file__).with_name("suites") / "digests.json"
 
 #: Value of ``manifest.json``'s ``format`` field.
 EXPORT_FORMAT = "mindhelper-suite-v1"
@@ -219,10 +219,6 @@ FORBIDDEN_PUBLIC_WORDS: tuple[str, ...] = (
     "family", "needs_intervention", "window", "mental_state", "reference_actions",
 )
 
-
-
-class SuiteVersionError(ValueError):
-    """The installed generator cannot rebuild a suite (its episodes would differ)."""
 
 
 def _check_suite_table() -> None:
@@ -257,11 +253,33 @@ def suite_names() -> list[str]:
 
 
 def _suite(name: str) -> dict[str, Any]:
-    if isinstance(name, str) and name in WITHDRAWN:
-        raise ValueError(f"suite {name!r} was {WITHDRAWN[name]}")
+    withdrawn = _releases.withdrawal_message(name)
+    if withdrawn:
+        raise SuiteWithdrawnError(withdrawn)
     if not isinstance(name, str) or name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; known suites: {', '.join(SUITES)}")
+        import difflib
+
+        close = difflib.get_close_matches(name, list(SUITES), n=1) if isinstance(name, str) \
+            else []
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"unknown suite {name!r}; {hint}known suites: {', '.join(SUITES)}")
     return SUITES[name]
+
+
+def require_suite(name: str) -> dict[str, Any]:
+    """The table entry of a suite the installed generator can play: ``ValueError`` for an
+    unknown name, :class:`SuiteWithdrawnError` (one line naming the replacement) for a
+    withdrawn one, :class:`SuiteVersionError` (saying what to do) for a released suite the
+    running generator would change."""
+    s = _suite(name)
+    _releases.check_generator(name)
+    running = _releases.running_generators()
+    if s["generator"] not in running:  # an unreleased suite of another generator
+        raise SuiteVersionError(
+            f"suite {name!r} is declared for generator {s['generator']} and the installed "
+            f"generator is {' / '.join(running)}, whose episodes differ: release new suite "
+            f"names instead of reusing {name!r}")
+    return s
 
 
 def _index(name: str, index: Any) -> int:
@@ -345,7 +363,15 @@ def suite_info(name: str) -> dict[str, Any]:
         "help_episodes": help_n,
         "silent_episodes": s["n"] - help_n,
         "generator_ok": s["generator"] == GENERATOR_VERSION,
+        **_release_info(name),
     }
+
+
+def _release_info(name: str) -> dict[str, Any]:
+    rel = _releases.release_of(name)
+    if rel is None:
+        return {"released": None, "status": "unreleased"}
+    return {"released": rel.released, "status": rel.status}
 
 
 def _dumps(obj: Any) -> str:
@@ -355,17 +381,12 @@ def _dumps(obj: Any) -> str:
 
 @lru_cache(maxsize=4096)
 def _episode_json(name: str, index: int) -> str:
-    s = SUITES[name]
-    if s["generator"] != GENERATOR_VERSION:
-        raise SuiteVersionError(
-            f"suite {name!r} was built with generator {s['generator']!r} but the installed "
-            f"generator is {GENERATOR_VERSION!r}; its episodes would differ. Add a new suite "
-            f"version instead of reusing {name!r}")
+    s = require_suite(name)
     family = suite_family(name, index)
     seed = s["seed_base"] + index
     try:
         spec = generate_episode(family, seed, episode_id=suite_episode_id(name, index),
-                                house=s.get("house"))
+                                house=s.get("house"), generator=s["generator"])
     except RuntimeError as err:
         raise RuntimeError(f"suite {name!r} episode {index}: {err}") from err
     return _dumps(spec)
@@ -377,6 +398,7 @@ def suite_episode(name: str, index: int) -> dict[str, Any]:
     Raises ``ValueError`` for an unknown suite or an index out of range, and
     :class:`SuiteVersionError` when the installed generator cannot rebuild the suite.
     """
+    require_suite(name)  # outside the cache: a withdrawal or a new generator is seen at once
     return json.loads(_episode_json(name, _index(name, index)))
 
 
@@ -399,7 +421,7 @@ def suite_references(name: str) -> dict[str, dict[str, Any]]:
 
     Cached per process; every call returns a fresh copy.
     """
-    _suite(name)
+    require_suite(name)
     return json.loads(_references_json(name))
 
 
@@ -462,37 +484,35 @@ def perceived_graph(graph: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def pinned_digests(name: str) -> dict[str, str] | None:
-    """The published sha256 of suite ``name``'s exported files (``{file: sha256}``) for the
-    installed generator, or None if none ship with the package."""
+    """The released sha256 of suite ``name``'s exported files (``{file: sha256}``, from the
+    release ledger) when the installed generator built them, else None."""
     _suite(name)
-    try:
-        table = json.loads(_DIGESTS_FILE.read_text())
-    except (OSError, ValueError):
+    rel = _releases.release_of(name)
+    if rel is None or rel.generator not in _releases.running_generators():
         return None
-    entry = table.get(name)
-    if not isinstance(entry, dict) or entry.get("generator") != GENERATOR_VERSION:
-        return None
-    return {f: entry[f] for f in (PUBLIC_FILE, REFERENCE_FILE) if isinstance(entry.get(f), str)}
+    return rel.digests() or None
 
 
-def pin_digests(names: list[str] | None = None) -> dict[str, dict[str, str]]:
-    """Export the suites and write their sha256 into the package's ``digests.json``.
+def pin_digests(names: list[str] | None = None, note: str = "released",
+                date: str | None = None) -> dict[str, dict[str, str]]:
+    """Release the suites ``names`` (default: every suite of :data:`SUITES` not yet in the
+    ledger): export each and append its entry (release ``date``, default today, and a
+    one-line ``note``) to the release ledger. A released name is never re-released
+    (``ValueError``). For maintainers, after adding new suite names for a new generator."""
+    import datetime
 
-    For maintainers, after a deliberate change of the generator (with a new suite version):
-    ``python -c "from mindhelper_env.scenarios.suites import pin_digests; pin_digests()"``.
-    """
-    import tempfile
-
-    table = json.loads(_DIGESTS_FILE.read_text()) if _DIGESTS_FILE.exists() else {}
-    table = {k: v for k, v in table.items() if k in SUITES}  # withdrawn suites drop out
-    for name in names or suite_names():
+    todo = names or [n for n in SUITES if _releases.release_of(n) is None]
+    for name in todo:
+        s = _suite(name)
         with tempfile.TemporaryDirectory() as tmp:
             out = export_suite(name, tmp)
-            table[name] = {"generator": GENERATOR_VERSION, **{
-                f: hashlib.sha256((out / f).read_bytes()).hexdigest()
-                for f in (PUBLIC_FILE, REFERENCE_FILE)}}
-    _write_atomic(_DIGESTS_FILE, (json.dumps(table, indent=2, sort_keys=True) + "\n").encode())
-    return table
+            dig = {f: hashlib.sha256((out / f).read_bytes()).hexdigest()
+                   for f in (PUBLIC_FILE, REFERENCE_FILE)}
+        _releases.append_release(_releases.Release(
+            name, str(s["generator"]), int(s["n"]), int(s["seed_base"]), s.get("house"),
+            date or datetime.date.today().isoformat(), dig[PUBLIC_FILE], dig[REFERENCE_FILE],
+            "current", (), note))
+    return {n: _releases.ledger()[n].digests() for n in todo}
 
 
 def reference_record(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ name               describes
 ``reference``      one line of a suite's ``reference.jsonl`` (ground truth)
 ``manifest``       an exported suite's ``manifest.json``
 ``result``         one result record (one agent × one episode)
+``run``            an evaluation's ``run.json`` (settings and provenance)
 =================  ============================================================
 
 The schema files ship inside the package and are read with :mod:`importlib.resources`, so
@@ -28,7 +29,7 @@ from jsonschema import Draft202012Validator
 __all__ = ["SCHEMA_NAMES", "load_schema", "get_validator", "schema_errors"]
 
 #: Names accepted by :func:`load_schema` and :func:`get_validator`.
-SCHEMA_NAMES: tuple[str, ...] = ("public", "reference", "manifest", "result")
+SCHEMA_NAMES: tuple[str, ...] = ("public", "reference", "manifest", "result", "run")
 
 
 def _check_name(name: str) -> None:

@@ -1,0 +1,315 @@
+"""Frozen suites: the release ledger, a fake release, withdrawn names refused everywhere with
+their replacement, every current suite regenerating to its released digests, the ledger
+append-only; env ids (retired ids refused with a pointer) and the package version."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+import mindhelper_env
+from mindhelper_env.cli.main import main
+from mindhelper_env.envs import registration
+from mindhelper_env.scenarios import releases, spec
+from mindhelper_env.scenarios import suites as S
+from tests.conftest import require_tdw
+
+# A frozen copy of the ledger's entries as released. The ledger may only grow, and an entry
+# may only change by a withdrawal (status, replaced_by, note): any other edit or a removal
+# fails test_ledger_is_append_only. Append new releases here when they are made.
+FROZEN: list[dict[str, Any]] = [
+    {"name": "vh-dev-v0", "generator": "mh-gen-0.1", "episodes": 100,
+     "seed_base": 3_000_000_000, "house": None, "released": "2026-11-30",
+     "public_sha256": None, "reference_sha256": None},
+    {"name": "vh-test-v0", "generator": "mh-gen-0.1", "episodes": 1000,
+     "seed_base": 4_000_000_000, "house": None, "released": "2026-11-30",
+     "public_sha256": None, "reference_sha256": None},
+    {"name": "vh-dev-v1", "generator": "mh-gen-1.0", "episodes": 100,
+     "seed_base": 5_000_000_000, "house": None, "released": "2026-11-30",
+     "public_sha256": "8d59ae782e4b099b78401e19683ebdfc0e461e0b405d9f2a39b4a3522737abe7",
+     "reference_sha256": "0bde8c5257404fd91585544413cce1397cec6acb098f806d68bdcc6d96e457c7"},
+    {"name": "vh-test-v1", "generator": "mh-gen-1.0", "episodes": 1000,
+     "seed_base": 6_000_000_000, "house": None, "released": "2026-11-30",
+     "public_sha256": "51a084abe1ec4f3421ae4b711708e79d1974d6e32ee9956c1b093794abe94c44",
+     "reference_sha256": "bf30d304b5cf89bfd07c16c72fdd6262fa59141dca8420d0c909e1564c406bec"},
+    {"name": "tdw-dev-v1", "generator": "mh-gen-1.0", "episodes": 100,
+     "seed_base": 7_000_000_000, "house": "tdw", "released": "2026-11-30",
+     "public_sha256": "bed347fc8eed00f79bdc48dcd510f497e79c42046a06a88f1c59d5aa84ff2702",
+     "reference_sha256": "a3bb455356b50c2f2a96a5b2aa77a43800b1ca3d433b6eb5305e48e8fef9ee39"},
+    {"name": "tdw-test-v1", "generator": "mh-gen-1.0", "episodes": 1000,
+     "seed_base": 8_000_000_000, "house": "tdw", "released": "2026-11-30",
+     "public_sha256": "f17c2ca380d554f13cd4de949f8d06e66388683613bc9a187ce5081bacd3ce62",
+     "reference_sha256": "4528c9538ac9d05c48c6cbe64f23794eaa654f2409ab5bcc8f87fbe48aa80a83"},
+    {"name": "vh-scene1-dev-v1", "generator": "mh-gen-1.0", "episodes": 100,
+     "seed_base": 9_000_000_000, "house": "virtualhome:scene1", "released": "2026-11-30",
+     "public_sha256": "d0d8ebbe3633d69ddb3ce68b3d714833920d31663a327249a23b58b59cecdb57",
+     "reference_sha256": "b35dfc19add8cf911140fa8b8672597e895986bf51bf6f91f342e6ab84169a57"},
+    {"name": "vh-dev-v2", "generator": "mh-gen-2.5", "episodes": 100,
+     "seed_base": 10_000_000_000, "house": None, "released": "2026-12-02",
+     "public_sha256": "b87187ece87f33f54d507dd959556fc2851d8bc8a2abc1e41f40f0616a4fe4a6",
+     "reference_sha256": "8f870543d5f1f7f9792f4b25099517fd59f87ed713cc8b811dd74cc2b852f358"},
+    {"name": "vh-test-v2", "generator": "mh-gen-2.5", "episodes": 1000,
+     "seed_base": 11_000_000_000, "house": None, "released": "2026-12-02",
+     "public_sha256": "f406c858f69dd190e69ca4ba5764d4897721c6a03eda8ce9b80ccaddf8723f9f",
+     "reference_sha256": "37133a9acb4c473b3e4be3dcc2ba9ccc172ba5cff1cf992d804e94a2c3975d7d"},
+    {"name": "tdw-dev-v2", "generator": "mh-gen-2.5", "episodes": 100,
+     "seed_base": 12_000_000_000, "house": "tdw", "released": "2026-12-02",
+     "public_sha256": "6ee2e678ac20078c1a56648ecb2795c416c63eb22d89416a84ef8f9dce5eaa2e",
+     "reference_sha256": "7b8d7f59d14631483b9113650fe318864c5d61e4ef499778ed30c00031bc99a4"},
+    {"name": "tdw-test-v2", "generator": "mh-gen-2.5", "episodes": 1000,
+     "seed_base": 13_000_000_000, "house": "tdw", "released": "2026-12-02",
+     "public_sha256": "c20abff2a91921e61ee284fda5eb65df966934025464fda1a0d0cef6b3025f94",
+     "reference_sha256": "cb77dcf6da03f27f13a2f8f2df4fed80df5a923c0a0793c5502ae5a550379ddb"},
+    {"name": "vh-scene1-dev-v2", "generator": "mh-gen-2.5", "episodes": 100,
+     "seed_base": 14_000_000_000, "house": "virtualhome:scene1", "released": "2026-12-02",
+     "public_sha256": "d4e479a518c75c7b87f5d2711fc7456351976bfaefc6ba4d48c7246c52c70743",
+     "reference_sha256": "f88dcd8079c9aa221b8c8bf3ae35e7f5b5779c21cc6a2d8e08b509effd671d57"},
+]
+#: What a withdrawal may change.
+WITHDRAWAL_FIELDS = {"status", "replaced_by", "note"}
+
+CURRENT = [r.name for r in releases.releases() if r.current]
+DEV_SUITES = [n for n in CURRENT if releases.release_of(n).episodes <= 100]  # type: ignore[union-attr]
+TEST_SUITES = [n for n in CURRENT if n not in DEV_SUITES]
+
+
+# ----------------------------------------------------------------------------- the ledger
+def test_ledger_is_append_only() -> None:
+    raw = json.loads(releases.LEDGER_FILE.read_text())["releases"]
+    by_name = {e["name"]: e for e in raw}
+    assert [e["name"] for e in raw[:len(FROZEN)]] == [e["name"] for e in FROZEN], \
+        "released entries were removed or reordered"
+    for frozen in FROZEN:
+        entry = by_name[frozen["name"]]
+        changed = {k for k in frozen if entry.get(k) != frozen[k]}
+        assert not changed, f"{frozen['name']}: released fields edited: {sorted(changed)}"
+        assert set(entry) - set(frozen) <= WITHDRAWAL_FIELDS
+
+
+def test_ledger_rejects_an_edited_frozen_field(tmp_path: Path) -> None:
+    # the check above can fail: an edited digest is caught
+    raw = json.loads(releases.LEDGER_FILE.read_text())
+    raw["releases"][7]["public_sha256"] = "0" * 64
+    entry = raw["releases"][7]
+    assert {k for k in FROZEN[7] if entry.get(k) != FROZEN[7][k]} == {"public_sha256"}
+
+
+def test_every_suite_matches_its_release() -> None:
+    for name, s in S.SUITES.items():
+        rel = releases.release_of(name)
+        assert rel is not None and rel.current, name
+        assert (rel.generator, rel.episodes, rel.seed_base, rel.house) == \
+            (s["generator"], s["n"], s["seed_base"], s.get("house")), name
+    for rel in releases.releases():
+        if not rel.current:
+            assert rel.name in S.WITHDRAWN and rel.replaced_by
+            assert all(releases.release_of(n) is not None for n in rel.replaced_by)
+
+
+def test_v2_release_dates_follow_the_git_history_of_the_digests() -> None:
+    # mh-gen-2.5 was pinned on 2026-12-02 (38eaa2e); v1 on 2026-11-30
+    assert {releases.release_of(n).released for n in S.SUITES} == {"2026-12-02"}  # type: ignore[union-attr]
+    assert releases.release_of("vh-dev-v1").released == "2026-11-30"  # type: ignore[union-attr]
+
+
+def test_a_malformed_ledger_does_not_load(tmp_path: Path) -> None:
+    raw = json.loads(releases.LEDGER_FILE.read_text())
+    twice = dict(raw, releases=[*raw["releases"], raw["releases"][-1]])
+    with pytest.raises(ValueError, match="released twice"):
+        releases._parse(twice, "ledger")
+    orphan = dict(raw, releases=[dict(raw["releases"][0], replaced_by=["vh-dev-v9"])])
+    with pytest.raises(ValueError, match="never released"):
+        releases._parse(orphan, "ledger")
+    path = tmp_path / "releases.json"
+    path.write_text(json.dumps(raw))
+    rel = releases.release_of("vh-dev-v2")
+    assert rel is not None
+    with pytest.raises(ValueError, match="already released"):
+        releases.append_release(rel, path)
+
+
+# ------------------------------------------------------------------ every suite regenerates
+def _require_houses(name: str) -> None:
+    """A suite set in real houses needs their data: the tdw extra, or virtualhome-eval
+    (skipped without them; CI sets MINDHELPER_REQUIRE_TDW/_VH, so it never skips)."""
+    house = S.SUITES[name].get("house")
+    if house == "tdw":
+        require_tdw()
+    elif isinstance(house, str) and house.startswith("virtualhome:"):
+        if os.environ.get("MINDHELPER_REQUIRE_VH") == "1":
+            importlib.import_module("virtualhome_eval")
+        else:
+            pytest.importorskip("virtualhome_eval", reason="needs virtualhome-eval: pip "
+                                "install --no-deps virtualhome-eval==0.1.1")
+
+
+def _export_digests(name: str, out: Path) -> dict[str, str]:
+    _require_houses(name)
+    folder = S.export_suite(name, out / name)
+    return {f: hashlib.sha256((folder / f).read_bytes()).hexdigest()
+            for f in (S.PUBLIC_FILE, S.REFERENCE_FILE)}
+
+
+@pytest.mark.parametrize("name", DEV_SUITES)
+def test_dev_suite_regenerates_to_its_released_digests(name: str, tmp_path: Path) -> None:
+    rel = releases.release_of(name)
+    assert rel is not None
+    assert _export_digests(name, tmp_path) == rel.digests()
+
+
+@pytest.mark.parametrize("name", TEST_SUITES)
+def test_test_suite_regenerates_to_its_released_digests(name: str, tmp_path: Path) -> None:
+    # 1,000 episodes: exporting vh-test-v2 took 30 s, tdw-test-v2 47 s (`time`, shared
+    # two-core machine): under the ~3 minutes that would call for an opt-in switch
+    rel = releases.release_of(name)
+    assert rel is not None
+    assert _export_digests(name, tmp_path) == rel.digests()
+
+
+# ----------------------------------------------------------------------- a fake release
+@pytest.fixture()
+def dev_records(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from mindhelper_env.evaluation import evaluate
+
+    out = tmp_path_factory.mktemp("dev-run")
+    evaluate("vh-dev-v2", ["silent"], out, limit=2, progress=False, plots=False, timing=False)
+    return out
+
+
+@pytest.fixture()
+def new_generator(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A code change with a new generator version, before any new suite is released."""
+    from mindhelper_env.scenarios import generator
+
+    new = "mh-gen-9.0"
+    monkeypatch.setattr(spec, "GENERATOR_VERSION", new)
+    monkeypatch.setattr(S, "GENERATOR_VERSION", new)
+    # where the code builds several generators, the changed one replaces the released one
+    monkeypatch.setattr(generator, "GENERATORS", (new,), raising=False)
+    monkeypatch.setattr(generator, "GENERATOR_VERSION", new)
+    return new
+
+
+@pytest.fixture()
+def released_v9(new_generator: str, monkeypatch: pytest.MonkeyPatch,
+                tmp_path: Path) -> str:
+    """The new generator released as vh-dev-v9, vh-dev-v2 withdrawn in its favour."""
+    ledger = tmp_path / "releases.json"
+    shutil.copy(releases.LEDGER_FILE, ledger)
+    monkeypatch.setattr(releases, "LEDGER_FILE", ledger)
+    monkeypatch.setitem(S.SUITES, "vh-dev-v9", dict(S.SUITES["vh-dev-v2"], name="vh-dev-v9",
+                                                    generator=new_generator))
+    releases.append_release(releases.Release(
+        "vh-dev-v9", new_generator, 100, 10_000_000_000, None, "2027-01-01", "a" * 64,
+        "b" * 64, "current", (), "the fake release of a test"), ledger)
+    releases.withdraw("vh-dev-v2", ["vh-dev-v9"], "on 2027-01-01, because the generator "
+                      "changed its episodes", ledger)
+    return "vh-dev-v9"
+
+
+def test_a_new_generator_refuses_the_released_suite_and_says_what_to_do(
+        new_generator: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(S.SuiteVersionError, match=r"mh-gen-2\.5.*mh-gen-9\.0.*release new "
+                       r"suite names"):
+        S.suite_episode("vh-dev-v2", 0)
+    out = tmp_path / "run"
+    rc = main(["evaluate", "--suite", "vh-dev-v2", "--agents", "silent", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "release new suite names" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_without_a_generator_change_the_old_name_reproduces_its_digest(tmp_path: Path) -> None:
+    rel = releases.release_of("vh-dev-v2")
+    assert rel is not None and rel.generator == spec.GENERATOR_VERSION
+    assert _export_digests("vh-dev-v2", tmp_path) == rel.digests()
+
+
+POINTER = "suite 'vh-dev-v2' was withdrawn (on 2027-01-01, because the generator changed " \
+          "its episodes); use vh-dev-v9"
+
+
+def test_withdrawn_name_refused_by_the_python_api(released_v9: str) -> None:
+    from mindhelper_env.evaluation import evaluate
+
+    for call in (lambda: S.suite_episode("vh-dev-v2", 0), lambda: S.suite_info("vh-dev-v2"),
+                 lambda: S.suite_references("vh-dev-v2"),
+                 lambda: evaluate("vh-dev-v2", ["silent"], "/nonexistent/x")):
+        with pytest.raises(ValueError) as err:
+            call()
+        assert str(err.value) == POINTER
+    env = gym.make("MindHelper-VirtualHome-v0")
+    with pytest.raises(ValueError) as err:
+        env.reset(options={"suite": "vh-dev-v2", "index": 0})
+    assert str(err.value) == POINTER
+    # the new name plays
+    obs, _ = env.reset(options={"suite": released_v9, "index": 0})
+    assert obs["tick"] == 0
+    env.close()
+
+
+@pytest.mark.parametrize("command", [
+    ["evaluate", "--suite", "vh-dev-v2", "--agents", "silent", "--out", "{tmp}/out"],
+    ["suite", "export", "vh-dev-v2", "{tmp}/out"],
+    ["render", "--suite", "vh-dev-v2", "--index", "0", "--agent", "silent",
+     "--out", "{tmp}/out.gif"],
+    ["play", "--suite", "vh-dev-v2", "--out", "{tmp}/out"],
+    ["score", "{records}", "--suite", "vh-dev-v2"],
+    ["score", "{records}"],
+    ["report", "{records}", "--out", "{tmp}/out"],
+])
+def test_withdrawn_name_refused_by_every_command_with_one_line(
+        command: list[str], dev_records: Path, released_v9: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if command[0] == "report":
+        pytest.importorskip("jinja2")
+    argv = [a.format(tmp=tmp_path, records=dev_records) for a in command]
+    capsys.readouterr()
+    rc = main(argv)
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert POINTER in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.gif").exists()
+
+
+# ------------------------------------------------------------------------------ env ids
+def test_retired_env_id_is_refused_with_its_replacement(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    monkeypatch.setitem(registration.RETIRED_ENV_IDS, "MindHelper-Test-v0",
+                        ("MindHelper-VirtualHome-v0", "its observations changed"))
+    registration.register_envs()
+    try:
+        with pytest.raises(registration.RetiredEnvError,
+                           match=r"'MindHelper-Test-v0' was retired \(its observations "
+                                 r"changed\); use 'MindHelper-VirtualHome-v0'"):
+            gym.make("MindHelper-Test-v0")
+    finally:
+        gym.registry.pop("MindHelper-Test-v0", None)
+
+
+def test_env_id_tables() -> None:
+    assert not set(registration.RETIRED_ENV_IDS) & set(registration.ENV_SPECS)
+    for new, _why in registration.RETIRED_ENV_IDS.values():
+        assert new in registration.ENV_SPECS
+    for env_id in registration.ENV_SPECS:
+        assert env_id in gym.registry and re.search(r"-v\d+$", env_id)
+    env = gym.make("MindHelper-VirtualHome-v0")  # the v0 id keeps working
+    env.reset(seed=0)
+    env.close()
+
+
+def test_package_version_is_semver_from_the_metadata() -> None:
+    from importlib import metadata
+
+    assert mindhelper_env.__version__ == metadata.version("mindhelper-env")
+    assert re.fullmatch(r"\d+\.\d+\.\d+(?:[-+.].+)?", mindhelper_env.__version__)
