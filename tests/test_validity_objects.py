@@ -431,29 +431,26 @@ DEV_V3_MARGINS = {"non_mind_PHA_max": 7.0, "non_mind_PIA_max": 7.0,
                   "hedge_group_gain_max": 10.0, "object_classifier_max": 0.15}
 
 
-@pytest.mark.skipif(not validity.is_v3(validity.DEV_SUITE),
-                    reason="DEV_SUITE is an mh-gen-2.x suite: the object instruments are "
-                           "reported there, not bounded (docs/validity.md, BOUNDS_V3)")
 class TestV3ObjectBounds:
-    """BOUNDS_V3's object-instrument bounds on the dev suite, with margins for its size;
-    they run as soon as ``validity.DEV_SUITE`` is an ``mh-gen-3.x`` suite."""
+    """BOUNDS_V3's object-instrument bounds on the ``mh-gen-3.0`` dev suite
+    (``validity.DEV_SUITE_V3``), with margins for its size."""
 
     @pytest.fixture(scope="class")
     def played(self):
+        suite = validity.DEV_SUITE_V3
+        assert validity.is_v3(suite)
         names = ["physical-rules", "physical-rules+wait3", "physical-rules+repeat2",
                  "perspective-free", "perspective-free+wait3"]
-        recs = validity.agent_records(validity.DEV_SUITE, names)
-        train = O.training_physical_data(400, seed=0)
+        recs = validity.agent_records(suite, names)
+        train = O.training_physical_data(400, seed=0, generator=validity.generator_of(suite))
         k = 3 * len(train) // 4
         model = O.train_physical_model(train[:k], train[k:])
-        out = {a: validity.scores(r, validity.DEV_SUITE) for a, r in recs.items()}
+        out = {a: validity.scores(r, suite) for a, r in recs.items()}
         for name, agent in (("physical-learned", O.PhysicalLearnedAgent(model)),
                             ("physical-learned+wait3",
                              WaitAndSee(O.PhysicalLearnedAgent(model), 3))):
-            out[name] = validity.scores(validity.play_records(validity.DEV_SUITE, agent, name),
-                                        validity.DEV_SUITE)
-        scan = O.object_scan(train, O.suite_physical_data(validity.DEV_SUITE),
-                             sets=("cue", "history"))
+            out[name] = validity.scores(validity.play_records(suite, agent, name), suite)
+        scan = O.object_scan(train, O.suite_physical_data(suite), sets=("cue", "history"))
         return out, scan
 
     def test_non_mind_agents_hedges_and_the_scan(self, played):

@@ -84,7 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from mindhelper_env.scenarios import releases as _releases
-from mindhelper_env.scenarios.generator import generate_episode
+from mindhelper_env.scenarios.generator import GENERATORS, generate_episode
 from mindhelper_env.scenarios.jsonl import (
     _iter_jsonl,
     _reject_constant,
@@ -95,10 +95,9 @@ from mindhelper_env.scenarios.jsonl import (
 from mindhelper_env.scenarios.releases import SuiteVersionError, SuiteWithdrawnError
 from mindhelper_env.scenarios.spec import (
     FAMILIES,
-    GENERATOR_VERSION,
     HELP_FAMILIES,
-    SILENT_SHARES,
     Reference,
+    silent_shares,
 )
 from mindhelper_env.schemas import schema_errors
 from mindhelper_env.world.script import ScriptParseError, parse_line
@@ -192,6 +191,17 @@ SUITES: dict[str, dict[str, Any]] = {
         "generator": "mh-gen-2.5",
         "house": "virtualhome:scene1",
     },
+    "vh-dev-v3": {"name": "vh-dev-v3", "version": 3, "n": 100,
+                  "seed_base": 15_000_000_000, "generator": "mh-gen-3.0"},
+    "vh-test-v3": {"name": "vh-test-v3", "version": 3, "n": 1000,
+                   "seed_base": 16_000_000_000, "generator": "mh-gen-3.0"},
+    "tdw-dev-v3": {"name": "tdw-dev-v3", "version": 3, "n": 100,
+                   "seed_base": 17_000_000_000, "generator": "mh-gen-3.0", "house": "tdw"},
+    "tdw-test-v3": {"name": "tdw-test-v3", "version": 3, "n": 1000,
+                    "seed_base": 18_000_000_000, "generator": "mh-gen-3.0", "house": "tdw"},
+    "vh-scene1-dev-v3": {"name": "vh-scene1-dev-v3", "version": 3, "n": 100,
+                         "seed_base": 19_000_000_000, "generator": "mh-gen-3.0",
+                         "house": "virtualhome:scene1"},
 }
 
 #: Suites that were released and then withdrawn (from the release ledger): name -> the
@@ -313,8 +323,9 @@ def apportion(n: int, shares: Mapping[str, float]) -> dict[str, int]:
 
 
 @cache
-def _assignment(seed_base: int, n: int) -> tuple[str, ...]:
-    """The family of every index of a suite (see the module docstring)."""
+def _assignment(seed_base: int, n: int, generator: str | None = None) -> tuple[str, ...]:
+    """The family of every index of a suite (see the module docstring); the silent side by
+    the generator's shares (:func:`~mindhelper_env.scenarios.spec.silent_shares`)."""
     n_help = n // 2
     n_silent = n - n_help
 
@@ -324,7 +335,7 @@ def _assignment(seed_base: int, n: int) -> tuple[str, ...]:
         return [picked[i] for i in keyed]
 
     helps = shuffled(apportion(n_help, {f: 1.0 for f in HELP_FAMILIES}), "help")
-    silents = shuffled(apportion(n_silent, SILENT_SHARES), "silent")
+    silents = shuffled(apportion(n_silent, silent_shares(generator)), "silent")
     out: list[str] = []
     for pair in range((n + 1) // 2):
         help_first = int(_hash_key(seed_base, "pair", pair)[:8], 16) % 2 == 0
@@ -338,7 +349,7 @@ def suite_family(name: str, index: int) -> str:
     """The family of episode ``index`` of suite ``name`` (no generation needed)."""
     i = _index(name, index)
     s = SUITES[name]
-    return _assignment(s["seed_base"], s["n"])[i]
+    return _assignment(s["seed_base"], s["n"], s["generator"])[i]
 
 
 def suite_seed(name: str, index: int) -> int:
@@ -362,7 +373,7 @@ def suite_info(name: str) -> dict[str, Any]:
         "families": {f: fams[f] for f in FAMILIES},
         "help_episodes": help_n,
         "silent_episodes": s["n"] - help_n,
-        "generator_ok": s["generator"] == GENERATOR_VERSION,
+        "generator_ok": s["generator"] in GENERATORS,
         **_release_info(name),
     }
 
@@ -576,7 +587,7 @@ def export_suite(name: str, out_dir: str | os.PathLike[str]) -> Path:
         "format": EXPORT_FORMAT,
         "suite": name,
         "version": s["version"],
-        "generator": GENERATOR_VERSION,
+        "generator": s["generator"],
         "created_by": f"mindhelper-env {__version__}",
         "episodes": s["n"],
         "help_episodes": help_n,
@@ -767,9 +778,12 @@ def validate_suite_dir(path: str | os.PathLike[str], *, replay: bool = True) -> 
             if manifest["episodes"] != s["n"]:
                 problems.append(f"{MANIFEST_FILE}: {manifest['episodes']} episodes but {suite} "
                                 f"has {s['n']}")
-        if manifest["generator"] != GENERATOR_VERSION:
+        expected = SUITES[suite]["generator"] if known else None
+        if manifest["generator"] not in GENERATORS or (
+                expected is not None and manifest["generator"] != expected):
             problems.append(f"{MANIFEST_FILE}: generator {manifest['generator']!r} differs from "
-                            f"the installed {GENERATOR_VERSION!r}; episodes cannot be replayed")
+                            f"{expected or ' / '.join(GENERATORS)!r}; episodes cannot be "
+                            f"replayed")
             can_replay = False
     if known and manifest is not None:
         pinned = pinned_digests(suite)
@@ -778,9 +792,9 @@ def validate_suite_dir(path: str | os.PathLike[str], *, replay: bool = True) -> 
                     and hashlib.sha256(data).hexdigest() != pinned[fname]:
                 problems.append(f"{fname}: sha256 differs from the digest published for "
                                 f"{suite} ({pinned[fname][:12]}…): this is not the published suite")
-    if known and SUITES[suite]["generator"] != GENERATOR_VERSION:
+    if known and SUITES[suite]["generator"] not in GENERATORS:
         problems.append(f"{suite}: built with generator {SUITES[suite]['generator']!r}, "
-                        f"installed is {GENERATOR_VERSION!r}; episodes cannot be replayed")
+                        f"installed are {list(GENERATORS)}; episodes cannot be replayed")
         can_replay = False
 
     # public records

@@ -53,7 +53,7 @@ from mindhelper_env.validity.data import (  # re-exported names
 )
 
 __all__ = ["BOUNDS", "SHORTCUTS", "SHORTCUT_BASELINES", "ABLATION_AGENTS", "DEV_SUITE",
-           "TEST_SUITE", "HEDGE_LINES", "GOAL_ABLATION", "goal_groups", "WINDOW_CONTEXTS", "WINDOW_AGENTS", "BELIEF_ABILITIES", "hedged", "twin_groups",
+           "TEST_SUITE", "DEV_SUITE_V3", "TEST_SUITE_V3", "HEDGE_LINES", "GOAL_ABLATION", "goal_groups", "WINDOW_CONTEXTS", "WINDOW_AGENTS", "BELIEF_ABILITIES", "hedged", "twin_groups",
            "belief_groups", "agent_scores", "agent_records", "play_records", "scores",
            "narrations", "training_episodes", "bag_of_words_accuracy", "EpisodeData",
            "episode_data", "window_tokens", "WindowClassifier", "train_window_classifier",
@@ -64,6 +64,10 @@ __all__ = ["BOUNDS", "SHORTCUTS", "SHORTCUT_BASELINES", "ABLATION_AGENTS", "DEV_
 #: The development and reporting suites (the lead switches both to v2 at once).
 DEV_SUITE = "vh-dev-v2"
 TEST_SUITE = "vh-test-v2"
+#: The ``mh-gen-3.0`` suites, held to :data:`~mindhelper_env.validity.BOUNDS_V3`
+#: (``tests/test_validity_objects.py`` guards the dev one).
+DEV_SUITE_V3 = "vh-dev-v3"
+TEST_SUITE_V3 = "vh-test-v3"
 
 #: The original shortcut baselines (checked with v1 margins by the v1 tests).
 SHORTCUTS = ("reactive", "moved-absent", "prior")
