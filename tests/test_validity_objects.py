@@ -352,14 +352,21 @@ def test_check_bounds_v3_catches_every_kind_of_break():
         "PHA 56.0 >": {"physical-learned": _m(56.0, 50.0)},
         "PIA 61.0 >": {"reactive": _m(50.0, 61.0)},
         f"in {g} >": {"prior+delay1": _m(40.0, 40.0, {g: 61.0})},
-        "gains +3.0 PHA over physical-rules (": {**ok, "physical-rules+repeat2":
-                                                 _m(53.0, 55.0, {g: 55.0})},
-        f"gains +6.0 PHA over physical-rules in {g}": {**ok, "physical-rules+delay1":
-                                                      _m(50.0, 55.0, {g: 61.0 - 0.0})},
+        "gains +3.0 PHA over the better of physical-rules and silence (":
+            {**ok, "physical-rules+repeat2": _m(53.0, 55.0, {g: 55.0})},
+        f"gains +6.0 PHA over the better of physical-rules and silence in {g}":
+            {**ok, "physical-rules+delay1": _m(50.0, 55.0, {g: 61.0 - 0.0})},
     }
     for needle, agents in cases.items():
         broken = validity.check_bounds_v3(agents)
         assert any(needle in b for b in broken), (needle, broken)
+    # a hedge that only brings an agent below chance toward silence's 50 gains nothing
+    # beyond it; past silence it is held to the bound like any other
+    low = {"reactive": _m(20.0, 30.0, {g: 10.0}), "reactive+repeat2": _m(50.0, 52.0, {g: 55.0})}
+    assert validity.check_bounds_v3(low) == []
+    low["reactive+repeat2"] = _m(52.5, 52.0, {g: 55.0})
+    assert any("gains +2.5 PHA over the better of reactive and silence" in b
+               for b in validity.check_bounds_v3(low))
     # the mind agents are not held to the non-mind bounds; the coarse mind is reported only
     assert validity.check_bounds_v3({"belief-tracker": _m(100.0),
                                      validity.COARSE_MIND: _m(95.0)}) == []

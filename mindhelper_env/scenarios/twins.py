@@ -244,6 +244,11 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
         d.remove_instances(cls)
         xs = [d.obj(cls, l1) for _ in range(n_x)]
         d.check(a, l1)  # A opens L1 and sees it full of Xs
+        # then a while at other furniture of the room, on every side: the move never
+        # comes right after that first look (the ticks after a look are what a classifier
+        # reads as its history)
+        d.goto(a, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]),
+               int(d.rng.integers(6, 9)))
     else:
         xs = [d.obj(cls, d.pick(surfaces))]
         if group == "watched":
@@ -508,7 +513,13 @@ def _search(d: Draft, variant: str) -> None:
     search = [p for p in d.search_order(cls, set()) if p in usual and d.room_of(p) != r_step]
     if not search:
         raise Reject("nowhere usual to search outside the room of the earlier step")
-    _look_alikes(d, search[0], cls, (r0, r_step))
+    # the look-alikes lie in rooms A does not pass through before the look (A would learn
+    # of them on the way, and then only the wanted class would be left unknown)
+    act = {"type": "fetch", "object": -1, "dest": None, "search": [int(p) for p in search],
+           "habit_first": True}
+    d.actor(a)["activities"].append(act)
+    passed = _rooms_before_look(d, a, search[0])
+    _look_alikes(d, search[0], cls, tuple(sorted({r0, r_step} | passed)))
     r_c = d.pick([r for r in d.rooms if r not in (r0, r_step)] or others)
     c = d.person(kind="adult", room=r_c)
     x = d.hold(c, cls)
@@ -516,6 +527,7 @@ def _search(d: Draft, variant: str) -> None:
     d.keep.add(x)
     after = _after_cue(d, d.room_of(search[0]), search[0])
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s != where])
+    act["object"], act["dest"] = x, dest
     u = float(d.rng.random())
     d.actor(a)["patience"] = int(d.rng.integers(4, 6))
     d.actor(a)["retry_wait"] = after["wait"]
@@ -525,9 +537,6 @@ def _search(d: Draft, variant: str) -> None:
     d.switched.add(c)
     wait = {"type": "idle", "ticks": 200}
     d.actor(c)["activities"].extend([wait, {"type": "deliver", "objects": [x], "dest": where}])
-    act = {"type": "fetch", "object": x, "dest": dest, "search": [int(p) for p in search],
-           "habit_first": True}
-    d.actor(a)["activities"].append(act)
     look_tick = _first_look(d, a, search[0])
     windows = _windows(d, a, [i for _, i in blocks], look_tick)
     start = _idle_start(d, c, wait)
@@ -555,6 +564,20 @@ def _search(d: Draft, variant: str) -> None:
         if after["walk"]:
             # during the pause after the empty look, the same walk as a stuck person's
             d.actor(a)["pause_walk"] = after["spot"]
+
+
+def _rooms_before_look(d: Draft, a: int, place: int) -> set[int]:
+    """The rooms A is in before first looking at ``place`` (simulated)."""
+    sim = probe(d)
+    rooms: set[int] = set()
+    while sim.tick < 84:
+        for e in sim.step_tick():
+            if e.actor == a and e.verb in ("open", "look") and e.args and e.args[0] == place:
+                return rooms
+        room = sim.world.chars[a].room
+        if room is not None:
+            rooms.add(room)
+    raise Reject("the focus person never looks at the usual place")
 
 
 def _first_look(d: Draft, a: int, place: int) -> int:

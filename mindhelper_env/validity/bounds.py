@@ -22,7 +22,7 @@ from typing import Any
 
 from mindhelper_env.validity.core import BOUNDS, WINDOW_AGENTS, twin_groups
 
-__all__ = ["BOUNDS_V3", "NON_MIND_AGENTS", "HEDGE_KINDS", "COARSE_MIND", "generator_of",
+__all__ = ["BOUNDS_V3", "SILENT_PHA", "NON_MIND_AGENTS", "HEDGE_KINDS", "COARSE_MIND", "generator_of",
            "bounds_for", "is_v3", "base_agent", "check_bounds_v3"]
 
 #: Bounds of the ``mh-gen-3.x`` suites (percentages; accuracies as fractions).
@@ -37,6 +37,9 @@ BOUNDS_V3: dict[str, float] = {
     "object_classifier_max": 0.60,       # every classifier of the object scan, every group
 }
 
+#: PHA of the silent agent, overall and in every twin group (PHR 0, PSR 100): the hedge
+#: bounds count a hedge's gain over the better of the agent and silence.
+SILENT_PHA = 50.0
 #: Agents that track no mind (each is bounded with every hedge it is played with).
 NON_MIND_AGENTS: tuple[str, ...] = ("physical-rules", "physical-learned", "perspective-free",
                                     "reactive", "moved-absent", "prior", *WINDOW_AGENTS)
@@ -113,14 +116,19 @@ def check_bounds_v3(agents: Mapping[str, Mapping[str, Any]], *,
             m0 = agents.get(inner)
             if m0 is None:
                 continue
+            # a gain over the better of the agent and silence: a hedge that only makes an
+            # agent act less moves it toward silence's 50, which it cannot pass by acting
+            # less; what is bounded is what a hedge adds beyond that
             p, p0 = _pha(m), _pha(m0)
-            if p is not None and p0 is not None and p - p0 > b["hedge_gain_max"]:
-                broken.append(f"{name} gains {p - p0:+.1f} PHA over {inner} "
-                              f"(> {b['hedge_gain_max']})")
+            if p is not None and p0 is not None and p - max(p0, SILENT_PHA) > b["hedge_gain_max"]:
+                broken.append(f"{name} gains {p - max(p0, SILENT_PHA):+.1f} PHA over the better "
+                              f"of {inner} and silence (> {b['hedge_gain_max']})")
             for g in groups:
                 p, p0 = _pha(m, g), _pha(m0, g)
-                if p is not None and p0 is not None and p - p0 > b["hedge_group_gain_max"]:
-                    broken.append(f"{name} gains {p - p0:+.1f} PHA over {inner} in {g} "
+                if p is not None and p0 is not None \
+                        and p - max(p0, SILENT_PHA) > b["hedge_group_gain_max"]:
+                    broken.append(f"{name} gains {p - max(p0, SILENT_PHA):+.1f} PHA over the "
+                                  f"better of {inner} and silence in {g} "
                                   f"(> {b['hedge_group_gain_max']})")
     bound = b["object_classifier_max"]
     for g, res in (scan or {}).items():
