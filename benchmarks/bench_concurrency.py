@@ -156,8 +156,7 @@ def scenario(args: argparse.Namespace, name: str, slots: int, cap: int | None,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", default="vh-test-v2",
-                        help="suite (default vh-test-v2; the issue's target is vh-test-v3)")
+    parser.add_argument("--suite", default="vh-test-v3", help="suite (default vh-test-v3)")
     parser.add_argument("--limit", type=int, default=1000, help="episodes (default 1000)")
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per answer")
     parser.add_argument("--slots", type=int, default=64, help="server slots (capped)")

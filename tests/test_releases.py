@@ -73,6 +73,26 @@ FROZEN: list[dict[str, Any]] = [
      "seed_base": 14_000_000_000, "house": "virtualhome:scene1", "released": "2026-12-02",
      "public_sha256": "d4e479a518c75c7b87f5d2711fc7456351976bfaefc6ba4d48c7246c52c70743",
      "reference_sha256": "f88dcd8079c9aa221b8c8bf3ae35e7f5b5779c21cc6a2d8e08b509effd671d57"},
+    {"name": "vh-dev-v3", "generator": "mh-gen-3.0", "episodes": 100,
+     "seed_base": 15_000_000_000, "house": None, "released": "2026-12-06",
+     "public_sha256": "3d9ddc47ac234d18a99812ef6f360be8e743a317c5a711daba5aeee4a3f886b7",
+     "reference_sha256": "791040f86991ec42b29d1b5e776d737d05f1c57b17abf86f590efb26b8b0bbc9"},
+    {"name": "vh-test-v3", "generator": "mh-gen-3.0", "episodes": 1000,
+     "seed_base": 16_000_000_000, "house": None, "released": "2026-12-06",
+     "public_sha256": "d16f72b0fb6f693224eeef3d5b57d26493584bd175caadafc920c01531bf6a77",
+     "reference_sha256": "3837b0ea3e6a44238b5d1eecd8cef85d5a6bd1671d7d8405c0457a79109d8e8a"},
+    {"name": "tdw-dev-v3", "generator": "mh-gen-3.0", "episodes": 100,
+     "seed_base": 17_000_000_000, "house": "tdw", "released": "2026-12-06",
+     "public_sha256": "7de5f04bd90f0900747a16fadbb00a0e7e9c7302eaebc12e16513fabcf5143d6",
+     "reference_sha256": "b591316ebee2c62cc92b1746c4ca0615a814ec3fb121baf00a564d8b19357072"},
+    {"name": "tdw-test-v3", "generator": "mh-gen-3.0", "episodes": 1000,
+     "seed_base": 18_000_000_000, "house": "tdw", "released": "2026-12-06",
+     "public_sha256": "39633e7a4ab3edae41957827f4d71e07862e0ab9fc160dcacff2b73b4aa462e2",
+     "reference_sha256": "eece6eebc2144b349b769bfded93e57cc5248a5ea8d62180fabdfe2cb1f76a8b"},
+    {"name": "vh-scene1-dev-v3", "generator": "mh-gen-3.0", "episodes": 100,
+     "seed_base": 19_000_000_000, "house": "virtualhome:scene1", "released": "2026-12-06",
+     "public_sha256": "2370310082ec8cadb8a3cded099fbdde1376dc5eae15b95ec1e27d595810b91f",
+     "reference_sha256": "aaf8cee108297bc3096d8a629973d0ddcc3f1e393c4a523cbd672600d88d5730"},
 ]
 #: What a withdrawal may change.
 WITHDRAWAL_FIELDS = {"status", "replaced_by", "note"}
@@ -117,7 +137,7 @@ def test_every_suite_matches_its_release() -> None:
 
 def test_v2_release_dates_follow_the_git_history_of_the_digests() -> None:
     # mh-gen-2.5 was pinned on 2026-12-02 (38eaa2e); v1 on 2026-11-30
-    assert {releases.release_of(n).released for n in S.SUITES} == {"2026-12-02"}  # type: ignore[union-attr]
+    assert {releases.release_of(n).released for n in S.SUITES} == {"2026-12-02", "2026-12-06"}  # type: ignore[union-attr]
     assert releases.release_of("vh-dev-v1").released == "2026-11-30"  # type: ignore[union-attr]
 
 
