@@ -39,15 +39,19 @@ def _time(fn: Callable[[], object], repeat: int, *, cold: bool = True) -> list[f
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and log a table."""
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--repeat", type=int, default=3, help="runs for vh-dev-v2 (median)")
-    p.add_argument("--test-repeat", type=int, default=1, help="runs for vh-test-v2")
+    p.add_argument("--repeat", type=int, default=3, help="runs for the dev suites (median)")
+    p.add_argument("--test-repeat", type=int, default=1, help="runs for the test suites")
+    p.add_argument("--suites", default="vh-dev-v2,vh-test-v2,vh-dev-v3,vh-test-v3",
+                   help="comma-separated suites (a name with 'dev' uses --repeat); the v2 and "
+                        "v3 pairs compare the generators mh-gen-2.5 and mh-gen-3.0 in one run")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger(S.__name__).setLevel(logging.WARNING)
 
     rows: list[tuple[str, str, int, list[float]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, repeat in (("vh-dev-v2", args.repeat), ("vh-test-v2", args.test_repeat)):
+        for name in args.suites.split(","):
+            repeat = args.repeat if "dev" in name else args.test_repeat
             n = S.SUITES[name]["n"]
             out = Path(tmp) / name
             rows.append((name, "generate (cold)", n, _time(lambda n=name: S.suite_specs(n), repeat)))
