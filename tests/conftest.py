@@ -12,6 +12,21 @@ import pytest
 import mindhelper_env  # noqa: F401  (registers the envs)
 
 
+@pytest.fixture(autouse=True)
+def _package_logger_as_imported():
+    """The ``mindhelper`` command, run in-process by a test, sends the package's log to
+    stderr and stops it propagating (``cli.main._setup_logging``): put the package logger
+    back as an import leaves it, so that later tests' ``caplog`` sees its records."""
+    import logging
+
+    pkg = logging.getLogger("mindhelper_env")
+    saved = (list(pkg.handlers), pkg.level, pkg.propagate)
+    yield
+    pkg.handlers[:] = saved[0]
+    pkg.setLevel(saved[1])
+    pkg.propagate = saved[2]
+
+
 def _tdw_available() -> bool:
     """The tdw extra is installed; ``MINDHELPER_REQUIRE_TDW=1`` (set by ``.ci/run``) makes a
     missing one fail the TDW env's tests instead of leaving them out."""
