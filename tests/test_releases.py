@@ -212,7 +212,7 @@ def new_generator(monkeypatch: pytest.MonkeyPatch) -> str:
 
     new = "mh-gen-9.0"
     monkeypatch.setattr(spec, "GENERATOR_VERSION", new)
-    monkeypatch.setattr(S, "GENERATOR_VERSION", new)
+    monkeypatch.setattr(S, "GENERATORS", (new,))
     # where the code builds several generators, the changed one replaces the released one
     monkeypatch.setattr(generator, "GENERATORS", (new,), raising=False)
     monkeypatch.setattr(generator, "GENERATOR_VERSION", new)

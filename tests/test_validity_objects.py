@@ -433,9 +433,13 @@ def test_on_v2_the_object_instruments_find_the_known_leak():
 # ---------------------------------------------------------------------- v3 guards on dev
 #: Margins of the dev-suite guards over BOUNDS_V3 (100 episodes, 13-14 per twin group: one
 #: standard error of a group's accuracy near 50 % is about 13 points).
+#: Margins for the dev suite's size. Its twin groups hold 13-15 episodes each, so a
+#: classifier of the object scan tested there is one of about 80 figures with a standard
+#: error of 13 points: the guard catches gross leaks only (accuracy over 85 %);
+#: benchmarks/bench_validity.py holds the scan to 60 % on vh-test-v3.
 DEV_V3_MARGINS = {"non_mind_PHA_max": 7.0, "non_mind_PIA_max": 7.0,
                   "non_mind_group_PHA_max": 15.0, "hedge_gain_max": 3.0,
-                  "hedge_group_gain_max": 10.0, "object_classifier_max": 0.15}
+                  "hedge_group_gain_max": 10.0, "object_classifier_max": 0.25}
 
 
 class TestV3ObjectBounds:
