@@ -385,3 +385,24 @@ def test_report_parallel_equals_serial(run_dir, report, tmp_path):
     assert files == sorted(p.relative_to(par) for p in par.rglob("*") if p.is_file())
     for rel in files:
         assert (par / rel).read_bytes() == (out / rel).read_bytes(), rel
+
+
+def test_the_report_shows_what_each_agent_spent(run_dir, tmp_path):
+    """summary.json's spend (written by a priced run, evaluation/budget.py) reaches the
+    report's index; a run without one shows no spend line."""
+    import shutil
+
+    from mindhelper_env.report import write_report
+
+    priced = tmp_path / "priced"
+    shutil.copytree(run_dir, priced)
+    summary = json.loads((priced / "summary.json").read_text())
+    summary["spend"] = {"usd": 0.0123, "by_agent": {AGENTS[0]: {
+        "episodes": 8, "model_calls": 40, "prompt_tokens": 9000, "completion_tokens": 1000,
+        "usd": 0.0123, "tokens_estimated": False}}}
+    (priced / "summary.json").write_text(json.dumps(summary))
+    write_report(tmp_path / "r1", priced, seed=0, resamples=50, workers=1)
+    index = (tmp_path / "r1" / "index.html").read_text(encoding="utf-8")
+    assert 'id="spend"' in index and f"{AGENTS[0]} $0.0123 (40 calls, 10000 tokens)" in index
+    write_report(tmp_path / "r2", run_dir, seed=0, resamples=50, workers=1)
+    assert 'id="spend"' not in (tmp_path / "r2" / "index.html").read_text(encoding="utf-8")

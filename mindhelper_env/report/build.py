@@ -104,12 +104,14 @@ def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
         settings.setdefault("env_id", run.get("env_id", "MindHelper-VirtualHome-v0"))
         settings.setdefault("env_kwargs", run.get("env_kwargs") or {})
         files: list[Path] = []
+        spend: dict[str, Any] = {}
         summary_file = d / "summary.json"
         if summary_file.is_file():
             try:
-                files = [d / f for f in json.loads(summary_file.read_text()).get("files", {})
-                         .values()]
-            except ValueError:
+                summary = json.loads(summary_file.read_text())
+                files = [d / f for f in summary.get("files", {}).values()]
+                spend = (summary.get("spend") or {}).get("by_agent") or {}
+            except (ValueError, AttributeError):
                 files = []
         if not files:
             files = sorted(p for p in d.glob("*.jsonl") if not p.name.startswith("."))
@@ -125,7 +127,8 @@ def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
             agents[label] = {"records": sorted(records, key=lambda r: r.get("index", 0)),
                              "run_dir": d, "name": name, "seed": int(run.get("seed", 0)),
                              "file": path.name, "raw": records,
-                             "provenance": run.get("provenance")}
+                             "provenance": run.get("provenance"),
+                             "spend": spend.get(name) if isinstance(spend, dict) else None}
     if not agents:
         raise ReportError(f"no result records in {', '.join(str(d) for d in run_dirs)}")
     _verify(str(suite), agents)
@@ -659,10 +662,15 @@ def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping
 
     prov = provenance_context(agents)
     write_provenance(out, env, prov, common)
+    # what each model-backed agent spent (summary.json's spend, written with --price)
+    spend = [{"agent": a, "usd": float(row.get("usd") or 0.0),
+              "tokens": int(row.get("prompt_tokens") or 0) + int(row.get("completion_tokens") or 0),
+              "calls": int(row.get("model_calls") or 0)}
+             for a in labels for row in [agents[a].get("spend")] if isinstance(row, dict)]
     index_html = env.get_template("index.html.j2").render(
         page="index", root=".", metrics=CI_METRICS, leaderboard=leaderboard,
         floors=_floors(scored, agents, refs), breakdown=_breakdown_rows(scored, labels),
-        pairs=pairs, charts=charts, prov=prov, **common)
+        pairs=pairs, charts=charts, prov=prov, spend=spend, **common)
     (out / "index.html").write_text(index_html, encoding="utf-8")
     rows = []
     for e in all_ids:
