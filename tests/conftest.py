@@ -15,16 +15,26 @@ import mindhelper_env  # noqa: F401  (registers the envs)
 @pytest.fixture(autouse=True)
 def _package_logger_as_imported():
     """The ``mindhelper`` command, run in-process by a test, sends the package's log to
-    stderr and stops it propagating (``cli.main._setup_logging``): put the package logger
-    back as an import leaves it, so that later tests' ``caplog`` sees its records."""
+    stderr and stops it propagating (``cli.main._setup_logging``), and a library may switch
+    existing loggers off: put the package's loggers back as an import leaves them, so that
+    later tests' ``caplog`` sees their records."""
     import logging
+
+    def enable() -> None:
+        # a library's logging.config.dictConfig (disable_existing_loggers) switches every
+        # logger it finds off, the package's included
+        for name, lg in list(logging.root.manager.loggerDict.items()):
+            if name.startswith("mindhelper_env") and isinstance(lg, logging.Logger):
+                lg.disabled = False
 
     pkg = logging.getLogger("mindhelper_env")
     saved = (list(pkg.handlers), pkg.level, pkg.propagate)
+    enable()
     yield
     pkg.handlers[:] = saved[0]
     pkg.setLevel(saved[1])
     pkg.propagate = saved[2]
+    enable()
 
 
 def _tdw_available() -> bool:
