@@ -24,7 +24,7 @@ from mindhelper_env.scenarios.generator import generate_episode
 
 
 def narration(family: str, seed: int, windows: int, generator: str) -> list[str]:
-    env = gym.make("MindHelper-VirtualHome-v0")
+    env = gym.make("MindHelper-VirtualHome-v1")
     try:
         spec = generate_episode(family, seed, generator=generator)
         obs, _ = env.reset(options={"episode": spec})

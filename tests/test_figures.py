@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION
+from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION, V3_FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -110,9 +110,10 @@ def test_env_docstring_counts_the_registered_families() -> None:
     from mindhelper_env.envs import MindHelperEnv
 
     doc = MindHelperEnv.__doc__
-    assert f"Episodes come from {len(FAMILIES)} scenario families" in doc
-    assert f"all\n      {len(FAMILIES)}, weighted" in doc
-    assert "{n_families}" not in doc
+    assert f"Episodes come from {len(V3_FAMILIES)} scenario families" in doc
+    assert f"all\n      {len(V3_FAMILIES)}, weighted" in doc
+    assert f"draws from the\n    {len(FAMILIES)} families" in doc
+    assert "{n_families" not in doc
     source = (ROOT / "mindhelper_env" / "envs" / "virtualhome.py").read_text(encoding="utf-8")
     assert "Episodes come from {n_families} scenario families" in source   # not hard-coded
 
@@ -123,7 +124,7 @@ def test_env_docstring_follows_the_registry_when_it_changes() -> None:
     code = ("import importlib\n"
             "import mindhelper_env.scenarios.spec as spec\n"
             "import mindhelper_env.envs.virtualhome as vh\n"
-            "spec.FAMILIES = spec.FAMILIES[:3]\n"
+            "spec.V3_FAMILIES = spec.V3_FAMILIES[:3]\n"
             "print(importlib.reload(vh).MindHelperEnv.__doc__)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=120).stdout

@@ -88,6 +88,34 @@ GOLDEN = {
 }
 
 
+# MindHelper-VirtualHome-v1 (0.5.0): mh-gen-3.0 episodes (vh-dev-v3; sampled and pooled
+# episodes of the twin groups), narration 1 (the robot's own moves narrated as a machine's).
+GOLDEN_V1 = {
+    "dev-home": "dbba13cf4256ab155456370cf6e4d7f464c44280d31513929a1ba977354af681",
+    "fresh-home": "4fc311bcef8332b93de6e9e010c5246470fd9672d95f726b4ecd718c6704362c",
+    "pool-home": "d7cb5c8fd09057d2825014ebf47a92c06012fa3b4aac454b509d2346ec35a594",
+}
+
+
+def test_v1_dev_suite_streams_are_unchanged() -> None:
+    env = gym.make("MindHelper-VirtualHome-v1", pool_size=0)
+    resets = [{"options": {"suite": "vh-dev-v3", "index": i}} for i in range(100)]
+    assert _stream_digest(env, resets, seed=7) == GOLDEN_V1["dev-home"]
+
+
+def test_v1_freshly_sampled_streams_are_unchanged() -> None:
+    env = gym.make("MindHelper-VirtualHome-v1", pool_size=0, window_ticks=2, max_ticks=90)
+    resets = [{"seed": 500 + i} for i in range(8)]
+    assert _stream_digest(env, resets, seed=11) == GOLDEN_V1["fresh-home"]
+
+
+def test_v1_pool_streams_are_unchanged() -> None:
+    env = gym.make("MindHelper-VirtualHome-v1", pool_size=16)
+    resets = [{"seed": 3}] + [{} for _ in range(15)]
+    assert _stream_digest(env, resets, seed=5) == GOLDEN_V1["pool-home"]
+
+
+# MindHelper-VirtualHome-v0 keeps its streams: the id still means mh-gen-2.5 and narration 0.
 @pytest.mark.parametrize("observability", ["home", "room"])
 def test_dev_suite_streams_are_unchanged(observability: str) -> None:
     env = gym.make("MindHelper-VirtualHome-v0", observability=observability, pool_size=0)

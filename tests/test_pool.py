@@ -13,10 +13,12 @@ from mindhelper_env.backends.symbolic import Simulation
 from mindhelper_env.scenarios import pool as pool_mod
 from mindhelper_env.scenarios.generator import generate_episode
 from mindhelper_env.scenarios.pool import EpisodePool, cache_dir
-from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS
+from mindhelper_env.scenarios.spec import family_weights
+
+DEFAULT_WEIGHTS = family_weights()  # the default generator's mix (the bundled pool's)
 from mindhelper_env.world.world import World
 
-ENV_ID = "MindHelper-VirtualHome-v0"
+ENV_ID = "MindHelper-VirtualHome-v1"
 FAMS = {"false_belief_relocation": 1.0, "routine": 1.0, "reach_helped": 0.5}
 
 
@@ -80,13 +82,17 @@ def test_key_depends_on_generator_and_families(tmp_path) -> None:
     assert EpisodePool({**FAMS, "routine": 2.0}, 4, directory=tmp_path).key != a.key
     shared = {"routine": 1.0, "implicit_goal_reach": 1.0}  # families of both generators
     b = EpisodePool(shared, 4, directory=tmp_path)
-    c = EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.0")
-    assert b.generator == pool_mod.GENERATOR_VERSION and c.generator == "mh-gen-3.0"
+    c = EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-2.5")
+    assert b.generator == pool_mod.GENERATOR_VERSION == "mh-gen-3.0"
+    assert c.generator == "mh-gen-2.5"
     assert b.key != c.key
+    assert EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.0").key == b.key
     with pytest.raises(ValueError, match="unknown generator"):
         EpisodePool(FAMS, 4, directory=tmp_path, generator="mh-gen-test")
     with pytest.raises(ValueError, match="known families"):
-        EpisodePool({"false_belief_spare": 1.0}, 4, directory=tmp_path, generator="mh-gen-3.0")
+        EpisodePool({"false_belief_spare": 1.0}, 4, directory=tmp_path)  # not in mh-gen-3.0
+    assert EpisodePool({"false_belief_spare": 1.0}, 4, directory=tmp_path,
+                       generator="mh-gen-2.5").generator == "mh-gen-2.5"
 
 
 def test_bad_or_foreign_files_are_regenerated(tmp_path, caplog) -> None:
@@ -175,7 +181,7 @@ def test_default_pool_uses_the_cache_dir(monkeypatch, tmp_path) -> None:
     env.reset(seed=0)
     pool = env.unwrapped.episode_pool
     assert pool.directory.parent.parent == tmp_path and any(pool.directory.glob("*.json"))
-    assert DEFAULT_FAMILY_WEIGHTS  # the default mix keeps its own key
+    assert DEFAULT_WEIGHTS  # the default mix keeps its own key
 
 
 # ------------------------------------------------------------------ the bundled default pool
@@ -188,7 +194,7 @@ def _bundle_lines(pool: EpisodePool) -> list[bytes]:
 def test_the_bundle_is_the_current_default_pool() -> None:
     # fails after a generator change until the bundle is rebuilt:
     # python -m mindhelper_env.scenarios.pool --bundle --workers 2
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    pool = EpisodePool(DEFAULT_WEIGHTS, persist=False)
     assert pool.bundle_path.exists(), f"no bundle for the default pool's key {pool.key}"
     assert [p.name for p in pool_mod.BUNDLE_DIR.glob("*.jsonl.xz")] == [pool.bundle_path.name]
     lines = _bundle_lines(pool)
@@ -203,28 +209,28 @@ def test_a_cold_default_pool_reads_the_bundle_not_the_generator(tmp_path, monkey
         raise AssertionError("generated an entry the bundle holds")
 
     monkeypatch.setattr(pool_mod, "generate_episode", refuse)
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, directory=tmp_path)
+    pool = EpisodePool(DEFAULT_WEIGHTS, directory=tmp_path)
     family, seed = pool.source(7)
     entry = pool.get(7)
     assert (entry.family, entry.seed) == (family, seed)
     assert pool.spec(7)["family"] == family and pool.spec(7)["seed"] == seed
     # unpacked into the cache: a new process starts from the files
     assert len(list(pool.directory.glob("*.json"))) == pool.size
-    mem = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    mem = EpisodePool(DEFAULT_WEIGHTS, persist=False)
     assert pickle.loads(mem.get(7).light) == pickle.loads(entry.light)
 
 
 def test_a_bad_bundle_entry_is_generated(tmp_path, monkeypatch, caplog) -> None:
     import lzma
 
-    real = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    real = EpisodePool(DEFAULT_WEIGHTS, persist=False)
     lines = _bundle_lines(real)[:4]
     lines[1] = lines[2]  # entry 1 holds entry 2's episode
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / real.bundle_path.name).write_bytes(lzma.compress(b"\n".join(lines)))
     monkeypatch.setattr(pool_mod, "BUNDLE_DIR", bundle)
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size=8, directory=tmp_path / "cache")
+    pool = EpisodePool(DEFAULT_WEIGHTS, size=8, directory=tmp_path / "cache")
     family, seed = pool.source(1)
     with caplog.at_level("WARNING"):
         spec = pool.spec(1)
@@ -232,7 +238,7 @@ def test_a_bad_bundle_entry_is_generated(tmp_path, monkeypatch, caplog) -> None:
     assert "does not hold" in caplog.text
     assert pool.spec(5)["seed"] == pool.source(5)[1]  # beyond the bundle: generated
     (bundle / real.bundle_path.name).write_bytes(b"not xz")
-    broken = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size=4, persist=False)
+    broken = EpisodePool(DEFAULT_WEIGHTS, size=4, persist=False)
     with caplog.at_level("WARNING"):
         assert broken.spec(0)["seed"] == broken.source(0)[1]
     assert "cannot read the bundle" in caplog.text
@@ -263,7 +269,7 @@ def _canonical(value, seen=None):
 def test_the_ready_entries_are_the_bundle_parsed() -> None:
     # fails after a change to World or Graph's layout until the bundle is rebuilt:
     # python -m mindhelper_env.scenarios.pool --bundle --workers 2
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    pool = EpisodePool(DEFAULT_WEIGHTS, persist=False)
     assert pool.ready_path.exists(), f"no ready entries for the default pool's key {pool.key}"
     assert [p.name for p in pool_mod.BUNDLE_DIR.glob("*.ready.bin")] == [pool.ready_path.name]
     ready = pool_mod._ReadyEntries(pool.ready_path, pool.key)
@@ -284,7 +290,7 @@ def test_a_cold_default_pool_plays_ready_entries_without_json(tmp_path, monkeypa
 
     monkeypatch.setattr(EpisodePool, "_read", refuse)
     monkeypatch.setattr(pool_mod, "generate_episode", refuse)
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, directory=tmp_path)
+    pool = EpisodePool(DEFAULT_WEIGHTS, directory=tmp_path)
     entry = pool.get(11)
     assert (entry.family, entry.seed) == pool.source(11)
     env = gym.make(ENV_ID, pool_dir=str(tmp_path))
@@ -318,7 +324,7 @@ def test_a_ready_entry_plays_as_its_replay(tmp_path) -> None:
 @pytest.mark.parametrize("damage", ["magic", "truncated", "foreign", "sources", "header",
                                     "entry"])
 def test_a_bad_ready_file_falls_back_to_the_json(tmp_path, monkeypatch, caplog, damage) -> None:
-    real = EpisodePool(DEFAULT_FAMILY_WEIGHTS, persist=False)
+    real = EpisodePool(DEFAULT_WEIGHTS, persist=False)
     data = real.ready_path.read_bytes()
     bundle = tmp_path / "bundle"
     bundle.mkdir()
@@ -344,7 +350,7 @@ def test_a_bad_ready_file_falls_back_to_the_json(tmp_path, monkeypatch, caplog, 
         data = data[:at] + bytes(16) + data[at + 16:]
     (bundle / real.ready_path.name).write_bytes(data)
     monkeypatch.setattr(pool_mod, "BUNDLE_DIR", bundle)
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size=8, persist=False)
+    pool = EpisodePool(DEFAULT_WEIGHTS, size=8, persist=False)
     with caplog.at_level("WARNING"):
         entry = pool.get(3)
     assert (entry.family, entry.seed) == real.source(3)

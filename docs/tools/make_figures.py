@@ -75,7 +75,7 @@ def _frame(suite: str, index: int, out: Path) -> dict[str, Any]:
     import mindhelper_env  # noqa: F401  (registers the envs)
     from mindhelper_env.agents import make_agent
 
-    env = gym.make("MindHelper-VirtualHome-v0", render_mode="rgb_array", render_size=512)
+    env = gym.make("MindHelper-VirtualHome-v1", render_mode="rgb_array", render_size=512)
     obs, info = env.reset(seed=0, options={"suite": suite, "index": index})
     truth = env.unwrapped.ground_truth
     agent = make_agent("oracle", env=env)

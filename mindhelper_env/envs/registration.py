@@ -3,7 +3,10 @@
 Env ids follow Gymnasium's versioning rule: a change of an env's dynamics, observations or
 rewards gets a new ``-vN`` id; the old id either stays registered (:data:`ENV_SPECS`) or is
 retired (:data:`RETIRED_ENV_IDS`) and then refused on ``gym.make`` with one line naming its
-replacement. ``MindHelper-VirtualHome-v0`` is the current id of the VirtualHome env.
+replacement. ``MindHelper-VirtualHome-v1`` is the current id of the VirtualHome env
+(``mh-gen-3.0`` episodes, narration 1); ``MindHelper-VirtualHome-v0`` stays registered with
+what it always meant (``mh-gen-2.5`` episodes, narration 0), and so do the TDW and Trigger
+ids.
 """
 
 from __future__ import annotations
@@ -14,11 +17,19 @@ import gymnasium as gym
 
 __all__ = ["ENV_SPECS", "RETIRED_ENV_IDS", "RetiredEnvError", "register_envs", "check_env_id"]
 
+_V0 = {"generator": "mh-gen-2.5", "narration": 0}  # the v0 ids, as released in 0.4.0
+_VH = "mindhelper_env.envs.virtualhome:MindHelperEnv"
+_TDW = "mindhelper_env.envs.tdw:MindHelperTDWEnv"
+_TRIGGER = "mindhelper_env.envs.trigger:MindHelperTriggerEnv"
+
 #: id -> (entry point, default kwargs, max_episode_steps)
 ENV_SPECS: dict[str, tuple[str, dict, int | None]] = {
-    "MindHelper-VirtualHome-v0": ("mindhelper_env.envs.virtualhome:MindHelperEnv", {}, None),
-    "MindHelper-TDW-v0": ("mindhelper_env.envs.tdw:MindHelperTDWEnv", {}, None),
-    "MindHelper-Trigger-v0": ("mindhelper_env.envs.trigger:MindHelperTriggerEnv", {}, None),
+    "MindHelper-VirtualHome-v1": (_VH, {}, None),
+    "MindHelper-TDW-v1": (_TDW, {}, None),
+    "MindHelper-Trigger-v1": (_TRIGGER, {}, None),
+    "MindHelper-VirtualHome-v0": (_VH, dict(_V0), None),
+    "MindHelper-TDW-v0": (_TDW, dict(_V0), None),
+    "MindHelper-Trigger-v0": (_TRIGGER, dict(_V0), None),
 }
 
 #: Retired id -> (the id that replaces it, why it was retired). Append only: an id, once

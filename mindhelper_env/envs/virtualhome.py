@@ -1,4 +1,4 @@
-"""``MindHelper-VirtualHome-v0``: the closed loop on the symbolic VirtualHome-style world."""
+"""``MindHelper-VirtualHome-v1``: the closed loop on the symbolic VirtualHome-style world."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from mindhelper_env.scenarios.spec import (
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.script import is_silence
 
-__all__ = ["MindHelperEnv", "DEFAULT_REWARD"]
+__all__ = ["MindHelperEnv", "DEFAULT_REWARD", "NARRATIONS", "NARRATION_VERSION"]
 
 #: Reward terms (see the class docstring); override any of them with ``reward={...}``.
 DEFAULT_REWARD: dict[str, float] = {
@@ -47,6 +47,11 @@ DEFAULT_REWARD: dict[str, float] = {
 }
 
 NARRATION_MAX = 16384
+#: The narration's wordings: ``0`` (``MindHelper-VirtualHome-v0``) narrates the robot's own
+#: moves as a person's ("Robot made their way to ..."), ``1`` (v1) as a machine's ("Robot
+#: made its way to ...").
+NARRATIONS = (0, 1)
+NARRATION_VERSION = 1
 EVENTS_MAX = 32768
 ACTION_MAX = 4096
 MAX_PROGRAM_LINES = 64
@@ -62,7 +67,10 @@ class MindHelperEnv(gym.Env):
     VirtualHome-style script lines or ``"none"``. It should intervene only when a false
     belief or an implicit goal blocks the focus person's task — and then quickly and
     helpfully — and stay silent otherwise. Episodes come from {n_families} scenario families
-    (:data:`~mindhelper_env.scenarios.spec.FAMILIES`), each validated by simulation.
+    (:data:`~mindhelper_env.scenarios.spec.V3_FAMILIES`: seven help families and their silent
+    twins, built in twin groups from one base draft, plus routine), each validated by
+    simulation; ``generator="mh-gen-2.5"`` (``MindHelper-VirtualHome-v0``) draws from the
+    {n_families_v2} families of :data:`~mindhelper_env.scenarios.spec.FAMILIES`.
 
     ## Action Space
 
@@ -138,7 +146,7 @@ class MindHelperEnv(gym.Env):
 
     * ``families``: family names (list) or ``{family: weight}`` to sample from (default: all
       {n_families}, weighted so that half the episodes need help:
-      :data:`~mindhelper_env.scenarios.spec.DEFAULT_FAMILY_WEIGHTS`).
+      :func:`~mindhelper_env.scenarios.spec.family_weights`).
     * ``window_ticks`` (3): ticks per observation window. Help issued at any tick from onset
       to the deadline (onset + 5) is validated to work; windows longer than 5 ticks may make
       even the oracle late.
@@ -182,7 +190,7 @@ class MindHelperEnv(gym.Env):
       contacted at ``reset()``; if it cannot be reached, or fails mid-episode, ``reset``/``step``
       raise ``SimulatorUnavailable`` (a ``ConnectionError``) or ``UnityError``.
       ``"tdw"`` mirrors every tick in a TDW build you start yourself (episodes must be set in
-      TDW houses: ``MindHelper-TDW-v0`` or a ``tdw-*`` suite;
+      TDW houses: ``MindHelper-TDW-v1`` or a ``tdw-*`` suite;
       :mod:`mindhelper_env.backends.tdw_build`): the floorplan scene, the furniture by model
       name as the layout placed it, the everyday objects, one Replicant per person (a
       wheelchair Replicant for wheelchair users) and the robot, teleported tick by tick; an
@@ -196,12 +204,24 @@ class MindHelperEnv(gym.Env):
       ``"PERSON_FROM_BACK"``), ``check_graph`` (True), ``characters`` (prefabs, robot first),
       ``skip_animation`` (True).
 
+    * ``generator``: the generator of sampled episodes (default
+      :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, ``mh-gen-3.0``: twin groups
+      built from one base draft, attention perception; ``"mh-gen-2.5"``: the v2 families,
+      as ``MindHelper-VirtualHome-v0`` registers). Suite episodes carry their own.
+    * ``narration`` (1): the wording (:data:`NARRATIONS`); ``0`` narrates the robot's own
+      moves as a person's, as ``MindHelper-VirtualHome-v0`` registers.
+
     ``reset(options={"episode": spec})`` replays an episode spec exactly;
     ``reset(options={"family": name})`` samples one family (freshly generated).
     ``env.unwrapped.ground_truth`` is the episode's :class:`~mindhelper_env.scenarios.Reference`.
 
     ## Version History
 
+    * v1 (0.5.0): sampled episodes from ``mh-gen-3.0`` (twin groups from one base draft;
+      presence is not perception: a person on the phone perceives nothing of others'
+      events; 84-tick episodes; the suites ``*-v3``), the robot's own moves narrated as a
+      machine's (``narration=1``: "made its way"). ``MindHelper-VirtualHome-v0`` stays
+      registered as it was: ``mh-gen-2.5`` and ``narration=0``.
     * v0 (0.4.0, unreleased): the intervention is the issue of the first program containing
       an acting line, executed or not (record: ``actions[i]["acts"]``,
       ``intervention_tick``); a ``walk``-prefixed act can no longer be scored as help in one
@@ -253,9 +273,14 @@ class MindHelperEnv(gym.Env):
         backend: str = "symbolic",
         backend_options: dict[str, Any] | None = None,
         generator: str | None = None,
+        narration: int = NARRATION_VERSION,
     ) -> None:
         if generator is not None and generator not in GENERATORS:
             raise ValueError(f"generator must be one of {list(GENERATORS)}, got {generator!r}")
+        if isinstance(narration, bool) or narration not in NARRATIONS:
+            raise ValueError(f"narration must be one of {list(NARRATIONS)}, got {narration!r}")
+        #: the wording of the narration (:data:`NARRATIONS`)
+        self.narration = int(narration)
         #: the generator of sampled episodes (``mh-gen-3.0``: twins from one base draft,
         #: attention perception; None: the current default)
         self.generator = GENERATOR_VERSION if generator is None else generator
@@ -383,7 +408,8 @@ class MindHelperEnv(gym.Env):
         self._names = {a.id: a.name for a in sim.actors}
         self._names[ROBOT_ID] = "Robot"
         self._kinds = {a.id: a.kind for a in sim.actors}
-        self._labels = Labels(sim.world, self._names)
+        self._labels = Labels(sim.world, self._names,
+                              ROBOT_ID if self.narration >= 1 else None)
         if self._backend_options is not None:
             self._done = True  # until Unity mirrors the new episode
             self._mirror_reset(sim)
@@ -819,7 +845,8 @@ class MindHelperEnv(gym.Env):
 
 # the family count comes from the registry (docstrings are None under python -OO)
 if MindHelperEnv.__doc__:
-    MindHelperEnv.__doc__ = MindHelperEnv.__doc__.replace("{n_families}", str(len(FAMILIES)))
+    MindHelperEnv.__doc__ = MindHelperEnv.__doc__.replace(
+        "{n_families}", str(len(V3_FAMILIES))).replace("{n_families_v2}", str(len(FAMILIES)))
 
 
 def _or_minus_one(value: int | None) -> int:

@@ -17,7 +17,7 @@ __all__ = ["DEFAULT_ENV_ID", "MAX_STEPS", "run_episode", "play_episode"]
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
-DEFAULT_ENV_ID = "MindHelper-VirtualHome-v0"
+DEFAULT_ENV_ID = "MindHelper-VirtualHome-v1"
 USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
               "fallbacks", "parse_failures")
 #: A hard stop for a misbehaving env that never ends an episode (the real env's horizon is far
@@ -83,7 +83,7 @@ def run_episode(
     (or a non-string action) never stops the episode: it is logged, replaced by ``"none"``
     and counted in ``usage.fallbacks``. Errors of the env itself propagate.
 
-    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v2", "index": 3}``);
+    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v3", "index": 3}``);
     the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
     defaults to ``agent.name``. With ``timing=False`` ``usage.seconds`` is 0.0, which makes
     records fully reproducible.

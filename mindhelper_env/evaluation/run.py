@@ -190,9 +190,9 @@ def evaluate(
     """Run every agent on the first ``limit`` (default: all) episodes of ``suite``.
 
     Call it with one :class:`~mindhelper_env.evaluation.settings.EvalSettings`
-    (``evaluate(EvalSettings("vh-dev-v2", ["oracle"], "runs/dev", workers=2))``) or, as
+    (``evaluate(EvalSettings("vh-dev-v3", ["oracle"], "runs/dev", workers=2))``) or, as
     before the settings object existed, with its fields as arguments
-    (``evaluate("vh-dev-v2", ["oracle"], "runs/dev", workers=2)``: a thin shim that builds
+    (``evaluate("vh-dev-v3", ["oracle"], "runs/dev", workers=2)``: a thin shim that builds
     the settings). ``on_record(record)`` is called as each record is written.
 
     Writes ``<out_dir>/<agent>.jsonl`` (one result record per episode and trial, appended

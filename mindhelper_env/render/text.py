@@ -81,6 +81,13 @@ _PHRASES: dict[str, tuple[str, ...]] = {
     "stand_one": ("{who}, holding {held}, stood at {a0}.", "{who} stood at {a0} with {held}."),
     "move": ("{who} moved {a0} to {a1} in the {room}.",),
 }
+#: The robot's own actions where a person's phrase would not fit a machine (narration 1,
+#: ``MindHelper-VirtualHome-v1``): as many options as :data:`_PHRASES` has for the key, so
+#: the choice among them is the same.
+_ROBOT_PHRASES: dict[str, tuple[str, ...]] = {
+    "arrive": ("{who} went to {a0} in the {room}.", "{who} walked over to {a0} in the {room}.",
+               "{who} made its way to {a0} in the {room}."),
+}
 
 
 def clean_text(text: str, max_length: int) -> str:
@@ -139,13 +146,15 @@ class Labels:
     """The phrases naming nodes in one episode's narration (``Emma (3)``, ``the fridge
     (12)``, ``kitchen (4)``), built once per node: names and classes do not change within
     an episode (nodes are never added or removed). Make one per episode and pass it to
-    :func:`narrate_event`."""
+    :func:`narrate_event`. ``robot``: the robot's node id, whose own actions are then
+    narrated as a machine's ("made its way"); None: as a person's (``MindHelper-*-v0``)."""
 
-    __slots__ = ("world", "names", "_things", "_rooms", "_json", "_style")
+    __slots__ = ("world", "names", "robot", "_things", "_rooms", "_json", "_style")
 
-    def __init__(self, world: World, names: dict[int, str]) -> None:
+    def __init__(self, world: World, names: dict[int, str], robot: int | None = None) -> None:
         self.world = world
         self.names = names
+        self.robot = robot
         self._things: dict[int, str] = {}
         self._rooms: dict[int | None, str] = {}
         self._json: dict[Any, str] = {}
@@ -218,6 +227,8 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
         fields["held"] = _and(held) or "something"
         key = "stand" if len(held) > 1 else "stand_one"
     options = _PHRASES.get(key)
+    if actor == labels.robot and actor is not None and key in _ROBOT_PHRASES:
+        options = _ROBOT_PHRASES[key]
     if options is not None:
         if len(options) == 1:
             template = options[0]

@@ -36,6 +36,7 @@ from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
 from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 from mindhelper_env.scenarios.spec import (
     FAMILIES,
+    GENERATOR_V2,
     GENERATOR_VERSION,
     Reference,
     family_weights,
@@ -71,9 +72,9 @@ EPISODE_TICKS = 72
 #: ``mh-gen-3.0`` episodes last this many ticks (28 windows): the focus person's timeline
 #: (a while watching, a busy while, in either order) comes before the look.
 EPISODE_TICKS_V3 = 84
-#: The generators :func:`generate_episode` can run: the current one and ``mh-gen-3.0``
-#: (:mod:`mindhelper_env.scenarios.twins`).
-GENERATORS = (GENERATOR_VERSION, GENERATOR_V3)
+#: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
+#: suites) and ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`, the default).
+GENERATORS = (GENERATOR_V2, GENERATOR_V3)
 #: The twin groups of ``mh-gen-3.0``, in a fixed order (each seeds its own base drafts).
 V3_GROUPS = tuple(V3_TWINS)
 #: Free movement lines a robot may put before its help and still be in time: the reference
@@ -362,7 +363,7 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
         except (_Reject, EpisodeInvalid) as err:
             last = str(err)
             continue
-        return _finish(family, int(seed), episode_id, houses, draft, truth, GENERATOR_VERSION)
+        return _finish(family, int(seed), episode_id, houses, draft, truth, GENERATOR_V2)
     raise RuntimeError(
         f"could not generate a valid {family!r} episode from seed {seed} after "
         f"{MAX_ATTEMPTS} attempts (last problem: {last})"

@@ -430,8 +430,10 @@ class _ReadyEntries:
         return blob[4:4 + n], blob[4 + n:]
 
     @staticmethod
-    def write(path: Path, key: str, specs: list[dict[str, Any]]) -> None:
-        """Write the ready entries of ``specs`` (entry ``k`` is ``specs[k]``) to ``path``."""
+    def write(path: Path, key: str, specs: list[dict[str, Any]],
+              generator: str = GENERATOR_VERSION) -> None:
+        """Write the ready entries of ``specs`` (entry ``k`` is ``specs[k]``, made by
+        ``generator``) to ``path``."""
         blobs = []
         for spec in specs:
             light, world = _entry_pickles(spec)
@@ -443,7 +445,7 @@ class _ReadyEntries:
             deflate = zlib.compressobj(9, zdict=zdict)
             packed.append(deflate.compress(blob) + deflate.flush())
         offsets = np.cumsum([0] + [len(b) for b in packed]).astype("<u8")
-        head = {"format": _READY_FORMAT, "generator": GENERATOR_VERSION, "key": key,
+        head = {"format": _READY_FORMAT, "generator": generator, "key": key,
                 "size": len(specs), "sources": [[s["family"], s["seed"]] for s in specs],
                 "dictionary": len(zdict)}
         path.write_bytes(_READY_MAGIC + json.dumps(head, separators=(",", ":")).encode()
@@ -532,9 +534,9 @@ def build_bundle(size: int = DEFAULT_POOL_SIZE, workers: int = 1,
     import lzma
     from multiprocessing import get_context
 
-    from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS
+    from mindhelper_env.scenarios.spec import family_weights
 
-    pool = EpisodePool(DEFAULT_FAMILY_WEIGHTS, size, persist=False)
+    pool = EpisodePool(family_weights(GENERATOR_VERSION), size, persist=False)
     jobs = [pool.source(k) for k in range(size)]
     if workers > 1:
         with get_context("spawn").Pool(workers) as procs:
@@ -549,7 +551,7 @@ def build_bundle(size: int = DEFAULT_POOL_SIZE, workers: int = 1,
     data = lzma.compress(b"\n".join(lines) + b"\n", preset=9 | lzma.PRESET_EXTREME)
     path.write_bytes(data)
     _ReadyEntries.write(out_dir / f"{pool.key}.ready.bin", pool.key,
-                        [json.loads(line) for line in lines])
+                        [json.loads(line) for line in lines], pool.generator)
     return path
 
 

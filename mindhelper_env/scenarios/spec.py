@@ -20,13 +20,22 @@ import copy
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-__all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION",
+__all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION", "GENERATOR_V2",
            "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
            "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group", "GENERATOR_V3",
            "V3_TWINS", "V3_FAMILIES", "twins_of", "silent_shares", "family_weights"]
 
-#: Bumped whenever episode generation changes in a way that changes episodes.
-GENERATOR_VERSION = "mh-gen-2.5"
+#: The generator of the v2 families and suites (``MindHelper-VirtualHome-v0``'s episodes):
+#: each family drafted by its own procedure and validated alone.
+GENERATOR_V2 = "mh-gen-2.5"
+#: Generator ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`): twins built from one
+#: base draft, accepted or rejected together.
+GENERATOR_V3 = "mh-gen-3.0"
+#: The generator the package builds by default: ``MindHelper-VirtualHome-v1``'s sampled
+#: episodes, the bundled pool, ``generate_episode`` without ``generator=``. A change that
+#: changes episodes gets a new version here, and new suite names (see
+#: :mod:`mindhelper_env.scenarios.releases`).
+GENERATOR_VERSION = GENERATOR_V3
 
 HELP_FAMILIES = (
     "false_belief_relocation",
@@ -101,7 +110,6 @@ DEFAULT_FAMILY_WEIGHTS: dict[str, float] = {
 #: mind (``false_belief_irrelevant``, ``false_belief_self_corrected``, ``false_belief_spare``,
 #: ``emptied_spare`` and ``search_self_found`` are not generated: no cue at all, X lying in
 #: view, or X where one keeps it).
-GENERATOR_V3 = "mh-gen-3.0"
 V3_TWINS: dict[str, tuple[str, ...]] = {
     "false_belief_relocation": ("false_belief_witnessed",),
     "false_belief_watched": ("watched_move_seen",),
@@ -118,7 +126,8 @@ V3_ROUTINE = 0.05
 
 def twins_of(generator: str | None = None) -> dict[str, tuple[str, ...]]:
     """The twin groups a generator builds (:data:`TWINS`, or :data:`V3_TWINS` for
-    ``mh-gen-3.0`` on)."""
+    ``mh-gen-3.0`` on; ``None``: :data:`GENERATOR_VERSION`)."""
+    generator = GENERATOR_VERSION if generator is None else generator
     return dict(V3_TWINS if generator == GENERATOR_V3 else TWINS)
 
 
@@ -127,7 +136,8 @@ def silent_shares(generator: str | None = None) -> dict[str, float]:
     twin group as common as its help family, split evenly inside the group; ``routine`` a
     tenth (``mh-gen-2.x``) or a twentieth (``mh-gen-3.0``: nothing in it looks like a need, so
     every agent that stays silent without a struggle gets it right, and a tenth lifted a coin
-    flip over the twin groups to PHA 52.5)."""
+    flip over the twin groups to PHA 52.5). ``None``: :data:`GENERATOR_VERSION`."""
+    generator = GENERATOR_VERSION if generator is None else generator
     if generator != GENERATOR_V3:
         return dict(SILENT_SHARES)
     return {**{twin: (1 - V3_ROUTINE) / len(V3_TWINS) / len(group)
@@ -135,7 +145,9 @@ def silent_shares(generator: str | None = None) -> dict[str, float]:
 
 
 def family_weights(generator: str | None = None) -> dict[str, float]:
-    """Sampling weights of a generator's families: half help, half silent."""
+    """Sampling weights of a generator's families (``None``: :data:`GENERATOR_VERSION`):
+    half help, half silent."""
+    generator = GENERATOR_VERSION if generator is None else generator
     if generator != GENERATOR_V3:
         return dict(DEFAULT_FAMILY_WEIGHTS)
     shares = silent_shares(generator)

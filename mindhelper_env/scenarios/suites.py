@@ -331,7 +331,7 @@ def suite_seed(name: str, index: int) -> int:
 
 
 def suite_episode_id(name: str, index: int) -> str:
-    """The id of episode ``index`` of suite ``name``, e.g. ``vh-dev-v2-0003``."""
+    """The id of episode ``index`` of suite ``name``, e.g. ``vh-dev-v3-0003``."""
     return f"{name}-{_index(name, index):04d}"
 
 
@@ -430,14 +430,14 @@ def public_record(spec: Mapping[str, Any], *, suite: str | None = None,
     by id) and ``horizon``. Never the family, the need for help, the window, mental states,
     beliefs, activities, events, the target, the seed or the reference program.
 
-    ``suite`` and ``index`` are read from the episode id (``vh-dev-v2-0003``) unless given;
+    ``suite`` and ``index`` are read from the episode id (``vh-dev-v3-0003``) unless given;
     a spec that is not a suite episode raises ``ValueError`` (its id may name its family).
     """
     eid = spec.get("episode_id")
     if suite is None or index is None:
         parsed = _parse_episode_id(eid)
         if parsed is None:
-            raise ValueError(f"episode id {eid!r} is not a suite episode id like 'vh-dev-v2-0003'")
+            raise ValueError(f"episode id {eid!r} is not a suite episode id like 'vh-dev-v3-0003'")
         suite = parsed[0] if suite is None else suite
         index = parsed[1] if index is None else index
     people = [{"id": int(a["id"]), "name": str(a["name"]), "kind": str(a["kind"])}

@@ -160,7 +160,7 @@ def play_records(suite: str, agent: Any, name: str, *,
     from mindhelper_env.scenarios.suites import SUITES
 
     n = int(SUITES[suite]["n"]) if limit is None else min(limit, int(SUITES[suite]["n"]))
-    env = gym.make("MindHelper-VirtualHome-v0")
+    env = gym.make("MindHelper-VirtualHome-v1")
     try:
         return [run_episode(env, agent, seed=i, options={"suite": suite, "index": i},
                             agent_name=name, timing=False) for i in range(n)]
@@ -211,7 +211,7 @@ def narrations(spec: dict[str, Any], windows: int = 0) -> str:
 
     import mindhelper_env  # noqa: F401 - registers the env
 
-    env = gym.make("MindHelper-VirtualHome-v0")
+    env = gym.make("MindHelper-VirtualHome-v1")
     try:
         obs, _ = env.reset(options={"episode": spec})
         texts = [obs["narration"]]
