@@ -52,7 +52,7 @@ the env runs the program to completion).
 Cost control: ``max_calls=N`` caps the model calls per episode; after the N-th call the
 agent answers ``"none"`` without a call, and each such window counts as a ``capped``
 decision in ``usage.sources`` (a small model that never acts calls once per window: about
-24 calls per ``vh-dev-v2`` episode).
+24 calls per ``vh-dev-v3`` episode).
 
 Trace (copied into result records): one entry per model call: ``window``, ``tick``,
 ``prompt_tokens``, ``completion_tokens``, ``outcome`` (``ok``, ``parse_failure``,

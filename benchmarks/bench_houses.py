@@ -7,7 +7,7 @@ For each setting: env steps/s *including resets* on sampled episodes from a warm
 (the policy of ``bench_core.py``: silence 80 %, random-but-valid programs 20 %), and resets/s
 from that pool. Settings: ``MindHelper-VirtualHome-v1`` (generated houses),
 ``MindHelper-VirtualHome-v1`` with ``house="virtualhome:scene1"`` (needs ``virtualhome-eval``)
-and ``MindHelper-TDW-v0`` (needs the ``tdw`` extra); a setting whose package is missing is
+and ``MindHelper-TDW-v1`` (needs the ``tdw`` extra); a setting whose package is missing is
 reported as skipped. The ratio column is against the generated-house env.
 """
 
@@ -25,7 +25,7 @@ SETTINGS = {
     "VirtualHome-v1 (generated houses)": ("MindHelper-VirtualHome-v1", {}),
     "VirtualHome-v1 (TestScene1 apartment)": ("MindHelper-VirtualHome-v1",
                                               {"house": "virtualhome:scene1"}),
-    "TDW-v0 (TDW floorplans)": ("MindHelper-TDW-v0", {}),
+    "TDW-v1 (TDW floorplans)": ("MindHelper-TDW-v1", {}),
 }
 
 

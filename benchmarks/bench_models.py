@@ -56,7 +56,7 @@ import mindhelper_env  # noqa: F401  (registers the envs)
 from mindhelper_env.evaluation import HEADLINE_KEYS, evaluate, read_result_file
 
 #: The suite this benchmark plays unless told otherwise (the one place it is named).
-DEFAULT_SUITE = "vh-dev-v2"
+DEFAULT_SUITE = "vh-dev-v3"
 N_CTX = 8192
 #: variant -> per-agent options
 VARIANTS: dict[str, dict[str, dict[str, Any]]] = {

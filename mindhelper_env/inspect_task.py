@@ -49,7 +49,7 @@ except ImportError as err:  # pragma: no cover - the inspect extra is missing
     raise ImportError("the Inspect task needs Inspect AI: pip install "
                       "'mindhelper-env[inspect]'") from err
 
-from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID, MAX_STEPS, play_episode
+from mindhelper_env.evaluation.episode import MAX_STEPS, play_episode, suite_env_id
 from mindhelper_env.evaluation.settings import (
     check_agents,
     check_suite,
@@ -108,7 +108,7 @@ def mindhelper(suite: str = "vh-dev-v3", agent: str = "direct-vlm", limit: int |
                             agent_options=_options(agent_options)),
                 scorer=episode_scorer(),
                 metadata={"suite": suite, "agent": agent, "seed": int(seed),
-                          "env_id": DEFAULT_ENV_ID, "env_kwargs": env_kwargs})
+                          "env_id": suite_env_id(suite), "env_kwargs": env_kwargs})
 
 
 class _Narrated:
@@ -165,7 +165,7 @@ def play(agent: str = "direct-vlm", seed: int = 0, env_kwargs: dict[str, Any] | 
                                                                          None))
 
         def run() -> tuple[dict[str, Any], dict[str, Any]]:
-            env = gym.make(DEFAULT_ENV_ID, **dict(env_kwargs or {}))
+            env = gym.make(suite_env_id(suite), **dict(env_kwargs or {}))
             try:
                 kwargs = {"env": env, "seed": seed, **options}
                 wrapped = _Narrated(make_agent(agent, **kwargs))

@@ -69,3 +69,21 @@ def test_v1_narrates_the_robots_moves_as_a_machines() -> None:
     assert any("Robot made its way" in ln for ln in new)
     # the wording is the only difference: the same phrase is chosen at the same event
     assert [ln.replace("Robot made its way", "Robot made their way") for ln in new] == old
+
+
+def test_a_suite_is_played_on_the_id_it_was_released_on(tmp_path) -> None:
+    import json
+
+    from mindhelper_env.evaluation import EvalSettings, evaluate, suite_env_id
+
+    assert suite_env_id("vh-test-v2") == suite_env_id("tdw-dev-v2") == "MindHelper-VirtualHome-v0"
+    assert suite_env_id("vh-test-v3") == suite_env_id(None) == "MindHelper-VirtualHome-v1"
+    assert EvalSettings("vh-dev-v2", ["silent"], tmp_path).env_id == "MindHelper-VirtualHome-v0"
+    assert EvalSettings("vh-dev-v3", ["silent"], tmp_path,
+                        env_id="MindHelper-VirtualHome-v0").env_id == "MindHelper-VirtualHome-v0"
+    for suite, env_id in (("vh-dev-v2", "MindHelper-VirtualHome-v0"),
+                          ("vh-dev-v3", "MindHelper-VirtualHome-v1")):
+        evaluate(EvalSettings(suite, ["reactive"], tmp_path / suite, limit=2, plots=False,
+                              progress=False))
+        run = json.loads((tmp_path / suite / "run.json").read_text())
+        assert run["env_id"] == env_id

@@ -14,10 +14,9 @@ from mindhelper_env.scenarios import pool as pool_mod
 from mindhelper_env.scenarios.generator import generate_episode
 from mindhelper_env.scenarios.pool import EpisodePool, cache_dir
 from mindhelper_env.scenarios.spec import family_weights
-
-DEFAULT_WEIGHTS = family_weights()  # the default generator's mix (the bundled pool's)
 from mindhelper_env.world.world import World
 
+DEFAULT_WEIGHTS = family_weights()  # the default generator's mix (the bundled pool's)
 ENV_ID = "MindHelper-VirtualHome-v1"
 FAMS = {"false_belief_relocation": 1.0, "routine": 1.0, "reach_helped": 0.5}
 

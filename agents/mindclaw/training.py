@@ -1,4 +1,4 @@
-"""Training a Trigger policy on ``MindHelper-Trigger-v0`` (``mindhelper train-trigger``).
+"""Training a Trigger policy on ``MindHelper-Trigger-v1`` (``mindhelper train-trigger``).
 
 Needs the ``rl`` extra (torch, Stable-Baselines3, sb3-contrib); importing this module
 imports none of them — :func:`train` does.
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 ALGOS = ("maskable-ppo", "ppo", "dqn")
 #: Seed of the random stream that draws held-out training episodes.
 HELDOUT_STREAM = 9_100_001
-ENV_ID = "MindHelper-Trigger-v0"
+ENV_ID = "MindHelper-Trigger-v1"
 
 
 # --------------------------------------------------------------------------------------
@@ -57,10 +57,10 @@ def heldout_episodes(n: int, *, pool_size: int = 4096, stream: int = HELDOUT_STR
     """``n`` episode specs from training seeds (half need help) that are not entries of the
     training envs' episode pool (``pool_size`` entries for ``families``)."""
     from mindhelper_env.scenarios.pool import EpisodePool
-    from mindhelper_env.scenarios.spec import DEFAULT_FAMILY_WEIGHTS
+    from mindhelper_env.scenarios.spec import family_weights
     from mindhelper_env.validity import training_episodes
 
-    pool = EpisodePool(dict(families or DEFAULT_FAMILY_WEIGHTS), max(int(pool_size), 1),
+    pool = EpisodePool(dict(families or family_weights()), max(int(pool_size), 1),
                        persist=False)
     taken = {pool.source(k) for k in range(pool_size)} if pool_size else set()
     out: list[dict[str, Any]] = []
@@ -79,7 +79,7 @@ PolicyFn = Callable[[np.ndarray, np.ndarray], int]
 def play_trigger(specs: Sequence[Mapping[str, Any]] | None, policy: PolicyFn | None, *,
                  env: Any = None, options: Sequence[Mapping[str, Any]] | None = None,
                  ) -> list[dict[str, Any]]:
-    """Play each episode on ``MindHelper-Trigger-v0`` choosing ``policy(obs, mask)`` (None:
+    """Play each episode on ``MindHelper-Trigger-v1`` choosing ``policy(obs, mask)`` (None:
     the rule Trigger). Episodes are given as ``specs`` or as reset ``options``. Returns one
     ``{"needs_help", "outcome", "reasoning_calls", "action_calls", "return"}`` per episode."""
     import gymnasium as gym
@@ -468,7 +468,7 @@ def _plot_curve(history: Sequence[Mapping[str, Any]], rule: Mapping[str, float],
     b.set_xlabel("env steps")
     b.set_ylabel("reasoning_run per episode")
     b.legend()
-    fig.suptitle(f"MindHelper-Trigger-v0, {title}")
+    fig.suptitle(f"MindHelper-Trigger-v1, {title}")
     fig.tight_layout()
     tmp = path.with_name(path.stem + ".tmp.png")
     fig.savefig(tmp, dpi=100)

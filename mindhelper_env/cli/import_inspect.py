@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as err:
         raise CLIError(str(err)) from None
     from mindhelper_env.evaluation import safety
-    from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID
+    from mindhelper_env.evaluation.episode import suite_env_id
     from mindhelper_env.evaluation.results import result_file_name, rewrite_sorted
     from mindhelper_env.evaluation.run import RUN_FILE, SUMMARY_FILE, holds_results
     from mindhelper_env.evaluation.settings import (
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
     # the provenance evaluate gives the same agent: the same stamps, byte for byte
     provenance = run_provenance(
-        suite=suite, env_id=DEFAULT_ENV_ID, env_kwargs=content["env_kwargs"],
+        suite=suite, env_id=suite_env_id(suite), env_kwargs=content["env_kwargs"],
         seed=content["seed"], trials=1,
         agents={a: agent_provenance(a, a, {}) for a in by_agent})
     provenance["source"] = str(args.log)
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         for agent, records in by_agent.items():
             rewrite_sorted(args.out / result_file_name(agent), records)
-        run_record = {"format": RUN_FORMAT, "suite": suite, "env_id": DEFAULT_ENV_ID,
+        run_record = {"format": RUN_FORMAT, "suite": suite, "env_id": suite_env_id(suite),
                       "env_kwargs": content["env_kwargs"], "seed": content["seed"],
                       "timing": False, "provenance": provenance}
         safety.atomic_write_bytes(args.out / RUN_FILE,

@@ -76,6 +76,7 @@ def mine(episodes: int = 600, seed: int = 0, min_support: int = 20,
     """Mine a skill book from ``episodes`` training episodes and save it to ``out`` (default:
     :data:`DEFAULT_OUT`; the shipped file is never written); returns the book."""
     from mindhelper_env.agents.mindclaw.skills import mine_skills
+    from mindhelper_env.scenarios.spec import GENERATOR_VERSION
     from mindhelper_env.validity import training_episodes
 
     specs = training_episodes(episodes, seed)
@@ -83,7 +84,7 @@ def mine(episodes: int = 600, seed: int = 0, min_support: int = 20,
     book = mine_skills(outcomes, min_support=min_support, min_confidence=min_confidence,
                        source={"episodes": episodes, "seed": seed, "cues": len(outcomes),
                                "episodes_from": "mindhelper_env.validity.training_episodes",
-                               "min_support": min_support})
+                               "generator": GENERATOR_VERSION, "min_support": min_support})
     path = Path(out) if out is not None else _default_out()
     _refuse_package_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

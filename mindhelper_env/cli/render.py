@@ -50,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
 
     from mindhelper_env.agents import agent_label
     from mindhelper_env.evaluation import (
-        DEFAULT_ENV_ID,
         check_agents,
         check_suite,
+        suite_env_id,
         suite_episode_ids,
     )
     from mindhelper_env.evaluation.roster import build_agent
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         check_video_path(args.out)
     except ValueError as exc:
         raise CLIError(f"argument --out: {exc}") from None
-    env = gym.make(DEFAULT_ENV_ID, **window_kwargs(args.window_ticks))
+    env = gym.make(suite_env_id(args.suite), **window_kwargs(args.window_ticks))
     try:
         agent = build_agent(args.agent, {}, env, args.seed)
     except ValueError as exc:

@@ -60,7 +60,12 @@ interface), :mod:`~.ray_runner` (the Ray runner) and :mod:`~.run` (:func:`evalua
 
 from __future__ import annotations
 
-from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID, run_episode
+from mindhelper_env.evaluation.episode import (
+    DEFAULT_ENV_ID,
+    SUITE_ENV_IDS,
+    run_episode,
+    suite_env_id,
+)
 from mindhelper_env.evaluation.results import read_result_file, result_file_name
 from mindhelper_env.evaluation.run import evaluate, write_videos
 from mindhelper_env.evaluation.settings import (
@@ -86,6 +91,8 @@ from mindhelper_env.evaluation.summary import (
 
 __all__ = [
     "DEFAULT_ENV_ID",
+    "SUITE_ENV_IDS",
+    "suite_env_id",
     "HEADLINE_KEYS",
     "EvalSettings",
     "run_episode",

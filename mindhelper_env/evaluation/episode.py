@@ -13,11 +13,28 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DEFAULT_ENV_ID", "MAX_STEPS", "run_episode", "play_episode"]
+__all__ = ["DEFAULT_ENV_ID", "SUITE_ENV_IDS", "MAX_STEPS", "suite_env_id", "run_episode",
+           "play_episode"]
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
 DEFAULT_ENV_ID = "MindHelper-VirtualHome-v1"
+#: The env id a suite is played on, by the generator that built it: the id its results were
+#: released on, so that a number on a released suite keeps its meaning (the v2 suites'
+#: narration is ``MindHelper-VirtualHome-v0``'s).
+SUITE_ENV_IDS = {"mh-gen-2.5": "MindHelper-VirtualHome-v0",
+                 "mh-gen-3.0": "MindHelper-VirtualHome-v1"}
+
+
+def suite_env_id(suite: str | None) -> str:
+    """The env id suite ``suite`` is played on (:data:`SUITE_ENV_IDS`; :data:`DEFAULT_ENV_ID`
+    for no suite or one the table does not know)."""
+    if suite is None:
+        return DEFAULT_ENV_ID
+    from mindhelper_env.scenarios.suites import SUITES
+
+    entry = SUITES.get(str(suite))
+    return SUITE_ENV_IDS.get(entry["generator"], DEFAULT_ENV_ID) if entry else DEFAULT_ENV_ID
 USAGE_KEYS = ("model_calls", "prompt_tokens", "completion_tokens", "seconds", "decisions",
               "fallbacks", "parse_failures")
 #: A hard stop for a misbehaving env that never ends an episode (the real env's horizon is far

@@ -22,7 +22,7 @@ from mindhelper_env.evaluation.budget import (
     model_spec_of,
     price_of,
 )
-from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID
+from mindhelper_env.evaluation.episode import suite_env_id
 from mindhelper_env.evaluation.progress import Progress
 from mindhelper_env.evaluation.results import (
     append_line,
@@ -229,8 +229,10 @@ def evaluate(
     already holds results (``run.json``, ``summary.json`` or ``*.jsonl``) needs ``resume``
     or ``overwrite=True``. Episode ``i`` is reset with seed ``seed + i`` (the agent too; in
     trial ``t > 0`` the agent gets :func:`~mindhelper_env.evaluation.settings.trial_seed`).
-    ``env_kwargs`` go to ``gym.make`` (e.g. ``window_ticks``), ``agent_kwargs[name]`` to the
-    agent factory (``env`` is always passed).
+    The env is ``env_id`` (default: the id the suite was released on,
+    :func:`~mindhelper_env.evaluation.episode.suite_env_id`: ``MindHelper-VirtualHome-v1``
+    for the v3 suites, v0 for the v2 suites); ``env_kwargs`` go to ``gym.make`` (e.g.
+    ``window_ticks``), ``agent_kwargs[name]`` to the agent factory (``env`` is always passed).
 
     ``concurrency=N`` keeps up to ``N`` episodes in flight in each worker (threads; see
     :mod:`mindhelper_env.evaluation.runners`): for agents that wait on a model server. The
@@ -538,7 +540,7 @@ def write_videos(
     out_dir: str | os.PathLike[str],
     k: int,
     *,
-    env_id: str = DEFAULT_ENV_ID,
+    env_id: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
     seed: int = 0,
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
@@ -565,7 +567,7 @@ def write_videos(
     for name in agents:
         label = (labels or {}).get(name, name)
         stem = safety.agent_file_stem(label)
-        env = gym.make(env_id, **dict(env_kwargs or {}))
+        env = gym.make(env_id or suite_env_id(suite), **dict(env_kwargs or {}))
         kwargs = dict((agent_kwargs or {}).get(name, {}))
         kwargs.setdefault("env", env)
         kwargs.setdefault("seed", seed)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mindhelper_env.evaluation import safety
-from mindhelper_env.evaluation.episode import DEFAULT_ENV_ID
+from mindhelper_env.evaluation.episode import suite_env_id
 
 __all__ = [
     "EvalSettings",
@@ -72,7 +72,9 @@ class EvalSettings:
     resume: bool = False
     overwrite: bool = False
     limit: int | None = None
-    env_id: str = DEFAULT_ENV_ID
+    #: None: the suite's own id (:func:`~mindhelper_env.evaluation.episode.suite_env_id`:
+    #: ``MindHelper-VirtualHome-v0`` for the v2 suites, v1 for the v3 suites)
+    env_id: str | None = None
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None
     seed: int = 0
@@ -104,6 +106,8 @@ class EvalSettings:
             agents = list(agents)
         object.__setattr__(self, "agents", tuple(agents) if isinstance(agents, list) else agents)
         object.__setattr__(self, "env_kwargs", dict(self.env_kwargs or {}))
+        if self.env_id is None:
+            object.__setattr__(self, "env_id", suite_env_id(self.suite))
 
     @classmethod
     def fields(cls) -> tuple[str, ...]:
