@@ -49,7 +49,7 @@ except ImportError as err:  # pragma: no cover - the inspect extra is missing
     raise ImportError("the Inspect task needs Inspect AI: pip install "
                       "'mindhelper-env[inspect]'") from err
 
-from mindhelper_env.evaluation.episode import MAX_STEPS, play_episode, suite_env_id
+from mindhelper_env.evaluation.episode import MAX_STEPS, make_env, play_episode, suite_env_id
 from mindhelper_env.evaluation.settings import (
     check_agents,
     check_suite,
@@ -148,7 +148,6 @@ def play(agent: str = "direct-vlm", seed: int = 0, env_kwargs: dict[str, Any] | 
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         import anyio
-        import gymnasium as gym
 
         import mindhelper_env  # noqa: F401  (registers the envs)
         from mindhelper_env.agents import make_agent
@@ -165,7 +164,7 @@ def play(agent: str = "direct-vlm", seed: int = 0, env_kwargs: dict[str, Any] | 
                                                                          None))
 
         def run() -> tuple[dict[str, Any], dict[str, Any]]:
-            env = gym.make(suite_env_id(suite), **dict(env_kwargs or {}))
+            env = make_env(suite_env_id(suite), **dict(env_kwargs or {}))
             try:
                 kwargs = {"env": env, "seed": seed, **options}
                 wrapped = _Narrated(make_agent(agent, **kwargs))

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mindhelper_env.scenarios.generator import generate_episode
-from mindhelper_env.scenarios.spec import FAMILIES
+from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_V2, GENERATOR_V3, V3_FAMILIES
 from mindhelper_env.world.house import FURNITURE, ROOM_TYPES, generate_house
 from mindhelper_env.world.houses import (
     House,
@@ -106,14 +106,15 @@ def test_boxes_of_the_source_are_kept():
     assert any(n["category"] == "Props" for n in g["nodes"])
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_every_family_in_the_vh_apartment(scene1, family):
+@pytest.mark.parametrize(("generator", "family"), [(GENERATOR_V2, f) for f in FAMILIES]
+                         + [(GENERATOR_V3, f) for f in V3_FAMILIES])
+def test_every_family_in_the_vh_apartment(scene1, generator, family):
     for seed in range(3):
-        spec = generate_episode(family, seed, house="virtualhome:scene1")
-        assert spec["house"] == "virtualhome:scene1"
+        spec = generate_episode(family, seed, house="virtualhome:scene1", generator=generator)
+        assert spec["house"] == "virtualhome:scene1" and spec["generator"] == generator
         rooms = {n["class_name"] for n in spec["graph"]["nodes"] if n["category"] == "Rooms"}
         assert rooms == {"bathroom", "bedroom", "diningroom", "homeoffice"}
-        again = generate_episode(family, seed, house="virtualhome:scene1")
+        again = generate_episode(family, seed, house="virtualhome:scene1", generator=generator)
         assert json.dumps(again, sort_keys=True) == json.dumps(spec, sort_keys=True)
 
 

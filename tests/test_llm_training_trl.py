@@ -16,6 +16,10 @@ import numpy as np
 import pytest
 
 from mindhelper_env.llm_training.trl import MindHelperToolEnv, episode_score
+from mindhelper_env.scenarios.generator import EPISODE_TICKS_V3
+
+#: windows of a sampled episode (mh-gen-3.0: 84 ticks) at the default 3 ticks each
+WINDOWS = EPISODE_TICKS_V3 // 3
 
 
 def need(module: str) -> Any:
@@ -41,7 +45,7 @@ def test_tool_env_plays_an_episode_and_keeps_the_reward() -> None:
         seen = env.wait()
         assert seen.startswith("Tick 3.")
         reward = env.get_reward()  # the rest of the episode is played silently
-        assert env.windows == 24 and env.wait() == "The episode is over."
+        assert env.windows == WINDOWS and env.wait() == "The episode is over."
         needs = env.outcome["needs_help"]
         # silence is right exactly when no help is needed
         assert reward == env.reward == (0.0 if needs else 1.0)
@@ -111,7 +115,7 @@ def test_grpo_runs_a_few_steps_on_a_tiny_model(tmp_path) -> None:
     assert len(logs) == 2
     # each rollout's reward came from its own episode, played to the end
     pool = trainer._environment_pool[None]
-    assert pool and all(e.windows == 24 and e.outcome for e in pool)
+    assert pool and all(e.windows == WINDOWS and e.outcome for e in pool)
     assert {e.reward for e in pool} <= {-1.0, 0.0, 1.0}
     for h in logs:
         assert 0.0 <= h["rewards/MindHelperToolEnv/mean"] <= 1.0

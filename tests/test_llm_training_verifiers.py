@@ -22,7 +22,11 @@ import numpy as np
 import pytest
 
 from mindhelper_env.llm_training.vf_env import REWARD_WEIGHTS, parse_reply
+from mindhelper_env.scenarios.generator import EPISODE_TICKS_V3
 from tests.fake_openai_server import Reply, ScriptedServer
+
+#: windows of a sampled episode (mh-gen-3.0: 84 ticks) at the default 3 ticks each
+WINDOWS = EPISODE_TICKS_V3 // 3
 
 
 def need(module: str) -> Any:
@@ -146,7 +150,7 @@ def test_silent_policy_scores_as_the_metrics_say(vf_env) -> None:
     outputs, server = _evaluate(vf_env, [Reply(text="none")])
     # seeding is explicit: the process-global random state is untouched
     assert (np.random.get_state()[1] == np_state).all() and random.getstate() == py_state
-    assert len(outputs) == N and len(server.requests) == 24 * N
+    assert len(outputs) == N and len(server.requests) == WINDOWS * N
     rows = _rows(vf_env)
     needs = []
     for out in outputs:
@@ -162,7 +166,7 @@ def test_silent_policy_scores_as_the_metrics_say(vf_env) -> None:
         assert m["precise_silence"] == float(expect["silent"] and not expect["needs_help"])
         assert m["precise_silence"] == float(not expect["needs_help"])
         assert m["harm"] == float(expect["harm"]) == 0.0
-        assert m["windows"] == m["num_turns"] == 24 and m["fallbacks"] == m["action_errors"] == 0
+        assert m["windows"] == m["num_turns"] == WINDOWS and m["fallbacks"] == m["action_errors"] == 0
         assert out["reward"] == (0.0 if expect["needs_help"] else 1.0)
         _check_total(out)
         # the prompt is the first observation, rendered as the TRL adapter renders it
@@ -189,7 +193,7 @@ def test_oracle_program_policy_is_helpful(vf_env) -> None:
         return Reply(text=programs[by_first[first]].get(tick, "none"))
 
     outputs, server = _evaluate(vf_env, oracle)
-    assert len(server.requests) == 24 * N
+    assert len(server.requests) == WINDOWS * N
     helped = 0
     for out in outputs:
         exp, m = expected[out["example_id"]], out["metrics"]
@@ -245,8 +249,9 @@ def test_garbage_output_is_a_counted_fallback(vf_env) -> None:
     outputs, _ = _evaluate(vf_env, script)
     for out in outputs:
         m = out["metrics"]
-        assert m["fallbacks"] == 16  # 24 windows: two of every three replies are unusable
-        assert m["action_errors"] == 0 and m["windows"] == 24
+        # two of every three replies are unusable (the third of each three is usable)
+        assert m["fallbacks"] == WINDOWS - WINDOWS // 3
+        assert m["action_errors"] == 0 and m["windows"] == WINDOWS
         # unusable replies are silence: scored as the silent policy
         assert out["reward"] == (0.0 if m["needs_help"] else 1.0)
         assert _content(out["completion"][1]).startswith("Not understood")
@@ -275,7 +280,7 @@ def test_max_turns_plays_the_rest_silently() -> None:
     assert len(server.requests) == 2 * N
     for out in outputs:
         m = out["metrics"]
-        assert m["num_turns"] == 2 and m["windows"] == 24
+        assert m["num_turns"] == 2 and m["windows"] == WINDOWS
         assert out["reward"] == (0.0 if m["needs_help"] else 1.0)
 
 

@@ -1,6 +1,12 @@
-"""Scenario families: validated ground truth, oracle and silent agents, theory-of-mind semantics."""
+"""Scenario families: validated ground truth, oracle and silent agents, theory-of-mind semantics.
+
+The semantics tests are those of the v2 families (``mh-gen-2.5``, the ``-v0`` ids' content;
+``tests/test_twins.py`` tests ``mh-gen-3.0``'s pairing); the oracle and the silent agent are
+checked on every family of both generators."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import gymnasium as gym
 import pytest
@@ -8,20 +14,26 @@ import pytest
 from mindhelper_env.agents import make_agent
 from mindhelper_env.backends.symbolic import Simulation
 from mindhelper_env.metrics import compute_metrics
-from mindhelper_env.scenarios import FAMILIES, HELP_FAMILIES, generate_episode
+from mindhelper_env.scenarios import FAMILIES, HELP_FAMILIES
+from mindhelper_env.scenarios import generate_episode as _generate_episode
 from mindhelper_env.scenarios.generator import help_program
+from mindhelper_env.scenarios.spec import GENERATOR_V2, GENERATOR_V3, V3_FAMILIES
 from tests.conftest import play
 
-N_SEEDS = 50
+#: the v2 families' generator unless a test names another
+generate_episode = partial(_generate_episode, generator=GENERATOR_V2)
+N_SEEDS = {GENERATOR_V2: 50, GENERATOR_V3: 30}
+BOTH = [(GENERATOR_V2, f) for f in FAMILIES] + [(GENERATOR_V3, f) for f in V3_FAMILIES]
 
 
 @pytest.fixture(scope="module")
 def episodes():
-    return {f: [generate_episode(f, s) for s in range(N_SEEDS)] for f in FAMILIES}
+    return {(g, f): [_generate_episode(f, s, generator=g) for s in range(N_SEEDS[g])]
+            for g, f in BOTH}
 
 
 def _run(agent_name, specs):
-    env = gym.make("MindHelper-VirtualHome-v0")
+    env = gym.make("MindHelper-VirtualHome-v1")
     agent = make_agent(agent_name, env=env)
     records, refs = [], {}
     for spec in specs:
@@ -32,9 +44,9 @@ def _run(agent_name, specs):
     return compute_metrics(records, refs)
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_oracle_solves_every_family(episodes, family):
-    m = _run("oracle", episodes[family])
+@pytest.mark.parametrize(("generator", "family"), BOTH)
+def test_oracle_solves_every_family(episodes, generator, family):
+    m = _run("oracle", episodes[generator, family])
     if family in HELP_FAMILIES:
         assert m["PIR"] == 1.0 and m["TA"] == 1.0 and m["SR"] == 1.0 and m["AC"] == 1.0
     else:
@@ -42,9 +54,9 @@ def test_oracle_solves_every_family(episodes, family):
     assert m["harm_rate"] == 0.0
 
 
-@pytest.mark.parametrize("family", FAMILIES)
-def test_silent_agent(episodes, family):
-    m = _run("silent", episodes[family])
+@pytest.mark.parametrize(("generator", "family"), BOTH)
+def test_silent_agent(episodes, generator, family):
+    m = _run("silent", episodes[generator, family])
     if family in HELP_FAMILIES:
         assert m["PIR"] == 0.0 and m["TA"] == 0.0
     else:

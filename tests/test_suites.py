@@ -168,7 +168,8 @@ def test_generation_is_deterministic_and_returns_copies() -> None:
     for i in (0, 7, 42, 99):
         spec = S.suite_episode(DEV, i)
         again = generate_episode(S.suite_family(DEV, i), S.suite_seed(DEV, i),
-                                 episode_id=S.suite_episode_id(DEV, i))
+                                 episode_id=S.suite_episode_id(DEV, i),
+                                 generator=S.SUITES[DEV]["generator"])
         assert spec == again
     assert S.suite_specs(DEV) == S.suite_specs(DEV)
     spec = S.suite_episode(DEV, 5)

@@ -262,19 +262,21 @@ def test_conversion_is_fast(data):
 def test_scenario_builders_use_tdw_houses(houses):
     """Every scenario family builds and validates its episodes in every TDW house."""
     from mindhelper_env.scenarios.generator import generate_episode
-    from mindhelper_env.scenarios.spec import FAMILIES
+    from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_V2, GENERATOR_V3, V3_FAMILIES
     from mindhelper_env.world.houses import House, resolve_houses
 
     tdw = resolve_houses("tdw")
     assert sorted(h.name for h in tdw.houses) == sorted(houses)
     names = sorted(houses)
-    for k, fam in enumerate(FAMILIES):
+    both = [(GENERATOR_V2, f) for f in FAMILIES] + [(GENERATOR_V3, f) for f in V3_FAMILIES]
+    for k, (gen, fam) in enumerate(both):
         for seed in range(3):
             name = names[(3 * k + seed) % len(names)]
-            spec = generate_episode(fam, seed, house=House(name, houses[name], "tdw"))
+            spec = generate_episode(fam, seed, house=House(name, houses[name], "tdw"),
+                                    generator=gen)
             assert spec["family"] == fam and spec["house"] == name
             prefabs = {n.get("prefab_name") for n in spec["graph"]["nodes"]
                        if n.get("category") == "Furniture"}
             assert prefabs and None not in prefabs, fam  # the TDW house, not a generated one
-        spec = generate_episode(fam, 0, house="tdw")
+        spec = generate_episode(fam, 0, house="tdw", generator=gen)
         assert spec["house"] == "tdw"

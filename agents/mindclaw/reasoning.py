@@ -244,10 +244,17 @@ class MentalReasoning(_ModelModule):
     def options(memory: MindMemory, ctx: CueContext) -> list[tuple[str, Need | None]]:
         """The ``letter`` format's options, in order: not blocked, then per object (the
         cue's place first for a stand cue, then believed-at-the-place objects, then by id;
-        at most :data:`MAX_OPTION_OBJECTS`) a false-belief and an implicit-goal need."""
+        at most :data:`MAX_OPTION_OBJECTS`) a false-belief and an implicit-goal need. The
+        objects are the belief table's relevant ones and the object the robot's own
+        tracker suspects (``cue.need``), so that every answer the free formats can give is
+        an option even when the committed table lags (an emptied container whose contents
+        the person believed in)."""
         cue = ctx.cue
-        objs = memory.relevant_objects(ctx)
+        objs = set(memory.relevant_objects(ctx))
         believed = {o for o, loc in ctx.prior_beliefs.items() if loc == cue.place}
+        if cue.need is not None:  # with the believed-here objects, in id order among them
+            objs.add(cue.need.target)
+            believed.add(cue.need.target)
         order = sorted(objs, key=lambda o: (o not in believed, o))
         if cue.kind == "stand":
             order = [cue.place] + [o for o in order if o != cue.place]

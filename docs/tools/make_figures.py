@@ -10,12 +10,12 @@ made it, what it shows and the file's sha256. ``tests/test_figures.py`` fails wh
 recorded generator differs from the package's (rerun this script) or when a file no longer
 matches its recorded digest (a figure changed by hand).
 
-* ``frames``: ``frame_vh_scene1.png`` (``vh-scene1-dev-v2`` episode 0, VirtualHome's
-  TestScene1; needs ``virtualhome-eval``) and ``frame_tdw_floorplan.png`` (``tdw-dev-v2``
+* ``frames``: ``frame_vh_scene1.png`` (``vh-scene1-dev-v3`` episode 0, VirtualHome's
+  TestScene1; needs ``virtualhome-eval``) and ``frame_tdw_floorplan.png`` (``tdw-dev-v3``
   episode 3; the ``tdw`` extra): the ``rgb_array`` render at 512 px, played by the oracle, at
   the end of the window holding the episode's onset (the first struggle).
 * ``report``: ``report_leaderboard.png``, ``report_paired.png`` and ``report_episode.png``:
-  ``mindhelper evaluate --report`` of the main job's agents and MindClaw on ``vh-dev-v2``,
+  ``mindhelper evaluate --report`` of the main job's agents and MindClaw on ``vh-dev-v3``,
   opened in headless Chromium (the ``report`` extra and Debian's ``chromium``). The episode
   is the first help episode MindClaw fails (any agent's when MindClaw fails none).
 * ``curve``: ``trigger_learning_curve.png``, the ``learning_curve.png`` of ``mindhelper
@@ -97,8 +97,8 @@ def _frame(suite: str, index: int, out: Path) -> dict[str, Any]:
 
 def make_frames(work: Path) -> dict[str, dict[str, Any]]:
     out = {}
-    for name, suite, index in (("frame_vh_scene1.png", "vh-scene1-dev-v2", 0),
-                               ("frame_tdw_floorplan.png", "tdw-dev-v2", 3)):
+    for name, suite, index in (("frame_vh_scene1.png", "vh-scene1-dev-v3", 0),
+                               ("frame_tdw_floorplan.png", "tdw-dev-v3", 3)):
         print(f"frame: {name}", flush=True)
         out[name] = _frame(suite, index, DOCS / name)
     return out
@@ -139,12 +139,12 @@ def make_report(work: Path) -> dict[str, dict[str, Any]]:
     from tests.chromium_cdp import Browser
 
     run = work / "report-run"
-    _mindhelper("evaluate", "--suite", "vh-dev-v2", "--agents", REPORT_AGENTS, "--out",
+    _mindhelper("evaluate", "--suite", "vh-dev-v3", "--agents", REPORT_AGENTS, "--out",
                 str(run), "--workers", "2", "--report", "--no-progress", "--no-timing")
     report = run / "report"
     page, agent = _failed_episode(report)
     episode = page.stem
-    command = (f"mindhelper evaluate --suite vh-dev-v2 --agents {REPORT_AGENTS} "
+    command = (f"mindhelper evaluate --suite vh-dev-v3 --agents {REPORT_AGENTS} "
                "--out runs/dev --workers 2 --report")
     with Browser(offline=True, width=1400, height=900) as b:
         b.open((report / "index.html").as_uri())

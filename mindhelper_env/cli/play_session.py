@@ -51,11 +51,10 @@ def play(
     ``suite``/``index`` pick a suite episode; ``suite=None`` samples one with ``seed``.
     With ``out_dir`` the record is appended to ``<out_dir>/human.jsonl``.
     """
-    import gymnasium as gym
 
     import mindhelper_env  # noqa: F401 - registers the env
     from mindhelper_env.agents.human import GRAMMAR, INTRO, HumanAgent
-    from mindhelper_env.evaluation import run_episode, suite_env_id
+    from mindhelper_env.evaluation import make_env, run_episode, suite_env_id
     from mindhelper_env.metrics import episode_outcome
 
     say = output_fn or print
@@ -67,7 +66,7 @@ def play(
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
             raise ValueError(f"episode index {index!r} is out of range for {suite} "
                              f"(0..{n - 1})")
-    env = gym.make(suite_env_id(suite), **(env_kwargs or {}))
+    env = make_env(suite_env_id(suite), **(env_kwargs or {}))
     try:
         say(INTRO + "\n\n" + GRAMMAR)
         agent = HumanAgent(input_fn=input_fn, output_fn=output_fn)

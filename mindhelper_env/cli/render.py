@@ -46,12 +46,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import gymnasium as gym
 
     from mindhelper_env.agents import agent_label
     from mindhelper_env.evaluation import (
         check_agents,
         check_suite,
+        make_env,
         suite_env_id,
         suite_episode_ids,
     )
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         check_video_path(args.out)
     except ValueError as exc:
         raise CLIError(f"argument --out: {exc}") from None
-    env = gym.make(suite_env_id(args.suite), **window_kwargs(args.window_ticks))
+    env = make_env(suite_env_id(args.suite), **window_kwargs(args.window_ticks))
     try:
         agent = build_agent(args.agent, {}, env, args.seed)
     except ValueError as exc:

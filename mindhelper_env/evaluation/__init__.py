@@ -63,6 +63,7 @@ from __future__ import annotations
 from mindhelper_env.evaluation.episode import (
     DEFAULT_ENV_ID,
     SUITE_ENV_IDS,
+    make_env,
     run_episode,
     suite_env_id,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "DEFAULT_ENV_ID",
     "SUITE_ENV_IDS",
     "suite_env_id",
+    "make_env",
     "HEADLINE_KEYS",
     "EvalSettings",
     "run_episode",

@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DEFAULT_ENV_ID", "SUITE_ENV_IDS", "MAX_STEPS", "suite_env_id", "run_episode",
-           "play_episode"]
+__all__ = ["DEFAULT_ENV_ID", "SUITE_ENV_IDS", "MAX_STEPS", "make_env", "suite_env_id",
+           "run_episode", "play_episode"]
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
@@ -24,6 +24,21 @@ DEFAULT_ENV_ID = "MindHelper-VirtualHome-v1"
 #: narration is ``MindHelper-VirtualHome-v0``'s).
 SUITE_ENV_IDS = {"mh-gen-2.5": "MindHelper-VirtualHome-v0",
                  "mh-gen-3.0": "MindHelper-VirtualHome-v1"}
+
+
+def make_env(env_id: str, **kwargs: Any) -> Any:
+    """``gym.make(env_id, **kwargs)`` without Gymnasium's "out of date" warning: the runners
+    pick an older id on purpose (a v2 suite's ``MindHelper-VirtualHome-v0``,
+    :func:`suite_env_id`)."""
+    import warnings
+
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401  (registers the envs)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*is out of date", category=DeprecationWarning)
+        return gym.make(env_id, **kwargs)
 
 
 def suite_env_id(suite: str | None) -> str:

@@ -84,10 +84,9 @@ def build_roster(agents: list[str], agent_kwargs: Mapping[str, Mapping[str, Any]
                  seed: int) -> dict[str, RosterEntry]:
     """``{spec: RosterEntry}`` of every agent, in order; ``ValueError`` (one line) for an
     agent that cannot be built or two agents with one row name."""
-    import gymnasium as gym
-
     import mindhelper_env  # noqa: F401  (registers the envs)
     from mindhelper_env.agents import agent_label
+    from mindhelper_env.evaluation.episode import make_env
     from mindhelper_env.evaluation.provenance import agent_provenance
     from mindhelper_env.evaluation.results import result_file_name
 
@@ -103,7 +102,7 @@ def build_roster(agents: list[str], agent_kwargs: Mapping[str, Mapping[str, Any]
                 label = spec if ":" not in spec else (_class_name_attr(spec) or spec)
             else:
                 if env is None:
-                    env = gym.make(env_id, **dict(env_kwargs))
+                    env = make_env(env_id, **dict(env_kwargs))
                 agent = build_agent(spec, options, env, seed)
                 label = agent_label(spec, agent)
             if "\n" in label or not label.strip():

@@ -22,7 +22,7 @@ from mindhelper_env.evaluation.budget import (
     model_spec_of,
     price_of,
 )
-from mindhelper_env.evaluation.episode import suite_env_id
+from mindhelper_env.evaluation.episode import make_env, suite_env_id
 from mindhelper_env.evaluation.progress import Progress
 from mindhelper_env.evaluation.results import (
     append_line,
@@ -555,7 +555,6 @@ def write_videos(
     ``<agent>-<episode_id>-timeline.png`` (``<agent>``: the agent's row name from
     ``labels``, else its spec, made safe as in :func:`result_file_name`).
     """
-    import gymnasium as gym
 
     import mindhelper_env  # noqa: F401
     from mindhelper_env.agents import make_agent
@@ -567,7 +566,7 @@ def write_videos(
     for name in agents:
         label = (labels or {}).get(name, name)
         stem = safety.agent_file_stem(label)
-        env = gym.make(env_id or suite_env_id(suite), **dict(env_kwargs or {}))
+        env = make_env(env_id or suite_env_id(suite), **dict(env_kwargs or {}))
         kwargs = dict((agent_kwargs or {}).get(name, {}))
         kwargs.setdefault("env", env)
         kwargs.setdefault("seed", seed)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from mindhelper_env.evaluation import safety
-from mindhelper_env.evaluation.episode import MAX_STEPS, play_episode
+from mindhelper_env.evaluation.episode import MAX_STEPS, make_env, play_episode
 from mindhelper_env.evaluation.settings import suite_reference, trial_seed
 
 __all__ = ["Job", "Task", "Batch", "Runner", "EpisodeRunner", "LocalRunner", "play_chunk",
@@ -82,7 +82,6 @@ class EpisodeRunner:
 
     def agent(self, agent_name: str) -> Any:
         """This runner's instance of ``agent_name`` (built on first use, with the env)."""
-        import gymnasium as gym
 
         import mindhelper_env  # noqa: F401  (registers the envs in spawned workers)
         from mindhelper_env.agents import AGENTS, make_agent
@@ -94,7 +93,7 @@ class EpisodeRunner:
                 except ImportError as exc:
                     logger.debug("cannot import agent module %s: %s", mod, exc)
         if self.env is None:
-            self.env = gym.make(self.job.env_id, **dict(self.job.env_kwargs))
+            self.env = make_env(self.job.env_id, **dict(self.job.env_kwargs))
         agent = self.agents.get(agent_name)
         if agent is None:
             kwargs = dict(dict(self.job.agent_kwargs).get(agent_name, ()))

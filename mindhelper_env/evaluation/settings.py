@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mindhelper_env.evaluation import safety
-from mindhelper_env.evaluation.episode import suite_env_id
+from mindhelper_env.evaluation.episode import make_env, suite_env_id
 
 __all__ = [
     "EvalSettings",
@@ -368,7 +368,7 @@ def _check_env_kwargs(env_id: str, env_kwargs: Mapping[str, Any]) -> None:
     import mindhelper_env  # noqa: F401
 
     try:
-        env = gym.make(env_id, **dict(env_kwargs))
+        env = make_env(env_id, **dict(env_kwargs))
     except gym.error.Error as exc:
         raise ValueError(f"env {env_id!r}: {exc}") from None
     except TypeError as exc:
