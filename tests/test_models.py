@@ -467,3 +467,26 @@ def test_recorded_real_answers_parse_as_pinned():
     # the issue's shape: a bracketed pseudo-object, read as the object it stands for
     bracketed = [a for a in answers if a["answer"].startswith("[intervene:")]
     assert bracketed and all(a["expected"]["intervene"] is False for a in bracketed)
+
+
+def test_an_unloadable_hf_checkpoint_is_refused_before_the_output_folder(tmp_path, capsys):
+    """hf: agents are not built before a run (a checkpoint loads in each worker), but where
+    the checkpoint is missing is checked first: one line, exit 2, no folder left behind."""
+    from mindhelper_env.cli import main
+    from mindhelper_env.models.hf_client import check_hf_source
+
+    with pytest.raises(ValueError, match="no such GGUF file"):
+        check_hf_source(str(tmp_path / "m.gguf"))
+    with pytest.raises(ValueError, match="no model there"):
+        check_hf_source(str(tmp_path))  # a folder without config.json
+    (tmp_path / "config.json").write_text("{}")
+    check_hf_source(str(tmp_path))  # a saved model's folder passes (nothing is loaded)
+    with pytest.raises(ValueError, match="not in the local Hugging Face cache"):
+        check_hf_source("nobody-here/no-such-model-xyz")
+    check_hf_source("nobody-here/no-such-model-xyz", download=True)
+    out = tmp_path / "run"
+    rc = main(["evaluate", "--suite", "vh-dev-v3", "--agents", "direct-vlm", "--model",
+               f"hf:{tmp_path / 'missing'}", "--limit", "1", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "no model there" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

@@ -98,6 +98,10 @@ def build_roster(agents: list[str], agent_kwargs: Mapping[str, Mapping[str, Any]
             options = dict(agent_kwargs.get(spec) or {})
             model = options.get("model")
             if isinstance(model, str) and model.startswith("hf:"):
+                # a checkpoint loads in each worker that plays it: only checked here
+                from mindhelper_env.models.hf_client import check_hf_source
+
+                check_hf_source(model[3:], bool(options.get("download", False)))
                 agent = None
                 label = spec if ":" not in spec else (_class_name_attr(spec) or spec)
             else:

@@ -16,13 +16,45 @@ from typing import Any
 
 from mindhelper_env.models.base import Completion, ModelError, normalize_messages
 
-__all__ = ["HFClient"]
+__all__ = ["HFClient", "check_hf_source"]
 
 logger = logging.getLogger(__name__)
 
 _GGUF_HINT = "pip install 'mindhelper-env[llm,gguf]'"
 _INSTALL_HINT = ("pip install torch==2.13.0 (CPU build) and then "
                  "pip install 'mindhelper-env[llm]'")
+
+
+def check_hf_source(name: str, download: bool = False) -> None:
+    """``ValueError`` (one line) when ``hf:NAME`` cannot be loaded, found without loading
+    anything: a ``.gguf`` file that is not there, a local path without a model
+    (``config.json``), or, without ``download``, a hub id absent from the local Hugging Face
+    cache. Runs before an evaluation touches its output folder."""
+    if not name:
+        raise ValueError("hf: needs a model name or path, e.g. 'hf:/models/qwen'")
+    path = Path(name).expanduser()
+    if name.lower().endswith(".gguf"):
+        if not path.is_file():
+            raise ValueError(f"hf:{name}: no such GGUF file")
+        return
+    if path.exists() or name.startswith(("/", ".", "~")) or name.count("/") > 1:
+        if not (path / "config.json").is_file():
+            raise ValueError(f"hf:{name}: no model there (a folder with config.json, as "
+                             "save_pretrained writes it, or a .gguf file)")
+        return
+    if download:
+        return
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # checked again when the client loads
+        return
+    try:
+        found = try_to_load_from_cache(name, "config.json")
+    except ValueError as err:  # not a repo id
+        raise ValueError(f"hf:{name}: neither a local model folder nor a hub id ({err})") from None
+    if not isinstance(found, str):
+        raise ValueError(f"hf:{name}: not in the local Hugging Face cache; download it first "
+                         "or pass the agent option download=true")
 
 
 class HFClient:
