@@ -259,9 +259,11 @@ def episode_scorer() -> Any:
 
 
 def records_from_log(path: str | Path) -> dict[str, Any]:
-    """What an Inspect log of this task holds: ``{"suite", "seed", "env_kwargs",
-    "records": {agent: records sorted by index and trial}, "unscored": samples without a
-    score}``; ``ValueError`` (one line) for a file that is not such a log."""
+    """What an Inspect log of this task holds: ``{"suite", "seed", "env_kwargs", "trials"
+    (the run's epochs), "records": {agent: records sorted by index and trial}, "unscored":
+    samples without a score}``; ``ValueError`` (one line) for a file that is not such a log.
+    With several epochs every record carries its ``trial`` (the first epoch's ``0`` too),
+    as ``mindhelper evaluate --trials K`` writes them."""
     from inspect_ai.log import read_eval_log
 
     p = Path(path)
@@ -291,9 +293,27 @@ def records_from_log(path: str | Path) -> dict[str, Any]:
     if not by_agent:
         raise ValueError(f"{p}: no scored sample ({missing} without a score): nothing to "
                          "convert")
-    for recs in by_agent.values():
+    epochs = int(getattr(getattr(log.eval, "config", None), "epochs", None) or 1)
+    epochs = max([epochs] + [int(r.get("trial", 0)) + 1 for recs in by_agent.values()
+                             for r in recs])
+    for agent, recs in by_agent.items():
+        if epochs > 1:  # the solver cannot know the epochs: trial 0 is left out there
+            recs[:] = [_with_trial(r) for r in recs]
         recs.sort(key=lambda r: (int(r["index"]), int(r.get("trial", 0))))
     meta = log.eval.metadata or {}
     return {"suite": str(suite), "seed": int(meta.get("seed", 0)),
-            "env_kwargs": dict(meta.get("env_kwargs") or {}), "records": by_agent,
-            "unscored": missing}
+            "env_kwargs": dict(meta.get("env_kwargs") or {}), "trials": epochs,
+            "records": by_agent, "unscored": missing}
+
+
+def _with_trial(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with ``trial`` right after ``index`` (``0`` where it has none), as a run
+    of several trials writes it."""
+    if "trial" in record:
+        return record
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        out[key] = value
+        if key == "index":
+            out["trial"] = 0
+    return out

@@ -112,6 +112,34 @@ def test_inspect_eval_of_the_task_scores_like_mindhelper_score(tmp_path, server,
     assert summary["table"]["direct-vlm"]["PHA"] == scored["PHA"]
 
 
+def test_epochs_import_as_trials(tmp_path, server):
+    """``--epochs 2`` is ``evaluate --trials 2``: every record carries its trial (the first
+    epoch's 0 too), byte for byte as the native run writes them, and run.json says so."""
+    logs = tmp_path / "logs"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval",
+         str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper",
+         "--model", "openai-api/local/m", "-T", f"suite={SUITE}", "-T", "agent=direct-vlm",
+         "-T", "limit=2", "--epochs", "2", "--log-dir", str(logs), "--display", "none",
+         "--log-format", "json"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [log_path] = list(logs.glob("*.json"))
+    assert main(["import-inspect", str(log_path), "--out", str(tmp_path / "converted")]) == 0
+    converted = records(tmp_path / "converted" / "direct-vlm.jsonl")
+    assert [(r["index"], r["trial"]) for r in converted] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    evaluate(SUITE, ["direct-vlm"], tmp_path / "native", limit=2, trials=2, progress=False,
+             plots=False, timing=False,
+             agent_kwargs={"direct-vlm": {"model": f"openai:m@{server.url}", "api_key": "k"}})
+    assert (tmp_path / "converted" / "direct-vlm.jsonl").read_bytes() == \
+        (tmp_path / "native" / "direct-vlm.jsonl").read_bytes()
+    run = json.loads((tmp_path / "converted" / "run.json").read_text())
+    assert run["trials"] == 2 and run["provenance"]["trials"] == 2
+    summary = json.loads((tmp_path / "converted" / "summary.json").read_text())
+    assert summary["trials"]
+
+
 def test_the_inspect_spec_gives_the_records_of_the_openai_spec(tmp_path, server):
     evaluate(SUITE, ["direct-vlm"], tmp_path / "insp", limit=3, concurrency=3,
              progress=False, plots=False, timing=False,

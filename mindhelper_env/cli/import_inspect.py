@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         suite_episode_ids,
         suite_reference,
     )
-    from mindhelper_env.evaluation.summary import summarize
+    from mindhelper_env.evaluation.summary import summarize, summarize_trials
 
     if args.out.exists() and not args.out.is_dir():
         raise CLIError(f"argument --out: {args.out} exists and is not a directory")
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     # the provenance evaluate gives the same agent: the same stamps, byte for byte
     provenance = run_provenance(
         suite=suite, env_id=suite_env_id(suite), env_kwargs=content["env_kwargs"],
-        seed=content["seed"], trials=1,
+        seed=content["seed"], trials=int(content.get("trials", 1)),
         agents={a: agent_provenance(a, a, {}) for a in by_agent})
     provenance["source"] = str(args.log)
     for agent, records in by_agent.items():
@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
     summary: dict[str, Any] = {"suite": suite, "source": str(args.log),
                                "episodes": {a: len(r) for a, r in by_agent.items()},
                                "unscored_samples": missing}
-    summary.update(summarize(by_agent, refs))
+    trials = int(content.get("trials", 1))
+    summary.update(summarize_trials(by_agent, refs, trials) if trials > 1
+                   else summarize(by_agent, refs))
     summary["provenance"] = provenance
     args.out.mkdir(parents=True, exist_ok=True)
     lock = safety.OutputLock(args.out).acquire()
@@ -86,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
             rewrite_sorted(args.out / result_file_name(agent), records)
         run_record = {"format": RUN_FORMAT, "suite": suite, "env_id": suite_env_id(suite),
                       "env_kwargs": content["env_kwargs"], "seed": content["seed"],
-                      "timing": False, "provenance": provenance}
+                      "timing": False, **({"trials": trials} if trials > 1 else {}),
+                      "provenance": provenance}
         safety.atomic_write_bytes(args.out / RUN_FILE,
                                   (json.dumps(run_record, indent=2) + "\n").encode())
         safety.atomic_write_bytes(args.out / SUMMARY_FILE,
