@@ -296,7 +296,7 @@ def records_from_log(path: str | Path) -> dict[str, Any]:
     epochs = int(getattr(getattr(log.eval, "config", None), "epochs", None) or 1)
     epochs = max([epochs] + [int(r.get("trial", 0)) + 1 for recs in by_agent.values()
                              for r in recs])
-    for agent, recs in by_agent.items():
+    for recs in by_agent.values():
         if epochs > 1:  # the solver cannot know the epochs: trial 0 is left out there
             recs[:] = [_with_trial(r) for r in recs]
         recs.sort(key=lambda r: (int(r["index"]), int(r.get("trial", 0))))
