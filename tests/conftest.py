@@ -12,29 +12,43 @@ import pytest
 import mindhelper_env  # noqa: F401  (registers the envs)
 
 
-@pytest.fixture(autouse=True)
-def _package_logger_as_imported():
-    """The ``mindhelper`` command, run in-process by a test, sends the package's log to
-    stderr and stops it propagating (``cli.main._setup_logging``), and a library may switch
-    existing loggers off: put the package's loggers back as an import leaves them, so that
-    later tests' ``caplog`` sees their records."""
+def _logging_state() -> tuple[list, int, bool, int]:
     import logging
 
-    def enable() -> None:
+    pkg = logging.getLogger("mindhelper_env")
+    return list(pkg.handlers), pkg.level, pkg.propagate, logging.getLogger().level
+
+
+#: The package logger (handlers, level, propagate) and the root logger's level as importing
+#: the package leaves them, before any test ran.
+_IMPORTED_LOGGING = _logging_state()
+
+
+@pytest.fixture(autouse=True)
+def _package_logger_as_imported():
+    """The ``mindhelper`` command, run in-process by a test or a module-scoped fixture
+    (set up before this fixture), sends the package's log to stderr and stops it
+    propagating (``cli.main._setup_logging``); a library may switch existing loggers off or
+    raise the root logger's level. Before and after every test, put the package's loggers
+    and the root level back as an import leaves them, so that ``caplog`` sees the records."""
+    import logging
+
+    def restore() -> None:
         # a library's logging.config.dictConfig (disable_existing_loggers) switches every
         # logger it finds off, the package's included
         for name, lg in list(logging.root.manager.loggerDict.items()):
             if name.startswith("mindhelper_env") and isinstance(lg, logging.Logger):
                 lg.disabled = False
+        handlers, level, propagate, root_level = _IMPORTED_LOGGING
+        pkg = logging.getLogger("mindhelper_env")
+        pkg.handlers[:] = handlers
+        pkg.setLevel(level)
+        pkg.propagate = propagate
+        logging.getLogger().setLevel(root_level)
 
-    pkg = logging.getLogger("mindhelper_env")
-    saved = (list(pkg.handlers), pkg.level, pkg.propagate)
-    enable()
+    restore()
     yield
-    pkg.handlers[:] = saved[0]
-    pkg.setLevel(saved[1])
-    pkg.propagate = saved[2]
-    enable()
+    restore()
 
 
 def _tdw_available() -> bool:

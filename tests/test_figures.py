@@ -55,12 +55,53 @@ def test_every_figure_is_made_by_the_script_on_the_current_generator() -> None:
     assert not stale, (f"figures made on another generator than {GENERATOR_VERSION}: {stale}; "
                        "rerun python docs/tools/make_figures.py")
     for name, entry in figures.items():
-        path = DOCS / name
-        assert path.is_file(), name
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = _digest(name)
         assert digest == entry["sha256"], (f"{name} changed without docs/tools/make_figures.py "
                                            "(its sha256 differs from docs/figures.json)")
         assert entry["shows"] and entry["recipe"], name
+
+
+#: ``<!-- figure: NAME -->`` ... ``<!-- /figure -->``: a table the script writes into a page.
+BLOCK = re.compile(r"<!-- figure: ([\w-]+) -->\n(.*?)<!-- /figure -->", re.S)
+
+
+def _digest(name: str) -> str:
+    """The sha256 of a figure file, or of block ``NAME`` of page ``PAGE`` for ``PAGE#NAME``."""
+    if "#" in name:
+        page, block = name.split("#", 1)
+        bodies = [m.group(2) for m in BLOCK.finditer((DOCS / page).read_text(encoding="utf-8"))
+                  if m.group(1) == block]
+        assert len(bodies) == 1, f"{page}: expected one block {block!r}, found {len(bodies)}"
+        assert bodies[0].strip().startswith("|"), f"{name}: the block holds no table"
+        return hashlib.sha256(bodies[0].encode("utf-8")).hexdigest()
+    path = DOCS / name
+    assert path.is_file(), name
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_every_table_block_in_the_docs_has_an_entry() -> None:
+    figures = set(_manifest())
+    blocks = {f"{page.relative_to(DOCS).as_posix()}#{m.group(1)}"
+              for page in DOCS.rglob("*.md")
+              for m in BLOCK.finditer(page.read_text(encoding="utf-8"))}
+    assert blocks, "no table block found in the docs (the pattern is wrong)"
+    assert blocks <= figures, f"table blocks without an entry: {blocks - figures}"
+    assert {n for n in figures if "#" in n} <= blocks
+
+
+def test_an_edited_table_block_is_caught(tmp_path, monkeypatch) -> None:
+    name = next(n for n in sorted(_manifest()) if "#" in n)
+    page, block = name.split("#", 1)
+    fake_docs = tmp_path / "docs"
+    fake_docs.mkdir()
+    text = (DOCS / page).read_text(encoding="utf-8")
+    (fake_docs / page).write_text(text.replace("| 50.00 |", "| 51.00 |", 1), encoding="utf-8")
+    assert (fake_docs / page).read_text(encoding="utf-8") != text
+    (fake_docs / "figures.json").write_text(json.dumps({"figures": {name: _manifest()[name]}}))
+    monkeypatch.setattr(sys.modules[__name__], "DOCS", fake_docs)
+    monkeypatch.setattr(sys.modules[__name__], "MANIFEST", fake_docs / "figures.json")
+    with pytest.raises(AssertionError, match="changed without"):
+        test_every_figure_is_made_by_the_script_on_the_current_generator()
 
 
 def test_every_image_used_or_shipped_in_the_docs_has_an_entry() -> None:
@@ -88,7 +129,7 @@ def test_a_stale_or_edited_figure_is_caught(tmp_path, monkeypatch) -> None:
     """The checks themselves: an entry from an older generator and a file whose digest
     differs both fail."""
     figures = _manifest()
-    name = sorted(figures)[0]
+    name = next(n for n in sorted(figures) if "#" not in n)
     fake_docs = tmp_path / "docs"
     fake_docs.mkdir()
     (fake_docs / name).write_bytes((DOCS / name).read_bytes())

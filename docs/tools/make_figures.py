@@ -21,6 +21,14 @@ matches its recorded digest (a figure changed by hand).
 * ``curve``: ``trigger_learning_curve.png``, the ``learning_curve.png`` of ``mindhelper
   train-trigger --timesteps 60000 --envs 2 --bc-episodes 500 --reasoning-cost 0.1`` (the
   ``rl`` extra).
+* ``tables``: result tables written into the pages between ``<!-- figure: NAME -->`` and
+  ``<!-- /figure -->`` (the entry is ``PAGE#NAME``; its sha256 is the block's text):
+  ``evaluation.md#dev-suite-table``, ``mindhelper score --format markdown`` of the main
+  job's agents and MindClaw on ``vh-dev-v3``; ``hosted-models.md#table2-cassette``, the
+  shipped real-model cassette replayed on ``vh-dev-v3`` (``--format markdown``).
+
+Measured tables (speed, validity figures on the 1,000-episode suites) come from the scripts
+in ``benchmarks/``, each with its command and date beside it.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -196,8 +205,84 @@ def make_curve(work: Path) -> dict[str, dict[str, Any]]:
         "recipe": "mindhelper train-trigger " + " ".join(CURVE_ARGS) + " --out runs/trigger"}}
 
 
+# ------------------------------------------------------------------ tables in the pages
+#: ``<!-- figure: NAME -->`` ... ``<!-- /figure -->``: a block the script writes.
+BLOCK = re.compile(r"(<!-- figure: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /figure -->)", re.S)
+
+
+def block_text(page: Path, name: str) -> str | None:
+    """The text of block ``name`` in ``page`` (None: no such block)."""
+    for m in BLOCK.finditer(page.read_text(encoding="utf-8")):
+        if m.group("name") == name:
+            return m.group("body")
+    return None
+
+
+def _write_block(page: Path, name: str, body: str) -> None:
+    text = page.read_text(encoding="utf-8")
+    found = [m for m in BLOCK.finditer(text) if m.group("name") == name]
+    if len(found) != 1:
+        raise SystemExit(f"make_figures: {page.name} needs one '<!-- figure: {name} -->' "
+                         f"block (found {len(found)})")
+    m = found[0]
+    page.write_text(text[:m.start("body")] + body + text[m.end("body"):], encoding="utf-8")
+
+
+def _markdown_table(args: list[str]) -> str:
+    """The table rows (``|`` lines) a ``--format markdown`` command prints."""
+    cmd = [sys.executable, "-m", "mindhelper_env.cli", *args]
+    print("$ mindhelper " + " ".join(args), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode != 0:
+        sys.exit(f"make_figures: mindhelper {args[0]} failed (exit {proc.returncode}):\n"
+                 + proc.stderr[-3000:])
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("|")]
+    if not rows:
+        sys.exit(f"make_figures: mindhelper {args[0]} printed no table")
+    return "\n" + "\n".join(rows) + "\n\n"  # blank lines: Markdown ends the comment's block
+
+
+def make_tables(work: Path) -> dict[str, dict[str, Any]]:
+    run = work / "dev-table"
+    _mindhelper("evaluate", "--suite", "vh-dev-v3", "--agents", REPORT_AGENTS, "--out",
+                str(run), "--workers", "2", "--no-progress", "--no-timing", "--no-plots")
+    dev = _markdown_table(["score", str(run), "--format", "markdown"])
+    _write_block(DOCS / "evaluation.md", "dev-suite-table", dev)
+    cassette = ROOT / "tests" / "data" / "smollm2-vh-dev.jsonl"
+    meta = json.loads(cassette.with_suffix(".meta.json").read_text())
+    options = next(iter(meta["agent_options"].values()))
+    replay = ["evaluate", "--suite", meta["suite"], "--agents", ",".join(meta["agents"]),
+              "--limit", str(meta["limit"]), "--replay", str(cassette), "--no-timing",
+              "--no-plots", "--no-progress", "--out", str(work / "table2"),
+              "--format", "markdown"]
+    for agent, opts in options.items():
+        replay += ["--agent", f"{agent}:" + ",".join(f"{k}={v}" for k, v in opts.items())]
+    _write_block(DOCS / "hosted-models.md", "table2-cassette", _markdown_table(replay))
+    return {
+        "evaluation.md#dev-suite-table": {
+            "shows": f"mindhelper score of {REPORT_AGENTS} on vh-dev-v3",
+            "recipe": f"mindhelper evaluate --suite vh-dev-v3 --agents {REPORT_AGENTS} "
+                      "--out runs/dev --workers 2; mindhelper score runs/dev --format markdown"},
+        "hosted-models.md#table2-cassette": {
+            "shows": f"the shipped cassette ({meta['model']}) replayed on {meta['suite']}",
+            "recipe": "mindhelper " + " ".join(replay[:replay.index("--out")]).replace(
+                str(ROOT) + "/", "") + " --format markdown"},
+    }
+
+
 MAKERS: dict[str, Callable[[Path], dict[str, dict[str, Any]]]] = {
-    "frames": make_frames, "report": make_report, "curve": make_curve}
+    "frames": make_frames, "report": make_report, "curve": make_curve, "tables": make_tables}
+
+
+def _digest(name: str) -> str:
+    """A figure's sha256: the file's, or for ``PAGE#NAME`` the block's text."""
+    if "#" in name:
+        page, block = name.split("#", 1)
+        text = block_text(DOCS / page, block)
+        if text is None:
+            raise SystemExit(f"make_figures: no block {block!r} in {page}")
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _sha256(DOCS / name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         for group in args.only:
             for name, entry in MAKERS[group](Path(tmp)).items():
                 manifest["figures"][name] = {**versions, "group": group, **entry,
-                                             "sha256": _sha256(DOCS / name)}
+                                             "sha256": _digest(name)}
     manifest["figures"] = dict(sorted(manifest["figures"].items()))
     manifest["about"] = ("Figures of the README and docs, made by docs/tools/make_figures.py; "
                          "tests/test_figures.py checks each against the package's generator.")
