@@ -21,7 +21,10 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE` by default) this prints, 
    overall and per twin group;
 7. the **object-centric scan** per twin group: best single feature, depth-3 tree and
    gradient boosting at the first struggle of anyone and at the focus person's, with and
-   without the pre-deadline history, and post-hoc (reported only);
+   without the pre-deadline history, and post-hoc (reported only); with ``--scan-fresh N``
+   also the highest bounded accuracy per group of the same classifiers on disjoint samples
+   of N fresh episodes (seed :data:`FRESH_SEED`), beside the suite's: whether a suite
+   figure is the group or the draw of its ~140 episodes;
 8. the **hedge gains** (``+wait3``, ``+repeat2``, ``+delay1``, ``+prefix8``) of the non-mind
    agents, overall and per twin group;
 9. the bounds: :data:`mindhelper_env.validity.BOUNDS` for ``mh-gen-2.x`` suites (the object
@@ -55,6 +58,8 @@ HEDGED = tuple(a for a in REGISTERED if a not in ("oracle", "silent"))
 #: registered agents played with every hedge of V.HEDGE_KINDS (the learned tracker too)
 MULTI_HEDGED = ("physical-rules", "perspective-free", "reactive")
 #: what --objects-only plays
+#: The seed of the fresh episodes of ``--scan-fresh`` (the training episodes use seed 0).
+FRESH_SEED = 20_261_206
 OBJECTS_ONLY = ("oracle", "belief-tracker", V.COARSE_MIND, "physical-rules",
                 "perspective-free")
 
@@ -91,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--objects-only", action="store_true",
                     help="only the instruments that see objects (and oracle, tracker, "
                          "coarse mind)")
+    ap.add_argument("--scan-fresh", type=int, default=0, metavar="N",
+                    help="also test the object scan's classifiers (trained as for the suite) "
+                         "on N fresh episodes of the suite's generator and house, in "
+                         "--scan-fresh-splits disjoint samples (is a suite figure a draw?)")
+    ap.add_argument("--scan-fresh-splits", type=int, default=4, metavar="K")
     ap.add_argument("--json", default=None, metavar="FILE",
                     help="also write every figure (agents overall and per twin group, "
                          "classifiers, scan, broken bounds) to FILE")
@@ -146,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
                 args.suite, make_hedge(V.PhysicalLearnedAgent(pmodel), hk, kk), hn,
                 limit=args.limit), args.suite)
     oscan = V.object_scan(ptrain, ptest)
+    fresh_scans = []
+    if args.scan_fresh:
+        # a seed stream of its own (not the training stream's seed 0); the same generator
+        fresh = V.training_physical_data(args.scan_fresh, specs=V.training_episodes(
+            args.scan_fresh, seed=FRESH_SEED, house=house,
+            generator=V.generator_of(args.suite)))
+        k = max(1, args.scan_fresh_splits)
+        fresh_scans = [V.object_scan(ptrain, fresh[i::k]) for i in range(k)]
     t_obj = time.perf_counter() - t0
     t0 = time.perf_counter()
     wclfs = {}
@@ -200,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(a, *(_pct(scores[a].get(c)) for c in COLUMNS))
     console.print(table)
 
-    _object_sections(console, args, scores, oscan, pmodel, groups)
+    _object_sections(console, args, scores, oscan, pmodel, groups, fresh_scans)
 
     # 9. bounds
     bounds = V.bounds_for(args.suite)
@@ -343,7 +361,44 @@ def _text_sections(console, args, scores, classifiers, timing_only, wclfs, scan,
     console.print(table)
 
 
-def _object_sections(console, args, scores, oscan, pmodel, groups) -> None:
+def _scan_max(r: dict) -> tuple[float, str]:
+    """The highest bounded accuracy (%) of a group's scan (cue and history sets) and where."""
+    best = (0.0, "")
+    for key in (f"{c}/{s}" for c in V.SCAN_CUES for s in ("cue", "history")):
+        for kind in ("single", "tree", "gb"):
+            acc = 100 * r[key][kind]["test"]
+            if acc > best[0]:
+                best = (acc, f"{key} {kind}")
+    return best
+
+
+def _fresh_scan_section(console, oscan, fresh_scans, groups) -> None:
+    """The object scan's highest bounded accuracy per group on the suite and on disjoint
+    samples of fresh episodes, with the same trained classifiers."""
+    table = Table(title="object scan, highest bounded accuracy % per group: the suite "
+                        "against disjoint fresh samples (classifiers trained as for the "
+                        "suite; n = help and twin episodes of the group)")
+    table.add_column("twin group", style="bold", no_wrap=True)
+    table.add_column("suite", justify="right")
+    for i in range(len(fresh_scans)):
+        table.add_column(f"fresh {i + 1}", justify="right")
+    for g in groups:
+        if g not in oscan:
+            continue
+        acc, where = _scan_max(oscan[g])
+        row = [_short(g), f"{acc:.1f} (n {oscan[g]['n_test']}; {where})"]
+        for fs in fresh_scans:
+            if g in fs:
+                a, _ = _scan_max(fs[g])
+                row.append(f"{a:.1f} (n {fs[g]['n_test']})")
+            else:
+                row.append("-")
+        table.add_row(*row)
+    console.print(table)
+
+
+def _object_sections(console, args, scores, oscan, pmodel, groups,
+                     fresh_scans=()) -> None:
     """Sections 5-8: physical trackers, coarse mind, object-centric scan, hedge gains."""
     def pha(name: str, g: str | None = None):
         m = scores.get(name)
@@ -393,6 +448,8 @@ def _object_sections(console, args, scores, oscan, pmodel, groups) -> None:
                           _pct(100 * x["single"]["test"]), _pct(100 * x["tree"]["test"]),
                           _pct(100 * x["gb"]["test"]), f"{r['n_train']}/{r['n_test']}")
     console.print(table)
+    if fresh_scans:
+        _fresh_scan_section(console, oscan, fresh_scans, groups)
     # 8. hedge gains
     table = Table(title=f"{args.suite}: hedge gains, PHA(agent+hedge) - PHA(agent), overall "
                         "and per twin group")
