@@ -163,7 +163,11 @@ def main(argv: list[str] | None = None) -> int:
             args.scan_fresh, seed=FRESH_SEED, house=house,
             generator=V.generator_of(args.suite)))
         k = max(1, args.scan_fresh_splits)
-        fresh_scans = [V.object_scan(ptrain, fresh[i::k]) for i in range(k)]
+        # contiguous blocks: training_episodes alternates help and silent episodes, so a
+        # stride of an even k would put one side only in a sample
+        bounds = [len(fresh) * i // k for i in range(k + 1)]
+        fresh_scans = [V.object_scan(ptrain, fresh[bounds[i]:bounds[i + 1]])
+                       for i in range(k)]
     t_obj = time.perf_counter() - t0
     t0 = time.perf_counter()
     wclfs = {}
