@@ -66,14 +66,16 @@ def _versions() -> dict[str, str]:
     return {"generator": GENERATOR_VERSION, "package": mindhelper_env.__version__}
 
 
-def _mindhelper(*args: str, cwd: Path | None = None) -> None:
-    """Run the CLI as a user would (``python -m mindhelper_env.cli``); stop on failure."""
+def _mindhelper(*args: str, cwd: Path | None = None) -> str:
+    """Run the CLI as a user would (``python -m mindhelper_env.cli``); stop on failure.
+    Returns what it printed on stdout."""
     cmd = [sys.executable, "-m", "mindhelper_env.cli", *args]
     print("$ mindhelper " + " ".join(args), flush=True)
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"make_figures: mindhelper {args[0]} failed (exit {proc.returncode}):\n"
                  + proc.stderr[-3000:])
+    return proc.stdout
 
 
 # ------------------------------------------------------------------ frames
@@ -230,13 +232,7 @@ def _write_block(page: Path, name: str, body: str) -> None:
 
 def _markdown_table(args: list[str]) -> str:
     """The table rows (``|`` lines) a ``--format markdown`` command prints."""
-    cmd = [sys.executable, "-m", "mindhelper_env.cli", *args]
-    print("$ mindhelper " + " ".join(args), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-    if proc.returncode != 0:
-        sys.exit(f"make_figures: mindhelper {args[0]} failed (exit {proc.returncode}):\n"
-                 + proc.stderr[-3000:])
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("|")]
+    rows = [line for line in _mindhelper(*args, cwd=ROOT).splitlines() if line.startswith("|")]
     if not rows:
         sys.exit(f"make_figures: mindhelper {args[0]} printed no table")
     return "\n" + "\n".join(rows) + "\n\n"  # blank lines: Markdown ends the comment's block
