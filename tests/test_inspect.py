@@ -53,6 +53,21 @@ def server(monkeypatch):
         yield srv
 
 
+def inspect_eval(logs: Path, *extra: str) -> Path:
+    """``inspect eval`` of the task on SUITE with direct-vlm against the stdlib server (the
+    ``server`` fixture's environment), ``extra`` arguments added; the log's path."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval",
+         str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper",
+         "--model", "openai-api/local/m", "-T", f"suite={SUITE}", "-T", "agent=direct-vlm",
+         *extra, "--log-dir", str(logs), "--display", "none", "--log-format", "json"],
+        env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [log_path] = list(logs.glob("*.json"))
+    return log_path
+
+
 def native(tmp_path, srv, limit=LIMIT):
     evaluate(SUITE, ["direct-vlm"], tmp_path / "native", limit=limit, progress=False,
              plots=False, timing=False,
@@ -63,17 +78,7 @@ def native(tmp_path, srv, limit=LIMIT):
 def test_inspect_eval_of_the_task_scores_like_mindhelper_score(tmp_path, server, capsys):
     from inspect_ai.log import read_eval_log
 
-    logs = tmp_path / "logs"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "inspect_ai", "eval",
-         str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper",
-         "--model", "openai-api/local/m", "-T", f"suite={SUITE}", "-T", "agent=direct-vlm",
-         "-T", f"limit={LIMIT}", "--log-dir", str(logs), "--display", "none",
-         "--log-format", "json"],
-        env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    [log_path] = list(logs.glob("*.json"))
+    log_path = inspect_eval(tmp_path / "logs", "-T", f"limit={LIMIT}")
     log = read_eval_log(str(log_path))
     assert log.status == "success" and len(log.samples) == LIMIT
     # the transcript: a window event per window, the model's calls, the executed lines
@@ -115,17 +120,7 @@ def test_inspect_eval_of_the_task_scores_like_mindhelper_score(tmp_path, server,
 def test_epochs_import_as_trials(tmp_path, server):
     """``--epochs 2`` is ``evaluate --trials 2``: every record carries its trial (the first
     epoch's 0 too), byte for byte as the native run writes them, and run.json says so."""
-    logs = tmp_path / "logs"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "inspect_ai", "eval",
-         str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper",
-         "--model", "openai-api/local/m", "-T", f"suite={SUITE}", "-T", "agent=direct-vlm",
-         "-T", "limit=2", "--epochs", "2", "--log-dir", str(logs), "--display", "none",
-         "--log-format", "json"],
-        env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    [log_path] = list(logs.glob("*.json"))
+    log_path = inspect_eval(tmp_path / "logs", "-T", "limit=2", "--epochs", "2")
     assert main(["import-inspect", str(log_path), "--out", str(tmp_path / "converted")]) == 0
     converted = records(tmp_path / "converted" / "direct-vlm.jsonl")
     assert [(r["index"], r["trial"]) for r in converted] == [(0, 0), (0, 1), (1, 0), (1, 1)]
