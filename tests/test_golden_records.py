@@ -50,12 +50,16 @@ GOLDEN_V3 = {
 GOLDEN_RUN_V3 = {**GOLDEN_RUN, "env_id": "MindHelper-VirtualHome-v1", "suite": "vh-dev-v3"}
 
 
+def _run(tmp_path_factory: pytest.TempPathFactory, suite: str) -> Path:
+    """The six agents on the first 30 episodes of ``suite``, without timing."""
+    out = tmp_path_factory.mktemp(f"golden-{suite}")
+    evaluate(suite, list(AGENTS), out, limit=30, timing=False, progress=False, plots=False)
+    return out
+
+
 @pytest.fixture(scope="module")
 def golden_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("golden")
-    evaluate("vh-dev-v2", list(AGENTS), out, limit=30, timing=False, progress=False,
-             plots=False)
-    return out
+    return _run(tmp_path_factory, "vh-dev-v2")
 
 
 def _without_provenance_keys(data: bytes) -> bytes:
@@ -89,10 +93,7 @@ def test_run_file_keeps_the_one_trial_settings(golden_run: Path) -> None:
 
 @pytest.fixture(scope="module")
 def golden_run_v3(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("golden-v3")
-    evaluate("vh-dev-v3", list(AGENTS), out, limit=30, timing=False, progress=False,
-             plots=False)
-    return out
+    return _run(tmp_path_factory, "vh-dev-v3")
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_V3))
