@@ -227,7 +227,7 @@ def narrate_event(world: World, ev: Event, names: dict[int, str], style: int = 0
         fields["held"] = _and(held) or "something"
         key = "stand" if len(held) > 1 else "stand_one"
     options = _PHRASES.get(key)
-    if actor == labels.robot and actor is not None and key in _ROBOT_PHRASES:
+    if actor == labels.robot and key in _ROBOT_PHRASES:
         options = _ROBOT_PHRASES[key]
     if options is not None:
         if len(options) == 1:
