@@ -78,6 +78,7 @@ class HFClient:
         except ImportError as err:
             raise ImportError(f"the 'hf:' model client needs torch and transformers: "
                               f"{_INSTALL_HINT}") from err
+        check_hf_source(name, download)  # a missing file or folder says so in one line
         self._torch = torch
         self.model_id = f"hf:{name}"
         self.name = name
@@ -88,8 +89,6 @@ class HFClient:
             # a GGUF file: transformers dequantizes it to torch weights (needs the ``gguf``
             # package, plus ``accelerate``); tokenizer and chat template come from the file
             path = Path(name).expanduser()
-            if not path.is_file():
-                raise ValueError(f"hf:{name}: no such GGUF file")
             try:
                 import gguf  # noqa: F401
             except ImportError as err:
