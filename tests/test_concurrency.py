@@ -78,7 +78,10 @@ def test_429_past_the_slots_adapts_the_limit_and_loses_nothing(tmp_path):
         assert srv.peak <= 2
     stats = limits.shared_limit(f"{srv.url}/", None).stats()
     assert stats["cuts"] >= 1 and stats["rate_limited"] == srv.refused
-    assert stats["limit"] is not None and stats["limit"] < 6
+    # the cut took the limit below the six in flight (it climbs back on later successes,
+    # so where it ends depends on timing; the lowest point does not)
+    assert stats["lowest"] is not None and stats["lowest"] < 6
+    assert stats["limit"] is not None and stats["limit"] >= stats["lowest"]
     recs = records(tmp_path / "busy" / "direct-vlm.jsonl")
     assert all(r["usage"]["fallbacks"] == 0 for r in recs)
     assert (tmp_path / "busy" / "direct-vlm.jsonl").read_bytes() == \
@@ -92,7 +95,7 @@ def test_adaptive_limit_cuts_once_per_wave_and_climbs_back():
     lim.release(starts[0], ok=False, rate_limited=True)
     assert lim.limit == 6  # floor(8 * 0.8)
     lim.release(starts[1], ok=False, rate_limited=True)  # sent before the cut: no new cut
-    assert lim.limit == 6 and lim.cuts == 1 and lim.rate_limited == 2
+    assert lim.limit == 6 and lim.cuts == 1 and lim.rate_limited == 2 and lim.lowest == 6
     for s in starts[2:]:
         lim.release(s, ok=True)
     assert 6 < lim.limit < 8

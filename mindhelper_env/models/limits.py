@@ -202,7 +202,8 @@ class AdaptiveLimit:
     ``floor``.
 
     Counters: ``cuts`` (times the limit was cut), ``rate_limited`` (rate-limit answers),
-    ``peak`` (most requests in flight).
+    ``peak`` (most requests in flight), ``lowest`` (the lowest limit reached; ``None`` while
+    the limit was never finite).
     """
 
     def __init__(self, ceiling: int | None = None, *, floor: int = 1) -> None:
@@ -215,6 +216,7 @@ class AdaptiveLimit:
         self.peak = 0
         self.cuts = 0
         self.rate_limited = 0
+        self.lowest = self.limit
         self._paused_until = 0.0
         self._last_cut = -math.inf
         self._cond = threading.Condition()
@@ -227,6 +229,7 @@ class AdaptiveLimit:
             if self.ceiling is None or int(ceiling) < self.ceiling:
                 self.ceiling = int(ceiling)
                 self.limit = min(self.limit, float(self.ceiling))
+                self.lowest = min(self.lowest, self.limit)
 
     def acquire(self) -> float:
         """Wait for room (and the end of a pause); returns the start time to give back to
@@ -259,6 +262,7 @@ class AdaptiveLimit:
                 if started >= self._last_cut:
                     base = min(self.limit, float(in_flight))
                     self.limit = max(float(self.floor), math.floor(base * DECREASE))
+                    self.lowest = min(self.lowest, self.limit)
                     self._last_cut = now
                     self.cuts += 1
                 if retry_after > 0:
@@ -272,7 +276,8 @@ class AdaptiveLimit:
         with self._cond:
             return {"limit": None if not math.isfinite(self.limit) else round(self.limit, 2),
                     "ceiling": self.ceiling, "in_flight": self.in_flight, "peak": self.peak,
-                    "cuts": self.cuts, "rate_limited": self.rate_limited}
+                    "cuts": self.cuts, "rate_limited": self.rate_limited,
+                    "lowest": None if not math.isfinite(self.lowest) else self.lowest}
 
 
 _limits: dict[str, AdaptiveLimit] = {}
