@@ -13,8 +13,9 @@ end of a window) — and keeps
   same perception rules the people follow (they see their room when they enter it; in a room
   they see what others take, put and reveal; a place in view that lacks what they expected
   erases that belief; where ``info["perception"]`` is ``"attention"``, someone on the phone
-  perceives none of it); each entry keeps the tick and
-  the evidence that set it;
+  perceives none of it; where it is ``"sight"``, nor does someone at a chore, and a person
+  sees objects taken and put next door through an open door, read off ``info["doors"]``);
+  each entry keeps the tick and the evidence that set it;
 * **attention and earlier steps**: who is on the phone (and so notices nothing), and what each
   person took so far (what they will want next follows from it:
   :func:`~mindhelper_env.scenarios.observer.infer_goal`);
@@ -47,6 +48,10 @@ from mindhelper_env.scenarios.observer import (
 
 __all__ = ["BeliefTracker", "Belief", "Person", "Cue", "parse_events"]
 
+#: What a person sees others do to objects in their room (and, with sight perception, next
+#: door through an open door).
+_MOVES = frozenset({"grab", "putback", "putin", "drop", "give"})
+
 
 @dataclass
 class Belief:
@@ -68,7 +73,7 @@ class Person:
     beliefs: dict[int, Belief] = field(default_factory=dict)
     last_room: int | None = None
     looked: bool = False
-    #: on the phone (notices nothing)
+    #: on the phone or at a chore (notices nothing)
     busy: bool = False
     #: classes of what the person took, oldest first (their earlier steps)
     took: list[str] = field(default_factory=list)
@@ -133,6 +138,11 @@ class BeliefTracker:
         #: attention perception (``info["perception"] == "attention"``): someone on the phone
         #: perceives none of the others' events
         self.attention = False
+        #: sight perception (``info["perception"] == "sight"``): a chore blinds like a call,
+        #: and what is taken and put next door is seen through an open door
+        self.sight = False
+        #: the rooms seen from each room through an open door (``info["doors"]``)
+        self.door_views: dict[int, set[int]] = {}
         self.where: dict[int, int] = {}
         self.classes: dict[int, str] = {}
         self.room_of: dict[int, int | None] = {}
@@ -165,7 +175,11 @@ class BeliefTracker:
         robot = info.get("robot") if is_map else None
         if is_map:
             # the episode's perception rule (absent: everyone in a room perceives it all)
-            self.attention = info.get("perception") == "attention"
+            perception = info.get("perception")
+            self.attention = perception in ("attention", "sight")
+            self.sight = perception == "sight"
+            if self.sight and not self.door_views:
+                self._learn_doors(info.get("doors"))
         if _is_mapping(robot):
             self.robot_room = robot.get("room")
         if self._started:
@@ -346,9 +360,9 @@ class BeliefTracker:
                 p.holding.append(args[0])
             if p is not None:
                 p.took.append(self.classes.get(args[0], "?"))
-        elif verb in ("phone", "hangup"):
+        elif verb in ("phone", "hangup", "chore", "chore_done"):
             if p is not None:
-                p.busy = verb == "phone"
+                p.busy = verb in ("phone", "chore")
         elif verb in ("putin", "putback") and len(args) >= 2:
             self.where[args[0]] = args[1]
             if p is not None and args[0] in p.holding:
@@ -423,7 +437,13 @@ class BeliefTracker:
 
     def _perceive(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:
         if self.attention and p.busy:
-            return  # on the phone: nothing of what happens in the room reaches them
+            return  # on the phone or at a chore: nothing of what happens reaches them
+        if self.sight:
+            views = self.door_views.get(p.room) if p.room is not None else None
+            if views:
+                for ev in events:
+                    if ev.get("room") in views and ev.get("verb") in _MOVES:
+                        self._see_move(p, tick, ev, "saw it through the door")
         if p.room != p.last_room or not p.looked:
             self._look_around(p, tick)
             return
@@ -432,10 +452,8 @@ class BeliefTracker:
                 continue
             verb = ev.get("verb")
             args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
-            if verb in ("grab", "putback", "putin", "drop", "give") and args:
-                loc = self.where.get(args[0])
-                if loc is not None:
-                    self._set_belief(p, args[0], loc, tick, f"saw {verb}")
+            if verb in _MOVES:
+                self._see_move(p, tick, ev, f"saw {verb}")
             elif verb == "open" and args:
                 box = args[0]
                 for c in ev.get("contents", []) or []:
@@ -448,6 +466,25 @@ class BeliefTracker:
                 # everyone in earshot (the room) hears it
                 self._set_belief(p, args[1], args[2], tick,
                                  "was told" if args[0] == p.id else "overheard it")
+
+    def _see_move(self, p: Person, tick: int, ev: dict[str, Any], why: str) -> None:
+        """``p`` saw an object taken, put or given: it is where the robot now knows it is."""
+        args = [int(a["id"]) for a in ev.get("args", []) if isinstance(a, dict) and "id" in a]
+        loc = self.where.get(args[0]) if args else None
+        if loc is not None:
+            self._set_belief(p, args[0], loc, tick, why)
+
+    def _learn_doors(self, doors: Any) -> None:
+        """The rooms seen from each room through an open door (``info["doors"]``)."""
+        views: dict[int, set[int]] = {}
+        for d in doors if isinstance(doors, list) else ():
+            rooms = d.get("rooms") if isinstance(d, dict) else None
+            if not d.get("open") or not isinstance(rooms, list) or len(rooms) != 2:
+                continue
+            a, b = int(rooms[0]), int(rooms[1])
+            views.setdefault(a, set()).add(b)
+            views.setdefault(b, set()).add(a)
+        self.door_views = views
 
     # ------------------------------------------------------------------ queries
     def belief_snapshot(self) -> dict[int, dict[int, int]]:

@@ -28,6 +28,11 @@ Activities (JSON dicts, in order):
   ticks (visible: ``phone`` when it starts, ``hangup`` when it ends). Someone on the phone
   notices nothing around them; with **attention perception** (below) they also see and hear
   nothing of what others do meanwhile.
+* ``{"type": "chore", "target": id, "ticks": k}`` — walk to a piece of furniture and do a
+  chore there for ``k`` ticks, facing it and so with one's back to the room (visible:
+  ``chore`` when it starts, ``chore_done`` when it ends). Like a phone call, a chore keeps
+  one from noticing anything; with attention perception one also sees nothing of what
+  others do meanwhile (``mh-gen-3.1``).
 * ``{"type": "tell", "person": id, "object": id, "place": id}`` — go to ``person`` and tell
   them where ``object`` is (``place``). Everyone in the room hears it (earshot is the room),
   the robot's cameras included.
@@ -52,6 +57,12 @@ phone perceives none of the others' events in the room (a move, a put, an opened
 a tell said to someone else); what changed meanwhile they learn as anyone would, from what
 they see happen next or on entering a room. Without it (the default,
 the episodes of ``mh-gen-2.x``) everyone in a room perceives everything that happens there.
+
+**Sight perception** (``sight=True``; ``"perception": "sight"``, generator ``mh-gen-3.1``):
+attention perception, and a person also sees the objects others take, put and give in a
+room next door through an open door between the two rooms (not through a closed one; what
+is said there is out of earshot, and a struggle there goes unnoticed). Someone busy on the
+phone or at a chore sees nothing next door either.
 
 **Visible behaviour.** People use the containers they open and close them again. Besides
 script lines an actor emits three behaviour events (``outbox``), all of them things a camera
@@ -88,6 +99,7 @@ ACTIVITY_KEYS: dict[str, tuple[str, ...]] = {
     "check": ("target",),
     "assist": ("person", "anchor"),
     "phone": (),
+    "chore": ("target",),
     "tell": ("person", "object", "place"),
 }
 
@@ -102,6 +114,9 @@ def _walk_line(class_name: str, target: int) -> ScriptLine:
     them instead of building one per tick)."""
     return ScriptLine("walk", ((class_name, target),))
 
+
+#: What a person sees happen in the next room through an open door (sight perception).
+_SEEN_THROUGH_DOORS = frozenset({"grab", "putback", "putin", "drop", "give", "move"})
 
 #: The policy method of each activity type.
 _ACT_METHODS = {kind: "_act_" + kind for kind in ACTIVITY_KEYS}
@@ -143,6 +158,9 @@ class Actor:
     #: attention perception: on the phone, perceive nothing of others' events (module
     #: docstring)
     attention: bool = False
+    #: sight perception: also see objects taken and put in the rooms next door through an
+    #: open door (module docstring)
+    sight: bool = False
     #: what the person goes on to do once their task is over, done or given up (the same
     #: kinds of activity; no markers, and a failure there only skips the activity): people
     #: carry on with their day either way, so what they do after a task shows nothing of
@@ -173,7 +191,7 @@ class Actor:
     _pause_walking: bool = False
     _opened: int | None = None
     _assist_go: bool = False
-    #: on the phone (notices nothing)
+    #: on the phone or at a chore (notices nothing)
     busy: bool = False
     #: the help under way for someone noticed struggling: (person, object, container)
     _helping: tuple[int, int | None, int | None] | None = None
@@ -189,7 +207,8 @@ class Actor:
     _stuck_beliefs: dict[int, int | None] = field(default_factory=dict)
 
     @classmethod
-    def from_spec(cls, spec: dict[str, Any], *, attention: bool = False) -> Actor:
+    def from_spec(cls, spec: dict[str, Any], *, attention: bool = False,
+                  sight: bool = False) -> Actor:
         kind = spec.get("kind", "adult")
         if kind not in ACTOR_KINDS:
             raise ValueError(f"unknown actor kind {kind!r}; expected one of {sorted(ACTOR_KINDS)}")
@@ -215,7 +234,8 @@ class Actor:
             stuck_walk=None if spec.get("stuck_walk") is None else int(spec["stuck_walk"]),
             pause_walk=None if spec.get("pause_walk") is None else int(spec["pause_walk"]),
             beliefs={int(k): int(v) for k, v in spec.get("beliefs", {}).items()},
-            attention=bool(attention),
+            attention=bool(attention or sight),
+            sight=bool(sight),
         )
 
     @property
@@ -243,7 +263,9 @@ class Actor:
         """Update beliefs from what this actor can see this tick."""
         room = world.chars[self.id].room
         if self.attention and self.busy:
-            return  # on the phone: nothing of what happens in the room reaches them
+            return  # on the phone or at a chore: nothing of what happens reaches them
+        if self.sight:
+            self._see_next_door(world, room, events)
         if room != self._last_room or self._look:
             self._last_room = room
             self._look = False
@@ -255,6 +277,18 @@ class Actor:
             self._see_event(world, ev)
             if ev.verb in ("stretch", "stand") and ev.actor != self.id:
                 self._notice(world, ev)
+
+    def _see_next_door(self, world: World, room: int | None, events: list[Event]) -> None:
+        """Sight perception: objects taken, put and given in a room seen through an open
+        door."""
+        views = None
+        for ev in events:
+            if ev.room == room or not ev.ok or ev.verb not in _SEEN_THROUGH_DOORS:
+                continue
+            if views is None:
+                views = world.views(room)
+            if ev.room in views:
+                self._see_event(world, ev)
 
     def _notice(self, world: World, ev: Event) -> None:
         """Someone in this room struggles: an attentive adult with a free hand helps."""
@@ -559,6 +593,28 @@ class Actor:
             return None
         self.busy = False
         self.outbox.append(("hangup", ()))
+        self._complete()
+        return None
+
+    def _act_chore(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        target = int(act["target"])
+        if not self.busy and self._stay == 0:
+            me = world.chars[self.id]
+            what = world.graph.nodes[target].class_name
+            if not world.is_close(self.id, target):
+                if me.sitting_on is not None:
+                    return ScriptLine("standup", ())
+                self._doing = f"going to the {what}"
+                return self._walk_to(world, target)
+            self.busy = True
+            self._doing = f"busy at the {what}, back to the room"
+            self.outbox.append(("chore", (target,)))
+            return None
+        if self._stay < int(act.get("ticks", 0)):
+            self._stay += 1
+            return None
+        self.busy = False
+        self.outbox.append(("chore_done", (target,)))
         self._complete()
         return None
 

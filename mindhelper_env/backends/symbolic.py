@@ -44,8 +44,10 @@ ROBOT_ID = 1
 #: How the people of an episode perceive (the spec's ``"perception"``; default ``room``):
 #: ``room`` — everyone in a room perceives everything that happens there (``mh-gen-2.x``);
 #: ``attention`` — a person on the phone perceives none of the others' events
-#: (``mh-gen-3.x``; :class:`~mindhelper_env.actors.actor.Actor`).
-PERCEPTION_MODES = ("room", "attention")
+#: (``mh-gen-3.0``; :class:`~mindhelper_env.actors.actor.Actor`); ``sight`` — attention, a
+#: chore done facing away blinds like a call, and objects taken and put next door are seen
+#: through an open door (``mh-gen-3.1``).
+PERCEPTION_MODES = ("room", "attention", "sight")
 
 _MOVING_VERBS = frozenset({"grab", "putin", "putback", "drop", "give"})
 #: Verbs whose success Actor.feedback reacts to (it reacts to every failure).
@@ -116,7 +118,8 @@ class Simulation:
         self.perception: str = perception
         self.actors: list[Actor] = []
         for a in sorted(spec["actors"], key=lambda a: a["id"]):
-            actor = Actor.from_spec(a, attention=perception == "attention")
+            actor = Actor.from_spec(a, attention=perception in ("attention", "sight"),
+                                    sight=perception == "sight")
             if actor.id not in self.world.chars:
                 raise ValueError(f"actor {actor.name} ({actor.id}) is not a character in the graph")
             self.world.set_reach(actor.id, actor.reach)

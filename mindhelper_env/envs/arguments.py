@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_V3, V3_FAMILIES, family_weights
+from mindhelper_env.scenarios.spec import FAMILIES, V3_FAMILIES, family_weights, is_v3
 
 __all__ = ["check_families", "merge_reward"]
 
@@ -16,7 +16,7 @@ __all__ = ["check_families", "merge_reward"]
 def check_families(families: Any, generator: str | None = None) -> dict[str, float]:
     """The env's ``families`` argument as ``{family: weight}`` (default: the generator's
     weights); ``ValueError`` naming a family the generator does not build or a bad weight."""
-    known = V3_FAMILIES if generator == GENERATOR_V3 else FAMILIES
+    known = V3_FAMILIES if is_v3(generator) else FAMILIES
     if families is None:
         return family_weights(generator)
     if isinstance(families, str):

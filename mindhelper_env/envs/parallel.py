@@ -238,7 +238,8 @@ class MindHelperParallelEnv(ParallelEnv):
         for name, actor in self._people.items():
             room = world.chars[actor.id].room
             text = describe_scene(world, [room] if room is not None else [], h._names,
-                                  actor.id, h._kinds, h._labels)
+                                  actor.id, h._kinds, h._labels,
+                                  doors=sim.perception == "sight")
             # its last line places the viewer, worded for the robot: worded for the person
             where = h._labels.room(room) if room is not None else "no room"
             text = text.rsplit("\n", 1)[0] + f"\nYou ({actor.name}, {actor.id}) are in the " \

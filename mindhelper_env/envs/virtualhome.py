@@ -26,10 +26,10 @@ from mindhelper_env.render.text import (
 from mindhelper_env.scenarios.generator import GENERATORS, generate_episode, sample_episode
 from mindhelper_env.scenarios.spec import (
     FAMILIES,
-    GENERATOR_V3,
     GENERATOR_VERSION,
     V3_FAMILIES,
     Reference,
+    is_v3,
 )
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.script import is_silence
@@ -427,7 +427,8 @@ class MindHelperEnv(gym.Env):
             text = ""
         elif text is None:
             text = clean_text(describe_scene(sim.world, self._visible_rooms(), self._names,
-                                             ROBOT_ID, self._kinds, self._labels),
+                                             ROBOT_ID, self._kinds, self._labels,
+                                             doors=sim.perception == "sight"),
                               NARRATION_MAX)
             if memo is not None:
                 memo["reset_narration"] = text
@@ -460,7 +461,7 @@ class MindHelperEnv(gym.Env):
             return self._suite_episode(options["suite"], options.get("index"))
         if "family" in options:
             fam = options["family"]
-            known = V3_FAMILIES if self.generator == GENERATOR_V3 else FAMILIES
+            known = V3_FAMILIES if is_v3(self.generator) else FAMILIES
             if not isinstance(fam, str) or fam not in known:
                 raise ValueError(f"unknown family {fam!r}; expected one of {list(known)}")
             return generate_episode(fam, int(self.np_random.integers(0, 2**31 - 1)),
@@ -711,6 +712,11 @@ class MindHelperEnv(gym.Env):
             # how the people perceive, where it is not the room rule of mh-gen-2.x episodes
             # (whose streams stay as they were): a public rule of the episode, like its house
             info["perception"] = sim.perception
+            if sim.perception == "sight":
+                # what one sees through from the next room: the doors and which are open
+                info["doors"] = [{"id": did, "rooms": list(rooms), "open": "CLOSED" not in
+                                  w.graph.nodes[did].states}
+                                 for did, rooms in sorted(w.doors.items())]
         return info
 
     def _node_lists(self, sim: Simulation) -> tuple[dict[int, str],

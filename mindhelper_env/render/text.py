@@ -25,7 +25,8 @@ from typing import Any
 from mindhelper_env.world.world import Event, World
 
 __all__ = ["CHARSET", "Labels", "clean_text", "cut_text", "narrate_event", "describe_scene", "event_dict",
-           "events_json", "window_events", "style_of", "KIND_WORDS", "EVENT_VERBS"]
+           "events_json", "window_events", "style_of", "KIND_WORDS", "EVENT_VERBS",
+           "SIGHT_EVENT_VERBS", "describe_doors"]
 
 #: Characters of every text observation (``spaces.Text`` charset).
 CHARSET = frozenset(string.printable)
@@ -38,6 +39,9 @@ KIND_WORDS = {"adult": "an adult", "child": "a child", "wheelchair": "a wheelcha
 EVENT_VERBS = ("walk", "find", "open", "close", "grab", "putin", "putback", "drop", "switchon",
                "switchoff", "sit", "standup", "give", "tell", "look", "stretch", "stand",
                "phone", "hangup")
+#: The verbs episodes with sight perception (``mh-gen-3.1``) add to :data:`EVENT_VERBS`: a
+#: chore done facing away starts and ends.
+SIGHT_EVENT_VERBS = ("chore", "chore_done")
 
 # Furniture whose top or inside is above a child's head: taking from it is "reaching up".
 _HIGH = frozenset({"wallshelf", "kitchencabinet", "bathroomcabinet"})
@@ -69,6 +73,12 @@ _PHRASES: dict[str, tuple[str, ...]] = {
     "phone": ("{who} took a phone call.", "{who} answered the phone and started talking.",
               "{who} got on the phone."),
     "hangup": ("{who} hung up the phone.", "{who} ended the call.", "{who} put the phone away."),
+    "chore": ("{who} turned to {a0} and started tidying it, back to the room.",
+              "{who} got busy at {a0}, facing away from the room.",
+              "{who} started wiping down {a0}, back turned to the room."),
+    "chore_done": ("{who} finished at {a0} and turned around.",
+                   "{who} was done at {a0} and turned back to the room.",
+                   "{who} turned away from {a0}, the chore done."),
     "look": ("{who} looked over {a0}.", "{who} looked around {a0}.", "{who} glanced over {a0}."),
     "look_in": ("{who} looked inside {a0}.", "{who} peered into {a0}."),
     "stretch": ("{who} stretched up toward {a0} on {a1}.", "{who} reached up toward {a0} on {a1}.",
@@ -400,11 +410,24 @@ def _event_fragment(world: World, ev: Event, d: dict[str, Any], cache: dict[Any,
     return text + "}"
 
 
+def describe_doors(world: World, labels: Labels) -> str:
+    """One line naming every door of the house, the two rooms it joins and whether it is
+    open (episodes with sight perception: what one sees through from the next room)."""
+    parts = []
+    for did in sorted(world.doors):
+        a, b = world.doors[did]
+        state = "closed" if "CLOSED" in world.graph.nodes[did].states else "open"
+        parts.append(f"the {labels.room(a)} and the {labels.room(b)} ({state})")
+    return ("Doors between " + "; ".join(parts) + ".") if parts else "There are no doors."
+
+
 def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot: int,
-                   kinds: dict[int, str] | None = None, labels: Labels | None = None) -> str:
+                   kinds: dict[int, str] | None = None, labels: Labels | None = None,
+                   doors: bool = False) -> str:
     """What the robot sees at the start: rooms, people, and visible objects with places.
     ``labels`` (optional, for ``world`` and ``names``) shares node phrases with the
-    episode's narration."""
+    episode's narration. ``doors``: also name the doors and whether each is open
+    (:func:`describe_doors`; episodes with sight perception)."""
     kinds = kinds or {}
     nodes = world.graph.nodes
     if labels is None:
@@ -413,6 +436,8 @@ def describe_scene(world: World, rooms: list[int], names: dict[int, str], robot:
     chars, holder, is_hidden = world.chars, world._holder, world.is_hidden
     parent, room_ids = world._parent, world._room_members
     lines = ["The home has: " + ", ".join([labels.room(r) for r in world.rooms]) + "."]
+    if doors:
+        lines.append(describe_doors(world, labels))
     for r in rooms:
         members = sorted(world.room_nodes(r))
         people = [c for c in members if c in chars and c != robot]

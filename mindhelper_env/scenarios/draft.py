@@ -36,9 +36,13 @@ class Reject(Exception):
 class Draft:
     """A house with people being put together; ``to_spec`` makes the spec dict."""
 
-    def __init__(self, rng: np.random.Generator, family: str, house: Any = None) -> None:
+    def __init__(self, rng: np.random.Generator, family: str, house: Any = None, *,
+                 sight: bool = False) -> None:
         self.rng = rng
         self.family = family
+        #: sight perception (``mh-gen-3.1``): chores blind like calls, open doors let one
+        #: see into the next room; the builders use both (:meth:`draw_doors`, :meth:`chore`)
+        self.sight = bool(sight)
         #: ``house`` is a :class:`~mindhelper_env.world.houses.HouseSet` (real houses) or
         #: None (a procedurally generated house)
         self.g: SceneGraph = generate_house(rng) if house is None else house.build(rng)
@@ -200,6 +204,35 @@ class Draft:
     def phone(self, cid: int, ticks: int) -> None:
         """Person ``cid`` takes a call where they stand (notices nothing while on it)."""
         self.actor(cid)["activities"].append({"type": "phone", "ticks": int(ticks)})
+
+    def chore(self, cid: int, target: int, ticks: int) -> None:
+        """Person ``cid`` walks to furniture ``target`` and does a chore there for ``ticks``
+        ticks, back to the room (notices nothing; with sight perception sees nothing)."""
+        self.actor(cid)["activities"].append({"type": "chore", "target": int(target),
+                                              "ticks": int(ticks)})
+
+    def busy(self, cid: int, target: int, ticks: int, chore: bool) -> None:
+        """Person ``cid`` walks to ``target`` and is busy there ``ticks`` ticks: a chore at
+        it (``chore``) or a phone call."""
+        self.goto(cid, target, 0)
+        if chore:
+            self.chore(cid, target, ticks)
+        else:
+            self.phone(cid, ticks)
+
+    def draw_doors(self, p_open: float = 0.6) -> None:
+        """Sight perception: each door of the house stays open with probability ``p_open``,
+        else it is closed for the whole episode (one draw per door, by id)."""
+        for did in sorted(self.world.doors):
+            if not self.chance(p_open):
+                self.world.set_state(did, "CLOSED")
+
+    def door_rooms(self, room: int, *, open_: bool) -> list[int]:
+        """The rooms joined to ``room`` by an open (``open_``) or a closed door."""
+        nodes = self.g.nodes
+        out = {b if a == room else a for did, (a, b) in self.world.doors.items()
+               if room in (a, b) and ("CLOSED" not in nodes[did].states) == open_}
+        return sorted(out)
 
     def tell(self, cid: int, person: int, obj: int, place: int) -> None:
         """Person ``cid`` goes to ``person`` and says where ``obj`` is (the room hears)."""

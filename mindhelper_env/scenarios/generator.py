@@ -40,11 +40,13 @@ from mindhelper_env.scenarios.spec import (
     GENERATOR_VERSION,
     Reference,
     family_weights,
+    is_v3,
     twin_group,
 )
 from mindhelper_env.scenarios.spec import TWINS as TWIN_GROUPS
 from mindhelper_env.scenarios.twins import (
     GENERATOR_V3,
+    GENERATOR_V31,
     V3_FAMILIES,
     V3_TWINS,
     Incompatible,
@@ -74,7 +76,7 @@ EPISODE_TICKS = 72
 EPISODE_TICKS_V3 = 84
 #: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
 #: suites) and ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`, the default).
-GENERATORS = (GENERATOR_V2, GENERATOR_V3)
+GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31)
 #: The twin groups of ``mh-gen-3.0``, in a fixed order (each seeds its own base drafts).
 V3_GROUPS = tuple(V3_TWINS)
 #: Free movement lines a robot may put before its help and still be in time: the reference
@@ -338,7 +340,7 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
     generator = GENERATOR_VERSION if generator is None else generator
     if generator not in GENERATORS:
         raise ValueError(f"unknown generator {generator!r}; expected one of {list(GENERATORS)}")
-    families = FAMILIES if generator != GENERATOR_V3 else V3_FAMILIES
+    families = V3_FAMILIES if is_v3(generator) else FAMILIES
     if family not in families:
         raise ValueError(f"unknown family {family!r} for {generator}; expected one of "
                          f"{list(families)}")
@@ -347,8 +349,8 @@ def generate_episode(family: str, seed: int, *, episode_id: str | None = None,
     houses = resolve_houses(house)
     if houses is not None:
         houses.check_families((family,))
-    if generator == GENERATOR_V3:
-        return _generate_v3(family, int(seed), episode_id, houses)
+    if is_v3(generator):
+        return _generate_v3(family, int(seed), episode_id, houses, generator)
     last = ""
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([int(seed), FAMILIES.index(family), attempt])
@@ -422,13 +424,17 @@ CARRY_ON_V3: dict[str, tuple[int, int, float]] = {
 
 
 def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
-              houses: Any) -> dict[str, Any]:
+              houses: Any, generator: str = GENERATOR_V3) -> dict[str, Any]:
     """The ``family`` variant of the base draft ``(seed, attempt)`` of its group, as a draft
-    dict (raises ``_Reject``/``Incompatible``)."""
+    dict (raises ``_Reject``/``Incompatible``). ``generator``: ``mh-gen-3.0`` or
+    ``mh-gen-3.1`` (sight perception)."""
     index = V3_GROUPS.index(group) if group is not None else len(V3_GROUPS)
     rng = np.random.default_rng([seed, 1000 + index, attempt])
-    d = Draft(rng, family, houses)
+    sight = generator == GENERATOR_V31
+    d = Draft(rng, family, houses, sight=sight)
     if group is None:
+        if sight:
+            d.draw_doors()
         BUILDERS["routine"](d)
     else:
         build_variant(d, group, family)
@@ -437,13 +443,14 @@ def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
     d.carry_on(d.focus, (low, high), walks)
     d.rng = main
     draft = d.to_spec()
-    draft["perception"] = "attention"
+    draft["perception"] = "sight" if sight else "attention"
     draft["horizon_ticks"] = EPISODE_TICKS_V3
     return draft
 
 
-def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any) -> dict[str, Any]:
-    """``mh-gen-3.0``: the first base draft of ``family``'s group whose every variant passes
+def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any,
+                 generator: str = GENERATOR_V3) -> dict[str, Any]:
+    """``mh-gen-3.x``: the first base draft of ``family``'s group whose every variant passes
     validation (the requested one first: it fails fastest where it fails)."""
     group = twin_group(family) if family != "routine" else None
     last = ""
@@ -453,7 +460,7 @@ def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any) ->
         try:
             for fam in order:
                 try:
-                    draft = _v3_draft(fam, group, seed, attempt, houses)
+                    draft = _v3_draft(fam, group, seed, attempt, houses, generator)
                 except Incompatible:
                     if fam == family:
                         raise
@@ -463,9 +470,9 @@ def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any) ->
             last = str(err) or type(err).__name__
             continue
         draft, truth = kept[family]
-        return _finish(family, seed, episode_id, houses, draft, truth, GENERATOR_V3)
+        return _finish(family, seed, episode_id, houses, draft, truth, generator)
     raise RuntimeError(
-        f"could not generate a valid {family!r} episode ({GENERATOR_V3}) from seed {seed} "
+        f"could not generate a valid {family!r} episode ({generator}) from seed {seed} "
         f"after {MAX_ATTEMPTS} attempts (last problem: {last})"
     )
 

@@ -69,7 +69,7 @@ import numpy as np
 from mindhelper_env.backends.symbolic import ROBOT_ID
 from mindhelper_env.paths import cache_dir
 from mindhelper_env.scenarios.generator import GENERATORS, generate_episode
-from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_V3, GENERATOR_VERSION, V3_FAMILIES
+from mindhelper_env.scenarios.spec import FAMILIES, GENERATOR_VERSION, V3_FAMILIES, is_v3
 from mindhelper_env.world.world import World
 
 __all__ = ["EpisodePool", "PoolEntry", "cache_dir", "get_pool", "DEFAULT_POOL_SIZE",
@@ -137,7 +137,7 @@ class EpisodePool:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"pool size must be a positive int, got {size!r}")
         fams = {str(f): float(w) for f, w in families.items() if float(w) > 0}
-        unknown = set(fams) - set(FAMILIES if self.generator != GENERATOR_V3 else V3_FAMILIES)
+        unknown = set(fams) - set(V3_FAMILIES if is_v3(self.generator) else FAMILIES)
         if not fams or unknown:
             raise ValueError(f"pool families must be known families with positive weights, "
                              f"got {dict(families)!r}")

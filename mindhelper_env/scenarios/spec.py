@@ -22,7 +22,8 @@ from typing import Any
 
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION", "GENERATOR_V2",
            "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
-           "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group", "GENERATOR_V3",
+           "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group", "GENERATOR_V3", "GENERATOR_V31",
+           "V3_GENERATORS", "is_v3",
            "V3_TWINS", "V3_FAMILIES", "twins_of", "silent_shares", "family_weights"]
 
 #: The generator of the v2 families and suites (``MindHelper-VirtualHome-v0``'s episodes):
@@ -31,6 +32,13 @@ GENERATOR_V2 = "mh-gen-2.5"
 #: Generator ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`): twins built from one
 #: base draft, accepted or rejected together.
 GENERATOR_V3 = "mh-gen-3.0"
+#: Generator ``mh-gen-3.1``: ``mh-gen-3.0``'s twin groups with **sight perception** (the spec's
+#: ``"perception": "sight"``): besides a phone call, a chore done facing away keeps a person
+#: in the room from seeing anything, and a person in the next room sees what happens through
+#: an open door (not through a closed one). Not yet the default: no suite is released on it.
+GENERATOR_V31 = "mh-gen-3.1"
+#: The generators that build twin groups from one base draft (:data:`V3_FAMILIES`).
+V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31)
 #: The generator the package builds by default: ``MindHelper-VirtualHome-v1``'s sampled
 #: episodes, the bundled pool, ``generate_episode`` without ``generator=``. A change that
 #: changes episodes gets a new version here, and new suite names (see
@@ -124,11 +132,17 @@ V3_FAMILIES = (*V3_TWINS, *(t for twins in V3_TWINS.values() for t in twins), "r
 V3_ROUTINE = 0.05
 
 
+def is_v3(generator: str | None = None) -> bool:
+    """Does ``generator`` build twin groups from one base draft (:data:`V3_GENERATORS`;
+    ``None``: :data:`GENERATOR_VERSION`)?"""
+    return (GENERATOR_VERSION if generator is None else generator) in V3_GENERATORS
+
+
 def twins_of(generator: str | None = None) -> dict[str, tuple[str, ...]]:
     """The twin groups a generator builds (:data:`TWINS`, or :data:`V3_TWINS` for
     ``mh-gen-3.0`` on; ``None``: :data:`GENERATOR_VERSION`)."""
     generator = GENERATOR_VERSION if generator is None else generator
-    return dict(V3_TWINS if generator == GENERATOR_V3 else TWINS)
+    return dict(V3_TWINS if is_v3(generator) else TWINS)
 
 
 def silent_shares(generator: str | None = None) -> dict[str, float]:
@@ -138,7 +152,7 @@ def silent_shares(generator: str | None = None) -> dict[str, float]:
     every agent that stays silent without a struggle gets it right, and a tenth lifted a coin
     flip over the twin groups to PHA 52.5). ``None``: :data:`GENERATOR_VERSION`."""
     generator = GENERATOR_VERSION if generator is None else generator
-    if generator != GENERATOR_V3:
+    if not is_v3(generator):
         return dict(SILENT_SHARES)
     return {**{twin: (1 - V3_ROUTINE) / len(V3_TWINS) / len(group)
                for group in V3_TWINS.values() for twin in group}, "routine": V3_ROUTINE}
@@ -148,7 +162,7 @@ def family_weights(generator: str | None = None) -> dict[str, float]:
     """Sampling weights of a generator's families (``None``: :data:`GENERATOR_VERSION`):
     half help, half silent."""
     generator = GENERATOR_VERSION if generator is None else generator
-    if generator != GENERATOR_V3:
+    if not is_v3(generator):
         return dict(DEFAULT_FAMILY_WEIGHTS)
     shares = silent_shares(generator)
     return {**{f: 0.5 / len(HELP_FAMILIES) for f in HELP_FAMILIES},

@@ -42,11 +42,11 @@ from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.draft import FITS, Draft, Reject
 from mindhelper_env.scenarios.observer import GOAL_AFTER, classes_kept_at
-from mindhelper_env.scenarios.spec import GENERATOR_V3, V3_FAMILIES, V3_TWINS
+from mindhelper_env.scenarios.spec import GENERATOR_V3, GENERATOR_V31, V3_FAMILIES, V3_TWINS
 from mindhelper_env.world.house import OBJECT_CATALOG
 from mindhelper_env.world.world import World
 
-__all__ = ["GENERATOR_V3", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
+__all__ = ["GENERATOR_V3", "GENERATOR_V31", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
            "group_variants", "build_variant", "base_variants", "probe"]
 
 #: Ticks a focus person who knows better waits after the look before going for X (as in
@@ -78,15 +78,19 @@ def probe(d: Draft) -> Simulation:
     actors = [{**a, "after": list(a.get("after", ()))} for a in d.actors]
     spec = {"actors": actors, "events": list(d.events),
             "robot": {"id": ROBOT_ID, "name": "robot"}, "horizon": 90,
-            "perception": "attention",
+            "perception": "sight" if d.sight else "attention",
             "reference": {"focus_actor": d.focus, "needs_intervention": d.needs_help}}
     return Simulation(spec, world=cached[1].copy())
 
 
 def _perceives(sim: Simulation, who: int, room: int) -> bool:
-    """Does ``who`` perceive what happens in ``room`` at this tick (attention rule)?"""
+    """Does ``who`` see what happens in ``room`` at this tick (attention rule; with sight
+    perception also through an open door from the next room)?"""
     actor = sim.actor_by_id[who]
-    return sim.world.chars[who].room == room and not actor.busy
+    if actor.busy:
+        return False
+    here = sim.world.chars[who].room
+    return here == room or (actor.sight and room in sim.world.views(here))
 
 
 def _timeline(d: Draft, who: int, room: int, until: Callable[[Simulation], bool],
@@ -143,30 +147,61 @@ def _knows_better(d: Draft, a: int, after: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------ belief groups
 def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int, int],
-            told: bool) -> list[tuple[str, int]]:
+            told: bool, *, doors: bool = True) -> tuple[list[tuple[str, int]], set[int]]:
     """A's timeline after X is put away, the same on every side: a while watching at
     furniture of ``r1`` and a phone call at furniture of ``r1``, in a random order. Told-away
     starts with one more call (the move), and the other two follow in a random order (the
     tell). Returns each block's kind (``watch``/``busy``) and the index of its main activity
-    in A's list. (A is in the room either way: who is in the room says nothing.)"""
+    in A's list, and the rooms other than ``r1`` A spends a block in. (``mh-gen-3.0``: A
+    is in the room either way, so who is in the room says nothing.)
+
+    With sight perception (``mh-gen-3.1``) each block is drawn among what looks alike from
+    outside: a watching block is spent at furniture of ``r1`` or, where a door to the next
+    room is open and ``doors`` allows it, at furniture next door, seeing ``r1`` through the
+    door; a busy block is a phone call or a chore facing away at furniture of ``r1`` or,
+    where a door is closed, a while in the room behind it. So neither where A is nor
+    whether A is on the phone says whether A sees the room."""
     spots = [f for f in d.furniture(r1) if f not in avoid] or [f for f in d.furniture(r1)]
     order = ["watch", "busy"]
     if d.chance(0.5):
         order.reverse()
     if told:
         order.insert(0, "busy")
-    acts = d.actor(a)["activities"]
     out = []
+    rooms: set[int] = set()
     for i, kind in enumerate(order):
         k = int(d.rng.integers(*length)) if not told or i == 0 else int(d.rng.integers(5, 8))
-        spot = d.pick(spots)
+        out.append((kind, _block(d, a, kind, r1, d.pick(spots), k, doors, rooms)))
+    return out, rooms
+
+
+def _block(d: Draft, a: int, kind: str, room: int, spot: int, k: int, doors: bool,
+           rooms: set[int]) -> int:
+    """One block of A's timeline in ``room`` (see :func:`_blocks`): ``watch`` (a while at
+    ``spot``) or ``busy`` (a call there); with sight perception drawn among what looks
+    alike (a watching block next door through an open door, a busy block a chore or a while
+    behind a closed door; the rooms next door used are added to ``rooms``). Returns the
+    index of the block's main activity in A's list."""
+    acts = d.actor(a)["activities"]
+    if not d.sight:
         if kind == "watch":
             d.goto(a, spot, k)
         else:
-            d.goto(a, spot, 0)
-            d.phone(a, k)
-        out.append((kind, len(acts) - 1))
-    return out
+            d.busy(a, spot, k, chore=False)
+        return len(acts) - 1
+    # sight: the same three draws for every block, whatever is chosen
+    how, u_room, u_spot = (float(d.rng.random()) for _ in range(3))
+    nexts = d.door_rooms(room, open_=kind == "watch") if doors else []
+    if nexts and how < (0.5 if kind == "watch" else 1 / 3):
+        there = nexts[int(u_room * len(nexts))]
+        rooms.add(there)
+        furniture = d.furniture(there)
+        d.goto(a, furniture[int(u_spot * len(furniture))], k)
+    elif kind == "watch":
+        d.goto(a, spot, k)
+    else:  # a call or a chore, even odds among what is left
+        d.busy(a, spot, k, chore=how >= (2 / 3 if nexts else 0.5))
+    return len(acts) - 1
 
 
 def _windows(d: Draft, who: int, indexes: list[int], until: int) -> dict[int, list[int]]:
@@ -264,7 +299,9 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     spots_b = [f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]
     b_spot = d.pick(spots_b)
     length = {"emptied": (15, 19), "told": (10, 13)}.get(group, (10, 14))
-    blocks = _blocks(d, a, r1, (l1, l2), length, group == "told")
+    # (told-away: A hears the tell only in the room, so A's blocks stay in it)
+    blocks, next_door = _blocks(d, a, r1, (l1, l2), length, group == "told",
+                                doors=group != "told")
     _before_look(d, a, r1, l1, l2)
     after = _after_cue(d, r1, l1)
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -274,7 +311,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
         listener = d.person(kind="adult", room=r1)
         d.goto(listener, d.pick([f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]), 60)
     # the rest of the house, drawn before any timing is chosen
-    _life(d, cls, (r1, r_away))
+    _life(d, cls, (r1, r_away, *sorted(next_door)))
     # --- the switch: when B moves X (and, in told-away, when B tells)
     d.switched.add(b)
     b_rec = d.actor(b)
@@ -498,18 +535,11 @@ def _search(d: Draft, variant: str) -> None:
     spots = [p for p in d.unusual_surfaces(cls) if d.room_of(p) == r_step]
     where = d.pick(spots)
     stay = [f for f in d.furniture(r_step) if f != where] or [where]
-    order = ["watch", "phone"] if d.chance(0.5) else ["phone", "watch"]
-    acts = d.actor(a)["activities"]
+    order = ["watch", "busy"] if d.chance(0.5) else ["busy", "watch"]
     blocks = []
     for kind_ in order:
         k = int(d.rng.integers(8, 12))
-        spot = d.pick(stay)
-        if kind_ == "watch":
-            d.goto(a, spot, k)
-        else:
-            d.goto(a, spot, 0)
-            d.phone(a, k)
-        blocks.append((kind_, len(acts) - 1))
+        blocks.append((kind_, _block(d, a, kind_, r_step, d.pick(stay), k, True, set())))
     search = [p for p in d.search_order(cls, set()) if p in usual and d.room_of(p) != r_step]
     if not search:
         raise Reject("nowhere usual to search outside the room of the earlier step")
@@ -633,10 +663,13 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
     d.switched.add(q)
     spot = anchor if at_anchor else d.pick(spots)
     seated = "SITTABLE" in d.g.nodes[spot].properties
-    d.goto(q, spot, 0)
+    # sight perception: a busy adult is on the phone or at a chore facing away (at other
+    # furniture than the anchor), drawn in the base for q, e and z alike
+    chores = [d.chance(0.5) for _ in range(3)] if d.sight else [False] * 3
     if help_side:
-        d.phone(q, long_call)
+        d.busy(q, spot, long_call, chore=chores[0] and not at_anchor)
     else:
+        d.goto(q, spot, 0)
         d.idle(q, long_call)
     if d.chance(0.3):
         h = d.person(kind="adult", room=room)
@@ -645,19 +678,20 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
         d.deliver(h, objs, d.pick(d.reachable_for(h, d.surfaces())))
     if d.chance(0.7):
         z = d.person(kind="adult", room=room)
-        d.goto(z, anchor if (not at_anchor and d.chance(0.3)) else d.pick(spots), 0)
-        d.phone(z, long_call)
+        z_spot = anchor if (not at_anchor and d.chance(0.3)) else d.pick(spots)
+        d.busy(z, z_spot, long_call, chore=chores[2] and z_spot != anchor)
     elsewhere = [r for r in d.rooms if r != room]
     if elsewhere:
         e = d.person(kind="adult", room=d.pick(elsewhere))
         d.switched.add(e)
         there = d.furniture(d.world.chars[e].room)
         there = [f for f in there if ("SITTABLE" in d.g.nodes[f].properties) == seated] or there
-        d.goto(e, d.pick(there), 0)
+        e_spot = d.pick(there)
         if help_side:
+            d.goto(e, e_spot, 0)
             d.idle(e, long_call)
         else:
-            d.phone(e, long_call)
+            d.busy(e, e_spot, long_call, chore=chores[1])
     after = _after_cue(d, room, anchor)
     _stuck(d, a, after)
     if help_side:
@@ -741,7 +775,7 @@ def group_variants(help_family: str) -> dict[str, str]:
 
 
 def base_variants(help_family: str, seed: int, attempt: int = 0,
-                  houses: Any = None) -> dict[str, Draft]:
+                  houses: Any = None, generator: str = GENERATOR_V3) -> dict[str, Draft]:
     """Every variant of one base draft of a twin group, built but not validated:
     ``{family: draft}`` (a variant this base has no room for is left out; raises
     :class:`~mindhelper_env.scenarios.draft.Reject` if the base cannot be built). The
@@ -751,7 +785,8 @@ def base_variants(help_family: str, seed: int, attempt: int = 0,
     index = tuple(V3_TWINS).index(help_family)
     out: dict[str, Draft] = {}
     for family in GROUP_BUILDERS[help_family][1]:
-        d = Draft(np.random.default_rng([int(seed), 1000 + index, int(attempt)]), family, houses)
+        d = Draft(np.random.default_rng([int(seed), 1000 + index, int(attempt)]), family, houses,
+                  sight=generator == GENERATOR_V31)
         try:
             build_variant(d, help_family, family)
         except Incompatible:
@@ -765,4 +800,6 @@ def build_variant(d: Draft, help_family: str, family: str) -> None:
     when this base has no such variant, :class:`~mindhelper_env.scenarios.draft.Reject` when
     the base cannot be built)."""
     builder, variants = GROUP_BUILDERS[help_family]
+    if d.sight:
+        d.draw_doors()
     builder(d, variants[family])

@@ -494,6 +494,15 @@ class World(VerbHandlers):
             return []
         return [n for n in self._room_members[room] if not self.is_hidden(n)]
 
+    def views(self, room: int | None) -> list[int]:
+        """The rooms seen from ``room`` through an open door (sight perception): the other
+        room of every door of ``room`` that is not closed, by id."""
+        if room is None:
+            return []
+        nodes = self.graph.nodes
+        return sorted({b if a == room else a for did, (a, b) in self.doors.items()
+                       if room in (a, b) and "CLOSED" not in nodes[did].states})
+
     def distance(self, room_a: int, room_b: int) -> int:
         """Number of doors between two rooms."""
         return self._dist.get((room_a, room_b), 0)
