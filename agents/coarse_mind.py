@@ -11,7 +11,8 @@ tracks minds:
 * entering a room, a person sees everything lying in it (not inside closed containers) and
   that what they expected at a place in view is not there;
 * attention: a struggle is noticed (and so needs no robot) iff **an adult in the room, off
-  the phone, with a free hand** is there
+  the phone, with a free hand** is there (someone at a chore facing away counts as
+  attentive)
   (:func:`~mindhelper_env.scenarios.observer.someone_notices`).
 
 It is built the way :mod:`mindhelper_env.agents.ablations` builds its ablations: after every
@@ -24,6 +25,7 @@ gap is what a mind finer than co-presence buys.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mindhelper_env.agents.ablations import SharedViewAgent, _AblatedTracker, _ids
@@ -44,6 +46,12 @@ class CoarseMindTracker(_AblatedTracker):
         self._coarse_room: dict[int, Any] = {}
 
     def notices(self, person: PersonView, scene: SceneView) -> bool:
+        # off the phone is attentive: a chore done facing away does not count as busy
+        chores = {pid for pid, p in self.people.items() if p.chore}
+        if chores & set(scene.people):
+            scene = SceneView(scene.where, scene.classes, scene.room_of, {
+                pid: replace(v, busy=False) if pid in chores else v
+                for pid, v in scene.people.items()})
         return someone_notices(person, scene)
 
     def _form_beliefs(self, p: Person, tick: int, events: list[dict[str, Any]]) -> None:

@@ -75,6 +75,8 @@ class Person:
     looked: bool = False
     #: on the phone or at a chore (notices nothing)
     busy: bool = False
+    #: at a chore (facing away; sight perception), as opposed to on the phone
+    chore: bool = False
     #: classes of what the person took, oldest first (their earlier steps)
     took: list[str] = field(default_factory=list)
 
@@ -363,6 +365,7 @@ class BeliefTracker:
         elif verb in ("phone", "hangup", "chore", "chore_done"):
             if p is not None:
                 p.busy = verb in ("phone", "chore")
+                p.chore = verb == "chore"
         elif verb in ("putin", "putback") and len(args) >= 2:
             self.where[args[0]] = args[1]
             if p is not None and args[0] in p.holding:
