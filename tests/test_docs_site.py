@@ -246,13 +246,13 @@ def test_readme_is_short_and_starts_with_the_two_commands() -> None:
     main = _bash_block_after(head, "**Run the main job**")
     tests = _bash_block_after(head, "**Run the tests**")
     assert main.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e")
-    # the main job runs on a released, current suite of the newest generator
+    # the main job runs on a released, current suite of the default generator
     from mindhelper_env.scenarios import releases
-    from mindhelper_env.scenarios.generator import GENERATORS
+    from mindhelper_env.scenarios.spec import GENERATOR_VERSION
 
     suite = main.split("mindhelper evaluate --suite ", 1)[1].split()[0]
     rel = releases.release_of(suite)
-    assert rel is not None and rel.current and rel.generator == GENERATORS[-1], suite
+    assert rel is not None and rel.current and rel.generator == GENERATOR_VERSION, suite
     assert tests.startswith("python3 -m venv .venv") and tests.endswith("python -m pytest -q")
     for section in ("## Quick start", "### The agent protocol", "## The metrics in brief",
                     "## The reward in brief", "## Citation", 'pip install -e ".[test]"'):

@@ -583,40 +583,33 @@ class Actor:
 
     # phone and tell ------------------------------------------------------
     def _act_phone(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
+        return self._busy_for(act, "on the phone", ("phone", "hangup"), ())
+
+    def _busy_for(self, act: dict[str, Any], doing: str, verbs: tuple[str, str],
+                  args: tuple[int, ...]) -> None:
+        """Busy (a call, a chore) for ``act["ticks"]`` ticks: ``verbs`` at start and end."""
         if not self.busy and self._stay == 0:
             self.busy = True
-            self._doing = "on the phone"
-            self.outbox.append(("phone", ()))
-            return None
-        if self._stay < int(act.get("ticks", 0)):
+            self._doing = doing
+            self.outbox.append((verbs[0], args))
+        elif self._stay < int(act.get("ticks", 0)):
             self._stay += 1
-            return None
-        self.busy = False
-        self.outbox.append(("hangup", ()))
-        self._complete()
+        else:
+            self.busy = False
+            self.outbox.append((verbs[1], args))
+            self._complete()
         return None
 
     def _act_chore(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
         target = int(act["target"])
-        if not self.busy and self._stay == 0:
-            me = world.chars[self.id]
-            what = world.graph.nodes[target].class_name
-            if not world.is_close(self.id, target):
-                if me.sitting_on is not None:
-                    return ScriptLine("standup", ())
-                self._doing = f"going to the {what}"
-                return self._walk_to(world, target)
-            self.busy = True
-            self._doing = f"busy at the {what}, back to the room"
-            self.outbox.append(("chore", (target,)))
-            return None
-        if self._stay < int(act.get("ticks", 0)):
-            self._stay += 1
-            return None
-        self.busy = False
-        self.outbox.append(("chore_done", (target,)))
-        self._complete()
-        return None
+        what = world.graph.nodes[target].class_name
+        if not self.busy and self._stay == 0 and not world.is_close(self.id, target):
+            self._doing = f"going to the {what}"
+            if world.chars[self.id].sitting_on is not None:
+                return ScriptLine("standup", ())
+            return self._walk_to(world, target)
+        return self._busy_for(act, f"busy at the {what}, back to the room",
+                              ("chore", "chore_done"), (target,))
 
     def _act_tell(self, world: World, act: dict[str, Any]) -> ScriptLine | None:
         person = int(act["person"])
