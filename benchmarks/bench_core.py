@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_core.py [--repeats 5]``. Reports medians over repeats.
 
-* env steps/s: default ``MindHelper-VirtualHome-v1`` (text observations), a policy that mixes
+* env steps/s: default ``MindHelper-VirtualHome-v2`` (text observations), a policy that mixes
   silence (80 %) with random-but-valid programs (20 %), resetting when episodes end; and the
   same with ``obs_mode="text+rgb"`` (one 128 px frame per window);
 * resets/s: ``reset(seed=i)`` with ``pool_size=0`` (each samples and validates a fresh
@@ -33,7 +33,7 @@ from mindhelper_env.world.house import add_object, generate_house
 
 
 def bench_steps(n_steps: int = 4000, **env_kwargs: object) -> float:
-    env = gym.make("MindHelper-VirtualHome-v1", **env_kwargs)
+    env = gym.make("MindHelper-VirtualHome-v2", **env_kwargs)
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=0)
     # pre-generate episodes so the timing is about stepping, not generation
@@ -55,7 +55,7 @@ def bench_steps(n_steps: int = 4000, **env_kwargs: object) -> float:
 
 def warm_pool_env(pool_size: int, generator: str | None = None) -> gym.Env:
     """The default env (episodes of ``generator``) with a ``pool_size`` episode pool, filled."""
-    env = gym.make("MindHelper-VirtualHome-v1", pool_size=pool_size, generator=generator)
+    env = gym.make("MindHelper-VirtualHome-v2", pool_size=pool_size, generator=generator)
     env.unwrapped.episode_pool.fill()
     return env
 
@@ -101,7 +101,7 @@ def bench_minigrid(n_steps: int = 4000) -> float | None:
 
 
 def bench_resets(n: int = 100) -> tuple[float, float]:
-    env = gym.make("MindHelper-VirtualHome-v1", pool_size=0)
+    env = gym.make("MindHelper-VirtualHome-v2", pool_size=0)
     t0 = time.perf_counter()
     for i in range(n):
         env.reset(seed=1000 + i)

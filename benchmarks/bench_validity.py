@@ -1,6 +1,6 @@
 """Does the benchmark need a mind? (``python benchmarks/bench_validity.py``)
 
-On a suite (:data:`mindhelper_env.validity.TEST_SUITE` by default) this prints, in order:
+On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator's test suite, by default) this prints, in order:
 
 1. the **ablation gap** per twin group: PHA of the belief tracker and of its two
    perspective-free ablations (``ablation-shared-view``, ``ablation-own-actions``);
@@ -86,7 +86,7 @@ def _pct(x) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default=V.TEST_SUITE)
+    ap.add_argument("--suite", default=V.TEST_SUITE_V3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--train", type=int, default=2000,
                     help="training episodes for the classifiers (default 2000)")

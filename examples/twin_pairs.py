@@ -4,8 +4,8 @@
     python examples/twin_pairs.py false_belief_told_away false_belief_told --seed 3 --generator mh-gen-2.5
 
 Each column is the narration of one episode, played with a silent robot, from the reset
-observation to a few windows past the focus person's first struggle. With ``mh-gen-3.0``
-(the default here) the two are a true pair: two variants of one base draft, the same house,
+observation to a few windows past the focus person's first struggle. With ``mh-gen-3.1``
+(the default here) or ``mh-gen-3.0`` the two are a true pair: two variants of one base draft, the same house,
 people and schedules, the focus person doing the same things up to the cue; only the mind
 switch differs (someone else's timing, or an adult on the phone; docs/scenarios.md). With
 ``mh-gen-2.5`` each family was drafted on its own and the columns only share a family's
@@ -24,7 +24,7 @@ from mindhelper_env.scenarios.generator import generate_episode
 
 
 def narration(family: str, seed: int, windows: int, generator: str) -> list[str]:
-    env = gym.make("MindHelper-VirtualHome-v1")
+    env = gym.make("MindHelper-VirtualHome-v2")
     try:
         spec = generate_episode(family, seed, generator=generator)
         obs, _ = env.reset(options={"episode": spec})
@@ -47,8 +47,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--windows", type=int, default=14, help="windows to show (3 ticks each)")
     ap.add_argument("--width", type=int, default=60, help="column width")
-    ap.add_argument("--generator", default="mh-gen-3.0",
-                    help="mh-gen-3.0 (default: twins from one base draft) or mh-gen-2.5")
+    ap.add_argument("--generator", default="mh-gen-3.1",
+                    help="mh-gen-3.1 (default: twins from one base draft, sight perception), "
+                         "mh-gen-3.0 (attention perception) or mh-gen-2.5")
     args = ap.parse_args()
     left = narration(args.help_family, args.seed, args.windows, args.generator)
     right = narration(args.twin_family, args.seed, args.windows, args.generator)

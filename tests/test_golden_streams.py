@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import mindhelper_env  # noqa: F401  (registers the envs)
+from mindhelper_env.evaluation import make_env
 
 DEV = "vh-dev-v2"
 VERBS = ("walk", "open", "close", "grab", "putback", "putin", "give", "tell", "switchon", "sit")
@@ -90,29 +91,42 @@ GOLDEN = {
 
 # MindHelper-VirtualHome-v1 (0.5.0): mh-gen-3.0 episodes (vh-dev-v3; sampled and pooled
 # episodes of the twin groups), narration 1 (the robot's own moves narrated as a machine's).
+# MindHelper-VirtualHome-v2 (0.6.0): mh-gen-3.1 episodes (vh-dev-v4; sight perception).
 GOLDEN_V1 = {
     "dev-home": "dbba13cf4256ab155456370cf6e4d7f464c44280d31513929a1ba977354af681",
     "fresh-home": "4fc311bcef8332b93de6e9e010c5246470fd9672d95f726b4ecd718c6704362c",
     "pool-home": "d7cb5c8fd09057d2825014ebf47a92c06012fa3b4aac454b509d2346ec35a594",
 }
+GOLDEN_V2 = {
+    "dev-home": "21fe714f0579e0dc9adfae411b59d857ca2aaf822099fbf1f2f2df0b6bbfb0d0",
+    "fresh-home": "b9c14525112a472961cdadae6af5e0a246b6cfa7c829e1f8bacbf764c6c2384b",
+    "pool-home": "55f464380b1a489f92d6c3cb2109b0d8a6dca16e38a481eaf856c2c3b62f2ce5",
+}
+#: env id -> (its dev suite, its pins)
+CURRENT = {"MindHelper-VirtualHome-v1": ("vh-dev-v3", GOLDEN_V1),
+           "MindHelper-VirtualHome-v2": ("vh-dev-v4", GOLDEN_V2)}
 
 
-def test_v1_dev_suite_streams_are_unchanged() -> None:
-    env = gym.make("MindHelper-VirtualHome-v1", pool_size=0)
-    resets = [{"options": {"suite": "vh-dev-v3", "index": i}} for i in range(100)]
-    assert _stream_digest(env, resets, seed=7) == GOLDEN_V1["dev-home"]
+@pytest.mark.parametrize("env_id", sorted(CURRENT))
+def test_v1_v2_dev_suite_streams_are_unchanged(env_id: str) -> None:
+    suite, golden = CURRENT[env_id]
+    env = make_env(env_id, pool_size=0)
+    resets = [{"options": {"suite": suite, "index": i}} for i in range(100)]
+    assert _stream_digest(env, resets, seed=7) == golden["dev-home"]
 
 
-def test_v1_freshly_sampled_streams_are_unchanged() -> None:
-    env = gym.make("MindHelper-VirtualHome-v1", pool_size=0, window_ticks=2, max_ticks=90)
+@pytest.mark.parametrize("env_id", sorted(CURRENT))
+def test_v1_v2_freshly_sampled_streams_are_unchanged(env_id: str) -> None:
+    env = make_env(env_id, pool_size=0, window_ticks=2, max_ticks=90)
     resets = [{"seed": 500 + i} for i in range(8)]
-    assert _stream_digest(env, resets, seed=11) == GOLDEN_V1["fresh-home"]
+    assert _stream_digest(env, resets, seed=11) == CURRENT[env_id][1]["fresh-home"]
 
 
-def test_v1_pool_streams_are_unchanged() -> None:
-    env = gym.make("MindHelper-VirtualHome-v1", pool_size=16)
+@pytest.mark.parametrize("env_id", sorted(CURRENT))
+def test_v1_v2_pool_streams_are_unchanged(env_id: str) -> None:
+    env = make_env(env_id, pool_size=16)
     resets = [{"seed": 3}] + [{} for _ in range(15)]
-    assert _stream_digest(env, resets, seed=5) == GOLDEN_V1["pool-home"]
+    assert _stream_digest(env, resets, seed=5) == CURRENT[env_id][1]["pool-home"]
 
 
 # MindHelper-VirtualHome-v0 keeps its streams: the id still means mh-gen-2.5 and narration 0.

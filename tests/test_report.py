@@ -122,7 +122,7 @@ _GOLDEN = {
     "reactive": "4e7ded59df1677a934fdbea4ac313ccc43152193e4d7d5c17f419d486d32aa33",
     "oracle": "d5e7c185c21d729dfa856e3302c679a96264ad6143e06337f32adab03c378108",
     "belief-tracker": "c431e11df4cf3ecb295f9617a7603bc72a1ac9c558a1e26d89f059ab6a5812cd",
-    "mindclaw": "40f12adfc6436e5b9e12f0c86ac60c50a7c7af8ffc15710ee96db395dbc01c9e",  # 0.5.0 skills
+    "mindclaw": "b2ae89a44bbe3617a044b7c057841d5b66fe879c7c0f9766ad32f488c844121d",  # 0.6.0 skills
 }
 
 

@@ -40,7 +40,7 @@ MODEL_AGENTS = ("direct-vlm", "mindclaw", "learned-trigger")
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("evaluate", parents=[common],
                         help="run agents on a suite and write result records")
-    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v3")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v4")
     ev.add_argument("--agents", required=True, type=agent_list,
                     help="comma-separated agents: built-in names (mindhelper list), e.g. "
                          "silent,random,oracle, or your own class as module:Class (imported "

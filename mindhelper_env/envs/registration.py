@@ -3,10 +3,10 @@
 Env ids follow Gymnasium's versioning rule: a change of an env's dynamics, observations or
 rewards gets a new ``-vN`` id; the old id either stays registered (:data:`ENV_SPECS`) or is
 retired (:data:`RETIRED_ENV_IDS`) and then refused on ``gym.make`` with one line naming its
-replacement. ``MindHelper-VirtualHome-v1`` is the current id of the VirtualHome env
-(``mh-gen-3.0`` episodes, narration 1); ``MindHelper-VirtualHome-v0`` stays registered with
-what it always meant (``mh-gen-2.5`` episodes, narration 0), and so do the TDW and Trigger
-ids.
+replacement. ``MindHelper-VirtualHome-v2`` is the current id of the VirtualHome env
+(``mh-gen-3.1`` episodes: sight perception; narration 1); ``MindHelper-VirtualHome-v1`` and
+``-v0`` stay registered with what they always meant (``mh-gen-3.0`` episodes, narration 1;
+``mh-gen-2.5`` episodes, narration 0), and so do the TDW and Trigger ids.
 """
 
 from __future__ import annotations
@@ -18,15 +18,19 @@ import gymnasium as gym
 __all__ = ["ENV_SPECS", "RETIRED_ENV_IDS", "RetiredEnvError", "register_envs", "check_env_id"]
 
 _V0 = {"generator": "mh-gen-2.5", "narration": 0}  # the v0 ids, as released in 0.4.0
+_V1 = {"generator": "mh-gen-3.0", "narration": 1}  # the v1 ids, as released in 0.5.0
 _VH = "mindhelper_env.envs.virtualhome:MindHelperEnv"
 _TDW = "mindhelper_env.envs.tdw:MindHelperTDWEnv"
 _TRIGGER = "mindhelper_env.envs.trigger:MindHelperTriggerEnv"
 
 #: id -> (entry point, default kwargs, max_episode_steps)
 ENV_SPECS: dict[str, tuple[str, dict, int | None]] = {
-    "MindHelper-VirtualHome-v1": (_VH, {}, None),
-    "MindHelper-TDW-v1": (_TDW, {}, None),
-    "MindHelper-Trigger-v1": (_TRIGGER, {}, None),
+    "MindHelper-VirtualHome-v2": (_VH, {}, None),
+    "MindHelper-TDW-v2": (_TDW, {}, None),
+    "MindHelper-Trigger-v2": (_TRIGGER, {}, None),
+    "MindHelper-VirtualHome-v1": (_VH, dict(_V1), None),
+    "MindHelper-TDW-v1": (_TDW, dict(_V1), None),
+    "MindHelper-Trigger-v1": (_TRIGGER, dict(_V1), None),
     "MindHelper-VirtualHome-v0": (_VH, dict(_V0), None),
     "MindHelper-TDW-v0": (_TDW, dict(_V0), None),
     "MindHelper-Trigger-v0": (_TRIGGER, dict(_V0), None),

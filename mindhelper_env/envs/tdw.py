@@ -1,4 +1,4 @@
-"""``MindHelper-TDW-v1``: the household env in ThreeDWorld's floorplan houses."""
+"""``MindHelper-TDW-v2``: the household env in ThreeDWorld's floorplan houses."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ class MindHelperTDWEnv(MindHelperEnv):
     floor sections, doors between adjacent sections, furniture from the layouts' models with
     their TDW model names in ``prefab_name`` and their real positions and bounds;
     :mod:`mindhelper_env.world.tdw_house`). Families, ground truth, observations, actions,
-    rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v1``; it runs on the
-    symbolic backend, with no TDW build. Suites: ``tdw-dev-v3`` (100 episodes) and
-    ``tdw-test-v3`` (1,000); ``tdw-dev-v2`` and ``tdw-test-v2`` (``mh-gen-2.5``) stay playable.
+    rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v2``; it runs on the
+    symbolic backend, with no TDW build. Suites: ``tdw-dev-v4`` (100 episodes) and
+    ``tdw-test-v4`` (1,000); ``tdw-dev-v2`` and ``tdw-test-v2`` (``mh-gen-2.5``) stay playable.
 
     Needs the ``tdw`` extra (``pip install "mindhelper-env[tdw]"``); without it ``gym.make``
     raises ``ImportError`` saying so. Converted houses are cached under the package's cache
@@ -29,11 +29,13 @@ class MindHelperTDWEnv(MindHelperEnv):
 
     ## Arguments
 
-    Those of ``MindHelper-VirtualHome-v1``; ``house`` defaults to ``"tdw"`` (any other value
+    Those of ``MindHelper-VirtualHome-v2``; ``house`` defaults to ``"tdw"`` (any other value
     of :func:`~mindhelper_env.world.houses.resolve_houses` works too).
 
     ## Version History
 
+    * v2 (0.6.0): ``mh-gen-3.1`` episodes (sight perception), as
+      ``MindHelper-VirtualHome-v2``; v1 keeps ``mh-gen-3.0``.
     * v1 (0.5.0): ``mh-gen-3.0`` episodes and narration 1, as ``MindHelper-VirtualHome-v1``;
       v0 keeps ``mh-gen-2.5`` and narration 0.
     * v0 (0.3.0): initial release.

@@ -1,4 +1,4 @@
-"""``MindHelper-VirtualHome-v1``: the closed loop on the symbolic VirtualHome-style world."""
+"""``MindHelper-VirtualHome-v2``: the closed loop on the symbolic VirtualHome-style world."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ class MindHelperEnv(gym.Env):
       contacted at ``reset()``; if it cannot be reached, or fails mid-episode, ``reset``/``step``
       raise ``SimulatorUnavailable`` (a ``ConnectionError``) or ``UnityError``.
       ``"tdw"`` mirrors every tick in a TDW build you start yourself (episodes must be set in
-      TDW houses: ``MindHelper-TDW-v1`` or a ``tdw-*`` suite;
+      TDW houses: ``MindHelper-TDW-v2`` or a ``tdw-*`` suite;
       :mod:`mindhelper_env.backends.tdw_build`): the floorplan scene, the furniture by model
       name as the layout placed it, the everyday objects, one Replicant per person (a
       wheelchair Replicant for wheelchair users) and the robot, teleported tick by tick; an
@@ -205,9 +205,11 @@ class MindHelperEnv(gym.Env):
       ``skip_animation`` (True).
 
     * ``generator``: the generator of sampled episodes (default
-      :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, ``mh-gen-3.0``: twin groups
-      built from one base draft, attention perception; ``"mh-gen-2.5"``: the v2 families,
-      as ``MindHelper-VirtualHome-v0`` registers). Suite episodes carry their own.
+      :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, ``mh-gen-3.1``: twin groups
+      built from one base draft, sight perception; ``"mh-gen-3.0"``: the same groups with
+      attention perception, as ``MindHelper-VirtualHome-v1`` registers; ``"mh-gen-2.5"``:
+      the v2 families, as ``MindHelper-VirtualHome-v0`` registers). Suite episodes carry
+      their own.
     * ``narration`` (1): the wording (:data:`NARRATIONS`); ``0`` narrates the robot's own
       moves as a person's, as ``MindHelper-VirtualHome-v0`` registers.
 
@@ -217,6 +219,11 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
+    * v2 (0.6.0): sampled episodes from ``mh-gen-3.1``: sight perception (a chore done
+      facing away blinds like a call; a person sees objects taken and put next door
+      through an open door; the reset narration and ``info["doors"]`` say which doors are
+      open; the suites ``*-v4``). ``MindHelper-VirtualHome-v1`` stays registered with
+      ``generator="mh-gen-3.0"``.
     * v1 (0.5.0): sampled episodes from ``mh-gen-3.0`` (twin groups from one base draft;
       presence is not perception: a person on the phone perceives nothing of others'
       events; 84-tick episodes; the suites ``*-v3``), the robot's own moves narrated as a
@@ -281,8 +288,8 @@ class MindHelperEnv(gym.Env):
             raise ValueError(f"narration must be one of {list(NARRATIONS)}, got {narration!r}")
         #: the wording of the narration (:data:`NARRATIONS`)
         self.narration = int(narration)
-        #: the generator of sampled episodes (``mh-gen-3.0``: twins from one base draft,
-        #: attention perception; None: the current default)
+        #: the generator of sampled episodes (:data:`GENERATORS`; None: the current default,
+        #: ``mh-gen-3.1``)
         self.generator = GENERATOR_VERSION if generator is None else generator
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")

@@ -18,12 +18,13 @@ __all__ = ["DEFAULT_ENV_ID", "SUITE_ENV_IDS", "MAX_STEPS", "make_env", "suite_en
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
-DEFAULT_ENV_ID = "MindHelper-VirtualHome-v1"
+DEFAULT_ENV_ID = "MindHelper-VirtualHome-v2"
 #: The env id a suite is played on, by the generator that built it: the id its results were
 #: released on, so that a number on a released suite keeps its meaning (the v2 suites'
 #: narration is ``MindHelper-VirtualHome-v0``'s).
 SUITE_ENV_IDS = {"mh-gen-2.5": "MindHelper-VirtualHome-v0",
-                 "mh-gen-3.0": "MindHelper-VirtualHome-v1"}
+                 "mh-gen-3.0": "MindHelper-VirtualHome-v1",
+                 "mh-gen-3.1": "MindHelper-VirtualHome-v2"}
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:
@@ -115,7 +116,7 @@ def run_episode(
     (or a non-string action) never stops the episode: it is logged, replaced by ``"none"``
     and counted in ``usage.fallbacks``. Errors of the env itself propagate.
 
-    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v3", "index": 3}``);
+    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v4", "index": 3}``);
     the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
     defaults to ``agent.name``. With ``timing=False`` ``usage.seconds`` is 0.0, which makes
     records fully reproducible.

@@ -21,7 +21,7 @@ __all__ = ["replay_episode", "Replayer"]
 class Replayer:
     """One env per (env id, env kwargs), reused across episodes."""
 
-    def __init__(self, env_id: str = "MindHelper-VirtualHome-v1",
+    def __init__(self, env_id: str = "MindHelper-VirtualHome-v2",
                  env_kwargs: Mapping[str, Any] | None = None) -> None:
         import gymnasium as gym
 

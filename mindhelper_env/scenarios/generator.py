@@ -71,13 +71,14 @@ if NOTICE_DELAY <= DEADLINE_TICKS:  # pragma: no cover - a guard on the two cons
 #: given or not): episode length carries no label. Generation keeps only drafts whose
 #: people have finished (or given up) well before it, with help and without.
 EPISODE_TICKS = 72
-#: ``mh-gen-3.0`` episodes last this many ticks (28 windows): the focus person's timeline
+#: ``mh-gen-3.x`` episodes last this many ticks (28 windows): the focus person's timeline
 #: (a while watching, a busy while, in either order) comes before the look.
 EPISODE_TICKS_V3 = 84
 #: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
-#: suites) and ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`, the default).
+#: suites), ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`; the v3 suites) and
+#: ``mh-gen-3.1`` (the same with sight perception; the v4 suites, the default).
 GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31)
-#: The twin groups of ``mh-gen-3.0``, in a fixed order (each seeds its own base drafts).
+#: The twin groups of ``mh-gen-3.x``, in a fixed order (each seeds its own base drafts).
 V3_GROUPS = tuple(V3_TWINS)
 #: Free movement lines a robot may put before its help and still be in time: the reference
 #: program issued at the deadline behind this many ``[walk]`` lines must still help (so a

@@ -35,15 +35,15 @@ GENERATOR_V3 = "mh-gen-3.0"
 #: Generator ``mh-gen-3.1``: ``mh-gen-3.0``'s twin groups with **sight perception** (the spec's
 #: ``"perception": "sight"``): besides a phone call, a chore done facing away keeps a person
 #: in the room from seeing anything, and a person in the next room sees what happens through
-#: an open door (not through a closed one). Not yet the default: no suite is released on it.
+#: an open door (not through a closed one). The default from 0.6.0 on.
 GENERATOR_V31 = "mh-gen-3.1"
 #: The generators that build twin groups from one base draft (:data:`V3_FAMILIES`).
 V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31)
-#: The generator the package builds by default: ``MindHelper-VirtualHome-v1``'s sampled
+#: The generator the package builds by default: ``MindHelper-VirtualHome-v2``'s sampled
 #: episodes, the bundled pool, ``generate_episode`` without ``generator=``. A change that
 #: changes episodes gets a new version here, and new suite names (see
 #: :mod:`mindhelper_env.scenarios.releases`).
-GENERATOR_VERSION = GENERATOR_V3
+GENERATOR_VERSION = GENERATOR_V31
 
 HELP_FAMILIES = (
     "false_belief_relocation",

@@ -175,6 +175,17 @@ SUITES: dict[str, dict[str, Any]] = {
     "vh-scene1-dev-v3": {"name": "vh-scene1-dev-v3", "version": 3, "n": 100,
                          "seed_base": 19_000_000_000, "generator": "mh-gen-3.0",
                          "house": "virtualhome:scene1"},
+    "vh-dev-v4": {"name": "vh-dev-v4", "version": 4, "n": 100,
+                  "seed_base": 20_000_000_000, "generator": "mh-gen-3.1"},
+    "vh-test-v4": {"name": "vh-test-v4", "version": 4, "n": 1000,
+                   "seed_base": 21_000_000_000, "generator": "mh-gen-3.1"},
+    "tdw-dev-v4": {"name": "tdw-dev-v4", "version": 4, "n": 100,
+                   "seed_base": 22_000_000_000, "generator": "mh-gen-3.1", "house": "tdw"},
+    "tdw-test-v4": {"name": "tdw-test-v4", "version": 4, "n": 1000,
+                    "seed_base": 23_000_000_000, "generator": "mh-gen-3.1", "house": "tdw"},
+    "vh-scene1-dev-v4": {"name": "vh-scene1-dev-v4", "version": 4, "n": 100,
+                         "seed_base": 24_000_000_000, "generator": "mh-gen-3.1",
+                         "house": "virtualhome:scene1"},
 }
 
 #: Suites that were released and then withdrawn (from the release ledger): name -> the

@@ -1,4 +1,4 @@
-"""Scenario families of generator ``mh-gen-3.0``: twins from one base draft.
+"""Scenario families of generators ``mh-gen-3.0`` and ``mh-gen-3.1``: twins from one base draft.
 
 Up to ``mh-gen-2.5`` every family was drafted by its own procedure and validated alone, so
 what was built, and what survived validation, differed between a help family and its twins,
@@ -31,6 +31,10 @@ comes from its own base (its own seed): an agent never sees both sides of a pair
 People perceive by **attention** in these episodes (the spec's ``"perception":
 "attention"``): someone on the phone sees and hears nothing of what others do
 (:class:`~mindhelper_env.actors.actor.Actor`). So presence is not perception, and room co-presence alone decides no belief group.
+``mh-gen-3.1`` (the drafts' ``sight``) adds **sight perception** (``"perception": "sight"``):
+a chore done facing away blinds like a call, and an open door lets one see what is taken and
+put in the next room; the blocks of the focus person's timeline are then drawn among
+realisations that look alike from outside (:func:`_block`).
 """
 
 from __future__ import annotations

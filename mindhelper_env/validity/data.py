@@ -119,7 +119,7 @@ def episode_data(spec: Mapping[str, Any]) -> EpisodeData:
     ref = spec["reference"]
     window = ref.get("window") if ref.get("needs_intervention") else None
     tracker = _CueTracker()
-    env = gym.make("MindHelper-VirtualHome-v1")
+    env = gym.make("MindHelper-VirtualHome-v2")
     windows, ticks, texts = [], [], []
     snap_reset: dict[str, float] = {}
     snap_cue: dict[str, float] | None = None

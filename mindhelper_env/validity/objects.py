@@ -152,7 +152,7 @@ def physical_data(spec: Mapping[str, Any]) -> PhysicalEpisode:
     ref = spec["reference"]
     window = ref.get("window") if ref.get("needs_intervention") else None
     t = ObjectTracker()
-    env = gym.make("MindHelper-VirtualHome-v1")
+    env = gym.make("MindHelper-VirtualHome-v2")
     pending: list[tuple[Struggle, int, dict[str, float], Any]] = []
     last_tick = 0
     try:
