@@ -98,9 +98,9 @@ GOLDEN_V1 = {
     "pool-home": "d7cb5c8fd09057d2825014ebf47a92c06012fa3b4aac454b509d2346ec35a594",
 }
 GOLDEN_V2 = {
-    "dev-home": "21fe714f0579e0dc9adfae411b59d857ca2aaf822099fbf1f2f2df0b6bbfb0d0",
+    "dev-home": "7b8ec5d01891bc17b37d2cc0067b74331cac069fef829de6c6aa3a1cdcc472d8",
     "fresh-home": "b9c14525112a472961cdadae6af5e0a246b6cfa7c829e1f8bacbf764c6c2384b",
-    "pool-home": "55f464380b1a489f92d6c3cb2109b0d8a6dca16e38a481eaf856c2c3b62f2ce5",
+    "pool-home": "131b7ae7fdf22185b6f0836cd3dfd0bb5381c7f4d37e1fe3b556562b35e7f758",
 }
 #: env id -> (its dev suite, its pins)
 CURRENT = {"MindHelper-VirtualHome-v1": ("vh-dev-v3", GOLDEN_V1),

@@ -668,10 +668,13 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
     spot = anchor if at_anchor else d.pick(spots)
     seated = "SITTABLE" in d.g.nodes[spot].properties
     # sight perception: a busy adult is on the phone or at a chore facing away (at other
-    # furniture than the anchor), drawn in the base for q, e and z alike
+    # furniture than the anchor), drawn in the base; the switched busy adult (q on the help
+    # side, e on the twin's) does the same kind of busy on both sides, so calls and chores
+    # are as many on both sides
     chores = [d.chance(0.5) for _ in range(3)] if d.sight else [False] * 3
+    switched_chore = chores[0] and not at_anchor
     if help_side:
-        d.busy(q, spot, long_call, chore=chores[0] and not at_anchor)
+        d.busy(q, spot, long_call, chore=switched_chore)
     else:
         d.goto(q, spot, 0)
         d.idle(q, long_call)
@@ -695,7 +698,7 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
             d.goto(e, e_spot, 0)
             d.idle(e, long_call)
         else:
-            d.busy(e, e_spot, long_call, chore=chores[1])
+            d.busy(e, e_spot, long_call, chore=switched_chore)
     after = _after_cue(d, room, anchor)
     _stuck(d, a, after)
     if help_side:
