@@ -12,6 +12,7 @@ The site tests need the ``docs`` extra (MkDocs, Material, mkdocstrings) and Debi
 from __future__ import annotations
 
 import functools
+import html
 import html.parser
 import http.server
 import importlib.util
@@ -162,6 +163,96 @@ def test_the_link_check_finds_broken_links_anchors_images_and_remote_assets(tmp_
     assert "remote script" in found
     assert "example.org/\"" not in found and len(broken_refs(tmp_path)) == 4
 
+
+
+#: A class entry of the API reference: its heading, then (when it has one) its signature.
+CLASS_ENTRY = re.compile(
+    r'<h(\d) id="(?P<id>[^"]+)" class="doc doc-heading">\s*<span class="doc doc-object-name '
+    r'doc-class-name">(?P<name>[^<]+)</span>.*?</h\1>\s*'
+    r'(?:<div class="doc-signature highlight">(?P<sig>.*?)</div>)?(?P<after>(?:(?!<h\d).){0,400})',
+    re.S)
+
+
+def _text(fragment: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", fragment))).strip()
+
+
+def api_reference_problems(site: Path) -> list[str]:
+    """What the API reference gets wrong: a docstring's ``>>>`` example read as Markdown
+    quotes (a ``<blockquote>``, the prompts gone) or left with its ``# doctest:`` flags; a
+    class whose entry shows no constructor signature (Protocols and exceptions, which have no
+    constructor of their own, excepted); an object documented twice on one page."""
+    problems = []
+    for page in sorted((site / "api").rglob("*.html")):
+        rel = page.relative_to(site).as_posix()
+        text = page.read_text(encoding="utf-8")
+        if "<blockquote" in text:
+            quoted = _text(re.search(r"<blockquote.*?</blockquote>", text, re.S).group(0))[:80]
+            problems.append(f"{rel}: a docstring renders as a quote: {quoted!r}")
+        if "doctest:" in text:
+            problems.append(f"{rel}: a # doctest: flag is shown")
+        names: dict[str, str] = {}
+        for entry in CLASS_ENTRY.finditer(text):
+            name = entry.group("name").strip()
+            if name in names:
+                problems.append(f"{rel}: {name} twice ({names[name]}, {entry.group('id')})")
+            names[name] = entry.group("id")
+            signature = _text(entry.group("sig") or "")
+            bases = re.search(r"Bases:(.*?)</p>", entry.group("after"), re.S)
+            exempt = bases is not None and re.search(r"Protocol|Error|Exception",
+                                                     _text(bases.group(1)))
+            if not signature.startswith(f"{name}(") and not exempt:
+                problems.append(f"{rel}: class {name} shows no signature")
+    return problems
+
+
+def test_api_reference_shows_examples_as_code_and_classes_with_signatures(site: Path) -> None:
+    assert api_reference_problems(site) == []
+    agents = (site / "api" / "agents" / "index.html").read_text(encoding="utf-8")
+    # the package docstring's example is a Python console block, prompts included
+    blocks = [_text(b) for b in re.findall(r'<div class="highlight"><pre>(.*?)</pre>', agents,
+                                           re.S)]
+    assert '>>> agent = make_agent("random", p=0.1)' in " ".join(blocks)
+    # an agent's options are its constructor's parameters, on the class's entry
+    signatures = {m.group("name"): _text(m.group("sig") or "")
+                  for m in CLASS_ENTRY.finditer(agents)}
+    assert signatures["RandomAgent"] == "RandomAgent(p: float = 0.1, seed: int | None = None)"
+    mindclaw = (site / "api" / "mindclaw" / "index.html").read_text(encoding="utf-8")
+    claw = {m.group("name"): _text(m.group("sig") or "") for m in CLASS_ENTRY.finditer(mindclaw)}
+    assert "formats: str | dict[str, str] | None = None" in claw["MindClawAgent"]
+
+
+def test_the_api_check_sees_quoted_examples_missing_signatures_and_duplicates(tmp_path) -> None:
+    page = tmp_path / "api" / "x" / "index.html"
+    page.parent.mkdir(parents=True)
+    heading = ('<h3 id="m.{0}" class="doc doc-heading"><span class="doc doc-object-name '
+               'doc-class-name">{0}</span></h3>')
+    page.write_text(
+        "<blockquote><blockquote><blockquote><p>from m import x</p></blockquote></blockquote>"
+        "</blockquote>" + heading.format("Plain") + "<div>no signature</div>"
+        + heading.format("Fine") + '<div class="doc-signature highlight"><pre><code>Fine(a: int)'
+        "</code></pre></div>" + heading.format("Oops") + '<div class="doc doc-contents">'
+        '<p class="doc doc-class-bases">Bases: <code>OopsError</code></p>'
+        + heading.format("Fine") + '<div class="doc-signature highlight"><pre><code>Fine(a: int)'
+        "</code></pre></div><pre>&gt;&gt;&gt; f()  # doctest: +SKIP</pre>")
+    found = " | ".join(api_reference_problems(tmp_path))
+    assert "renders as a quote: 'from m import x'" in found
+    assert "class Plain shows no signature" in found and "class Oops" not in found
+    assert "Fine twice" in found and "# doctest: flag" in found
+    assert len(api_reference_problems(tmp_path)) == 4
+
+
+def test_docstring_examples_become_fenced_console_blocks() -> None:
+    sys.path.insert(0, str(ROOT / "docs" / "tools"))
+    try:
+        from griffe_runtime_docs import fence_doctests
+    finally:
+        sys.path.remove(str(ROOT / "docs" / "tools"))
+    text = ("Intro.\n\n>>> a = f(1,  # doctest: +SKIP\n...       2)\n(1, 2)\n\nAfter.\n\n"
+            "```python\n>>> kept\n```\n")
+    assert fence_doctests(text) == (
+        "Intro.\n\n```pycon\n>>> a = f(1,\n...       2)\n(1, 2)\n```\n\nAfter.\n\n"
+        "```python\n>>> kept\n```\n")
 
 # ------------------------------------------------------------------ in the browser
 @pytest.fixture(scope="module")

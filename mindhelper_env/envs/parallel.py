@@ -142,8 +142,9 @@ class MindHelperParallelEnv(ParallelEnv):
         people: ``{"person_k": "scripted" | "external" | policy}`` (default: every person
             scripted); ``policy(observation, info) -> action`` is called each step.
         max_people: the people in ``possible_agents`` (an episode with more raises).
-        render_mode, **env_kwargs: passed to ``MindHelper-VirtualHome-v2``
+        render_mode: passed to ``MindHelper-VirtualHome-v2``
             (:class:`~mindhelper_env.envs.MindHelperEnv`).
+        **env_kwargs: passed to ``MindHelper-VirtualHome-v2`` too.
     """
 
     metadata = {"name": "mindhelper_household_v0", "render_modes": ["ansi", "rgb_array"],

@@ -143,7 +143,10 @@ def plot_timeline(
     dpi:
         resolution of raster output.
 
-    Returns the path written.
+    Returns
+    -------
+    Path
+        the path written.
     """
     validate_timeline_record(record)
     out = check_output_path(path, TIMELINE_FORMATS)

@@ -102,8 +102,14 @@ def write_video(
     quality:
         MP4 quality, 0 (smallest) to 10 (best); text stays crisp at the default 8.
 
-    Raises ``ValueError`` for an unsupported extension or bad frames, ``FileNotFoundError``
-    when the folder does not exist and ``PermissionError`` when it is not writable.
+    Raises
+    ------
+    ValueError
+        an unsupported extension or bad frames.
+    FileNotFoundError
+        the folder does not exist.
+    PermissionError
+        the folder is not writable.
     """
     p = check_output_path(path, VIDEO_FORMATS, kind="video")
     ext = p.suffix.lower()
