@@ -243,7 +243,7 @@ def throughput(suite: str, limit: int, repeats: int, out: Path, n_threads: int |
                agent: str = "direct-vlm", concurrency: Sequence[int] = (1, 2, 4),
                context_length: int = N_CTX) -> dict[str, Any]:
     """Server alone against ``evaluate --workers N`` at each concurrency N, interleaved
-    (alone, evaluate, alone, evaluate, ...: on a shared machine the load of other jobs
+    (alone, evaluate, alone, evaluate, ...: on a shared machine the load of other processes
     drifts, and each pair sees about the same load); medians of ``repeats`` runs."""
     from mindhelper_env.models.local import LlamaServer
 
