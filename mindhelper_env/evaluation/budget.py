@@ -18,7 +18,11 @@ A budget (``max_cost``, ``max_tokens``) holds like a bank balance: the run has o
 actor on a Ray cluster) shared by every worker process and thread; each model request
 reserves its worst case on it before it is sent, waits while only requests in flight stand
 in the way, and is not sent when it cannot fit; answers settle their reservation to their
-real usage. The first refused request closes the ledger: no new episode starts, every
+real usage. To waste little on episodes cut half-played, no new episode starts once what was
+paid plus the episodes in flight at the mean cost of an episode so far reaches the limit
+(:meth:`Meter.should_drain`), and no more episodes are in flight than what is left can pay
+for at the dry pass's cost of an episode, or that mean if larger
+(:meth:`Meter.in_flight_cap`). The first refused request closes the ledger: no new episode starts, every
 episode whose request was refused is cut (not recorded; ``resume`` plays it), the episodes
 that finish are written, the summary is written marked ``partial``, and the run ends with
 :class:`BudgetExhausted`. The ledger's ``spent_usd`` (what the server was asked to bill,
@@ -211,6 +215,53 @@ class Meter:
             self.run_cost += cost
             self.run_tokens += pt + ct
             self.run_episodes += 1
+            if pt + ct:
+                self._model_episodes += 1
+
+    _model_episodes = 0
+
+    def should_drain(self, in_flight: int) -> str | None:
+        """``"max_cost"`` / ``"max_tokens"`` when what this run paid (the ledger's figure)
+        plus ``in_flight`` episodes at the mean of this run's recorded episodes that used a
+        model reaches a limit: start no new episode, so that those in flight can finish
+        within the budget rather than be cut (the ledger holds the limit either way)."""
+        n = self._model_episodes
+        if not n:
+            return None
+        led = self.ledger or {}
+        if self.max_cost is not None:
+            paid = max(self.run_cost, float(led.get("spent_usd", 0.0)))
+            if paid + in_flight * self.run_cost / n >= self.max_cost:
+                return "max_cost"
+        if self.max_tokens is not None:
+            used = max(self.run_tokens, int(led.get("spent_tokens", 0)))
+            if used + in_flight * self.run_tokens / n >= self.max_tokens:
+                return "max_tokens"
+        return None
+
+    def in_flight_cap(self, estimate: Mapping[str, Any] | None) -> int | None:
+        """How many episodes may be in flight so that they can all finish on what is left
+        (at least 1; None when no cost of an episode is known): what is left over the cost
+        of an episode, the larger of the dry pass's (``estimate``: an upper bound) and the
+        mean of this run's recorded model episodes (biased low early on: cheap episodes end
+        first)."""
+        n = self._model_episodes
+        led = self.ledger or {}
+        rows = [r for r in (estimate or {}).get("agents", {}).values() if r["episodes"]]
+        caps = []
+        if self.max_cost is not None:
+            per = max([r["usd"] / r["episodes"] for r in rows if r.get("usd")]
+                      + [self.run_cost / n if n else 0.0])
+            if per > 0:
+                paid = max(self.run_cost, float(led.get("spent_usd", 0.0)))
+                caps.append(int((self.max_cost - paid) / per))
+        if self.max_tokens is not None:
+            per_t = max([r["tokens"] / r["episodes"] for r in rows]
+                        + [self.run_tokens / n if n else 0.0])
+            if per_t > 0:
+                used = max(self.run_tokens, int(led.get("spent_tokens", 0)))
+                caps.append(int((self.max_tokens - used) / per_t))
+        return max(1, min(caps)) if caps else None
 
     def total_usd(self) -> float | None:
         """US dollars of every counted record; None when an agent that made model calls

@@ -502,6 +502,8 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
                    spend=meter.progress_text() if _shows_spend(settings, prices) else None)
     handles = {a: safety.open_append(files[a]) for a in agents}
     batches = runner.batches(job, tasks)
+    if budgeted and hasattr(batches, "max_in_flight"):  # episodes it can pay for
+        batches.max_in_flight = meter.in_flight_cap(estimate)
     try:
         for batch in batches:
             written_now = 0
@@ -524,11 +526,15 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
             if budgeted:
                 meter.ledger = ledger.summary()
             bar.advance(written_now, spend=meter.progress_text())
-            if budgeted and meter.stopped is None and meter.ledger["closed"] is not None:
-                meter.stopped = meter.ledger["closed"]
+            if budgeted and hasattr(batches, "max_in_flight"):
+                batches.max_in_flight = meter.in_flight_cap(estimate)
+            if budgeted and meter.stopped is None:
+                meter.stopped = meter.ledger["closed"] or meter.should_drain(
+                    getattr(batches, "outstanding", 0))
+            if meter.stopped is not None:
                 # no new episode; those in flight end, written or cut. Ray tasks cannot be
-                # drained: their episodes are cut at their first request (the ledger is
-                # closed), so those that need no more requests are still written.
+                # drained: their episodes play on, each cut at its first request once the
+                # ledger is closed (those that need no more requests are still written).
                 if hasattr(batches, "drain"):
                     batches.drain()
     finally:

@@ -429,7 +429,8 @@ class TaskFeed:
     """Tasks fed to ``workers`` workers that play ``concurrency`` episodes each at once.
 
     An iterator of one-record batches in the order episodes finish. At most ``workers *
-    concurrency`` tasks (plus one per worker) are handed out at a time; the rest wait here,
+    concurrency`` tasks (plus one per worker, or :attr:`max_in_flight`) are handed out at a
+    time; the rest wait here,
     so :meth:`drain` stops new episodes at once and lets those in flight finish (their
     records still come). :meth:`close` stops everything now: threads of this process have
     their model calls cancelled and their episodes dropped; worker processes are killed.
@@ -473,7 +474,9 @@ class TaskFeed:
                     _kill_pool(self._pool)
                     raise
             self._sentinels = threads
-        self._feed()
+        #: at most this many tasks out at a time, when set (a budget sets it, as the
+        #: consumer learns what an episode costs); tasks go out on the first ``next``
+        self.max_in_flight: int | None = None
 
     @property
     def pending(self) -> int:
@@ -481,7 +484,9 @@ class TaskFeed:
         return len(self._pending)
 
     def _feed(self) -> None:
-        while self._pending and self.outstanding < self.capacity:
+        cap = self.capacity if self.max_in_flight is None \
+            else max(1, min(self.capacity, int(self.max_in_flight)))
+        while self._pending and self.outstanding < cap:
             self._tasks_q.put(self._pending.popleft())
             self.outstanding += 1
         if not self._pending and not self._ended:
