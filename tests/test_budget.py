@@ -263,3 +263,53 @@ def test_retried_429s_are_counted_at_the_end_of_the_run(tmp_path, capsys):
     assert f"{srv.refused:,} rate-limited (429) answers retried" in out
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["spend"]["rate_limited_retries"] == srv.refused
+
+
+def test_the_ledger_reserves_waits_refuses_and_settles(tmp_path):
+    import subprocess
+    import sys
+
+    from mindhelper_env.models.ledger import (
+        PICO,
+        BudgetRefused,
+        Ledger,
+        LedgerSpec,
+        LedgerState,
+    )
+
+    ledger = Ledger.create(LedgerSpec(path=str(tmp_path / "l.json")), max_cost=1.0,
+                           max_tokens=None)
+    first = ledger.reserve(6 * PICO // 10, 10)
+    state = LedgerState(**json.loads((tmp_path / "l.json").read_text()))
+    # fits once the request in flight settles: wait; never fits: refused
+    assert state.try_reserve("x", 5 * PICO // 10, 1, 1) == "wait"
+    ledger.settle(first, 2 * PICO // 10, 5)  # the answer cost less than its worst case
+    ledger.reserve(7 * PICO // 10, 10)  # 0.2 spent + 0.7 held <= 1
+    with pytest.raises(BudgetRefused):
+        ledger.reserve(9 * PICO // 10, 10)  # 0.2 + 0.9 > 1 even once all settles
+    with pytest.raises(BudgetRefused):
+        ledger.reserve(1, 1)  # closed: every later request is refused
+    summary = ledger.summary()
+    assert summary["spent_usd"] == 0.2 and summary["reserved_usd"] == 0.7
+    assert summary["requests_refused"] == 2 and summary["closed"] == "max_cost"
+    assert summary["unsent_usd"] == pytest.approx(0.9, abs=1e-9)
+    # a reservation of a process that died counts as spent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    state = LedgerState(max_pico=PICO, held={"d": [3, 4, int(dead)]})
+    state.drop_dead(lambda pid: pid != int(dead))
+    assert state.held == {} and (state.spent_pico, state.spent_tokens) == (3, 4)
+
+
+def test_the_prompt_bound_counts_bytes_messages_and_images():
+    import numpy as np
+
+    from mindhelper_env.models.ledger import image_tokens_bound, prompt_tokens_bound
+
+    frame = np.zeros((256, 256, 3), dtype=np.uint8)
+    assert image_tokens_bound(256, 256) == 258  # Gemini's tile is the largest here
+    # OpenAI bills 85 + 170 * 4 (768 x 768, four tiles), Anthropic 1024 * 1024 / 750
+    assert image_tokens_bound(1024, 1024) == 1399
+    # "héllo" is 6 bytes, "user" 4, and 8 a message
+    assert prompt_tokens_bound([{"role": "user", "content": "héllo"}]) == 18
+    assert prompt_tokens_bound([{"role": "user", "content": ["héllo", frame]}]) == 18 + 258

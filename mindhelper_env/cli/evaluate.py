@@ -114,12 +114,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                             "and is not sent when it does not fit; episodes it cuts are not "
                             "recorded, the rest and summary.json (marked partial) are "
                             "written, and --resume continues (exit code 4); refused up front "
-                            "when one episode's estimate is over USD")
+                            "when one episode's estimate is over USD (unless --allow-partial)")
     scale.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
                        help="this run's model tokens (input + output) never pass N (like "
                             "--max-cost)")
     scale.add_argument("--allow-partial", action="store_true",
-                       help="start even when the estimate of one episode is over the budget")
+                       help="start even when the estimate of one episode is over the budget "
+                            "(the episodes the budget cuts are not recorded)")
     scale.add_argument("--price", action="append", default=[], type=_price,
                        metavar="SPEC=INPUT,OUTPUT",
                        help="US dollars per million input and output tokens of a model spec "

@@ -323,9 +323,10 @@ def _ray_ledger(name: str, state: LedgerState) -> Any:
         def summary(self) -> dict[str, Any]:
             return self.state.summary()
 
+    # one call at a time (the state is never changed by two); owned by the driver's job,
+    # so it ends with the run even if the driver dies
     actor_cls = ray.remote(num_cpus=0, max_concurrency=1)(_LedgerActor)
-    return actor_cls.options(name=name, namespace="mindhelper",
-                             lifetime="detached").remote(state.to_dict())
+    return actor_cls.options(name=name, namespace="mindhelper").remote(state.to_dict())
 
 
 def kill_ray_ledger(spec: LedgerSpec) -> None:
