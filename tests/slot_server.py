@@ -11,7 +11,9 @@ intervenes in a window with probability about 1/16, chosen by a hash of the prom
 ``ceil(characters / 4)`` prompt and completion tokens.
 
 Counters: ``answered``, ``refused`` (past the slots), ``failed`` (``fail``), ``peak`` (most
-requests served at once), and ``answered_times`` (monotonic time of each answer).
+requests served at once), ``answered_times`` (monotonic time of each answer), and
+``billed_prompt`` / ``billed_completion`` (the tokens of every answer's ``usage``: what a
+paid API would bill).
 
 Run as a script it serves until killed and prints its URL on the first line::
 
@@ -72,6 +74,7 @@ class SlotServer:
         self.fail = fail
         self.answered = self.refused = self.failed = self.requests = 0
         self.in_flight = self.peak = 0
+        self.billed_prompt = self.billed_completion = 0
         self.answered_times: list[float] = []
         self._lock = threading.Lock()
         self._httpd = _HTTPServer(("127.0.0.1", port), self._handler())
@@ -146,6 +149,9 @@ class SlotServer:
                     self._send(status, {"error": {"message": f"scripted {status}"}})
                     return
                 chars = sum(len(message_text(m)) for m in body.get("messages", []))
+                with server._lock:
+                    server.billed_prompt += math.ceil(chars / 4)
+                    server.billed_completion += math.ceil(len(text) / 4)
                 server._leave(True)
                 self._send(200, {
                     "id": "chatcmpl-slot", "object": "chat.completion", "created": 0,

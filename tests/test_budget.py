@@ -1,5 +1,7 @@
-"""The budget: prices, spend in the summary, the dry-pass estimate, a stop at ``max_cost``
-or ``max_tokens`` that ``resume`` continues to the records of an uninterrupted run."""
+"""The budget: prices, spend in the summary, the dry-pass estimate and the up-front refusal,
+admission control on one ledger per run (the spend never passes the budget, whatever the
+workers and episodes in flight), a stop that writes the partial summary and that ``resume``
+continues to the records of an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from mindhelper_env.cli.main import main
 from mindhelper_env.evaluation import evaluate
 from mindhelper_env.evaluation.budget import (
     BudgetExhausted,
+    BudgetTooSmall,
     Meter,
     Price,
     check_prices,
@@ -70,23 +73,34 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_records(tmp_path, concu
         run(tmp_path / "full", srv, limit=12)
         full = records(tmp_path / "full" / "direct-vlm.jsonl")
         per_episode = sum(cost(r) for r in full) / len(full)
+        budget = round(2.5 * per_episode, 2)
         estimates = []
-        with pytest.raises(BudgetExhausted, match="--resume") as info:
-            run(tmp_path / "cut", srv, concurrency=concurrency, limit=12,
-                max_cost=round(2.5 * per_episode, 2), on_estimate=estimates.append)
-        assert info.value.spend["stopped"] == "max_cost"
+        with pytest.raises(BudgetExhausted, match="stopped at the budget") as info:
+            run(tmp_path / "cut", srv, concurrency=concurrency, limit=12, max_cost=budget,
+                allow_partial=True, on_estimate=estimates.append)
+        assert "resume=True" not in str(info.value)
+        spend = info.value.spend
+        assert spend["stopped"] == "max_cost"
         kept = records(tmp_path / "cut" / "direct-vlm.jsonl")
         assert 1 <= len(kept) < len(full)
-        # never much past the limit: at most the episodes that were in flight
-        assert sum(cost(r) for r in kept) <= 2.5 * per_episode + (concurrency + 1) * max(
-            cost(r) for r in full)
-        assert not (tmp_path / "cut" / "summary.json").exists()
+        # the money paid (cut episodes' calls included) never passes the budget, and the
+        # records hold no more than what was paid
+        assert spend["ledger"]["spent_usd"] <= budget
+        assert sum(cost(r) for r in kept) <= spend["ledger"]["spent_usd"] + 1e-9
+        assert spend["ledger"]["requests_refused"] >= 1 and spend["episodes_cut"] >= 1
+        # the stop wrote the summary of what was played, marked partial, with the spend
+        written = json.loads((tmp_path / "cut" / "summary.json").read_text())
+        assert written["partial"]["reason"] == "max_cost"
+        silent_kept = len(records(tmp_path / "cut" / "silent.jsonl"))
+        assert written["partial"]["episodes_written"] == len(kept) + silent_kept
+        assert written["spend"]["ledger"]["spent_usd"] == spend["ledger"]["spent_usd"]
+        assert written["episodes"]["direct-vlm"] == len(kept)
         # the estimate is an upper bound of what an episode costs
         est = estimates[0]["agents"]["direct-vlm"]
         assert est["calls_per_episode"] == 24
         assert est["usd"] >= sum(cost(r) for r in full[:2]) / 2 * est["episodes"]
-        silent_kept = len(records(tmp_path / "cut" / "silent.jsonl"))
         summary = run(tmp_path / "cut", srv, resume=True, concurrency=concurrency, limit=12)
+    assert "partial" not in summary
     assert summary["played"] == 2 * 12 - len(kept) - silent_kept
     for name in ("direct-vlm.jsonl", "silent.jsonl"):
         assert (tmp_path / "cut" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
@@ -98,7 +112,23 @@ def test_max_tokens_stops_too(tmp_path):
         with pytest.raises(BudgetExhausted) as info:
             run(tmp_path / "cut", srv, max_tokens=20_000, estimate_episodes=0)
     assert info.value.spend["stopped"] == "max_tokens"
-    assert info.value.spend["run_tokens"] < 20_000 + 60_000
+    assert 0 < info.value.spend["ledger"]["spent_tokens"] <= 20_000
+    assert info.value.spend["run_tokens"] <= 20_000
+
+
+def test_one_episode_over_the_budget_is_refused_before_any_file(tmp_path, capsys):
+    out = tmp_path / "o"
+    with SlotServer(latency=0.0, slots=64) as srv:
+        with pytest.raises(BudgetTooSmall, match="--allow-partial"):
+            run(out, srv, max_cost=0.5)
+        assert not out.exists() and srv.requests == 0
+        code = main(["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "2",
+                     "--model", f"openai:m@{srv.url}", "--price", "openai:m=1000,4000",
+                     "--max-cost", "0.5", "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "over the whole budget" in err and "--allow-partial" in err
+        assert not out.exists() and srv.requests == 0
 
 
 def test_max_cost_needs_a_price_before_any_file(tmp_path):
@@ -131,17 +161,16 @@ def test_prices_and_their_lookup():
     assert price_of(None, table) == Price(0, 0)
 
 
-def test_meter_projects_the_episodes_in_flight():
+def test_meter_counts_spend_and_shows_the_ledger():
     meter = Meter({"a": Price(1e6, 0), "b": Price(1e6, 0)}, max_cost=10.0)
     meter.add({"agent": "a", "usage": {"prompt_tokens": 3, "model_calls": 1}})  # $3
     meter.add({"agent": "b", "usage": {"prompt_tokens": 0, "model_calls": 0}})  # free
-    assert meter.should_stop(0) is None
-    assert meter.should_stop(2) is None  # 3 + 2 * 3 = 9: the free episode is no mean
-    assert meter.should_stop(3) == "max_cost"  # 3 + 3 * 3 = 12
-    meter.add({"agent": "a", "usage": {"prompt_tokens": 7, "model_calls": 1}})
-    assert meter.should_stop(0) == "max_cost"  # $10 spent
-    assert meter.to_dict()["by_agent"]["a"]["usd"] == 10.0
-    assert meter.progress_text() == "$10.0000 of $10"
+    meter.add({"agent": "a", "usage": {"prompt_tokens": 7, "model_calls": 1}}, played=False)
+    assert meter.run_cost == 3.0 and meter.to_dict()["by_agent"]["a"]["usd"] == 10.0
+    assert meter.progress_text() == "$3.0000 of $10"
+    meter.ledger = {"spent_usd": 4.5, "closed": None}  # what was paid, cut episodes included
+    assert meter.progress_text() == "$4.5000 of $10"
+    assert meter.to_dict()["ledger"]["spent_usd"] == 4.5
 
 
 def test_cli_budget_errors_are_one_line_exit_2(tmp_path, capsys):
@@ -159,16 +188,24 @@ def test_cli_budget_errors_are_one_line_exit_2(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_cli_budget_stop_exits_4_and_resume_finishes(tmp_path, capsys):
+def test_cli_budget_stop_exits_4_prints_the_partial_table_and_resume_finishes(tmp_path,
+                                                                             capsys):
     with SlotServer(latency=0.0, slots=64) as srv:
         base = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "4",
                 "--model", f"openai:m@{srv.url}", "--no-progress", "--no-plots",
-                "--no-timing", "--price", "openai:m=1000,4000", "--format", "json"]
-        code = main([*base, "--out", str(tmp_path / "o"), "--max-cost", "0.5",
-                     "--concurrency", "2"])
-        err = capsys.readouterr().err
-        assert code == 4, err
-        assert "estimate for direct-vlm" in err and "stopped at the budget" in err
+                "--no-timing", "--price", "openai:m=1000,4000", "--format", "markdown"]
+        code = main([*base, "--out", str(tmp_path / "o"), "--max-cost", "40",
+                     "--concurrency", "2", "--allow-partial"])
+        captured = capsys.readouterr()
+        assert code == 4, captured.err
+        assert "estimate for direct-vlm" in captured.err
+        assert "PARTIAL" in captured.out and "| direct-vlm |" in captured.out
+        stop = [ln for ln in captured.err.splitlines() if "stopped at the budget" in ln]
+        assert len(stop) == 1 and "resume=True" not in stop[0]
+        assert "of $40;" in stop[0] and "not sent" in stop[0]
+        assert stop[0].endswith("--max-cost 40 --concurrency 2 --allow-partial --resume")
+        summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+        assert summary["partial"] and summary["spend"]["ledger"]["spent_usd"] <= 40
         assert main([*base, "--out", str(tmp_path / "o"), "--resume"]) == 0
     assert len(records(tmp_path / "o" / "direct-vlm.jsonl")) == 4
 
@@ -186,3 +223,93 @@ def test_the_dry_spec_sends_nothing_and_counts_the_prompt():
     assert answer.text == "" and answer.completion_tokens == 50
     assert answer.prompt_tokens == 101 and answer.tokens_estimated  # ceil(404 / 4)
     assert client.context_length == 4096 and client.model_id.startswith("dry:")
+
+
+def test_the_progress_bar_shows_a_spend_only_for_runs_with_a_model(tmp_path, monkeypatch):
+    import mindhelper_env.evaluation.run as run_module
+
+    seen = []
+
+    class Bar:
+        def __init__(self, *args, spend=None, **kwargs):
+            seen.append(spend)
+
+        def advance(self, *args, **kwargs):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(run_module, "Progress", Bar)
+    evaluate(SUITE, ["silent", "oracle"], tmp_path / "a", limit=2, plots=False,
+             prices={"openai:m": PRICE})
+    assert seen == [None]  # no model: no "$0.0000"
+    with SlotServer(latency=0.0, slots=64) as srv:
+        evaluate(SUITE, ["direct-vlm"], tmp_path / "b", limit=1, plots=False,
+                 agent_kwargs={"direct-vlm": {"model": f"openai:m@{srv.url}", "api_key": "k"}},
+                 prices={"openai:m": PRICE})
+    assert seen[1] == "$0.0000"  # the spend before the first episode
+
+
+def test_retried_429s_are_counted_at_the_end_of_the_run(tmp_path, capsys):
+    with SlotServer(latency=0.02, slots=1) as srv:
+        code = main(["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "3",
+                     "--model", f"openai:m@{srv.url}", "--agent",
+                     "direct-vlm:backoff=0.01", "--agent", "direct-vlm:max_backoff=0.05",
+                     "--concurrency", "3", "--no-progress", "--no-plots",
+                     "--out", str(tmp_path / "o")])
+        assert code == 0 and srv.refused > 0
+    out = capsys.readouterr().out
+    assert f"{srv.refused:,} rate-limited (429) answers retried" in out
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["spend"]["rate_limited_retries"] == srv.refused
+
+
+def test_the_ledger_reserves_waits_refuses_and_settles(tmp_path):
+    import subprocess
+    import sys
+
+    from mindhelper_env.models.ledger import (
+        PICO,
+        BudgetRefused,
+        Ledger,
+        LedgerSpec,
+        LedgerState,
+    )
+
+    ledger = Ledger.create(LedgerSpec(path=str(tmp_path / "l.json")), max_cost=1.0,
+                           max_tokens=None)
+    first = ledger.reserve(6 * PICO // 10, 10)
+    state = LedgerState(**json.loads((tmp_path / "l.json").read_text()))
+    # fits once the request in flight settles: wait; never fits: refused
+    assert state.try_reserve("x", 5 * PICO // 10, 1, 1) == "wait"
+    ledger.settle(first, 2 * PICO // 10, 5)  # the answer cost less than its worst case
+    ledger.reserve(7 * PICO // 10, 10)  # 0.2 spent + 0.7 held <= 1
+    with pytest.raises(BudgetRefused):
+        ledger.reserve(9 * PICO // 10, 10)  # 0.2 + 0.9 > 1 even once all settles
+    with pytest.raises(BudgetRefused):
+        ledger.reserve(1, 1)  # closed: every later request is refused
+    summary = ledger.summary()
+    assert summary["spent_usd"] == 0.2 and summary["reserved_usd"] == 0.7
+    assert summary["requests_refused"] == 2 and summary["closed"] == "max_cost"
+    assert summary["unsent_usd"] == pytest.approx(0.9, abs=1e-9)
+    # a reservation of a process that died counts as spent
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    state = LedgerState(max_pico=PICO, held={"d": [3, 4, int(dead)]})
+    state.drop_dead(lambda pid: pid != int(dead))
+    assert state.held == {} and (state.spent_pico, state.spent_tokens) == (3, 4)
+
+
+def test_the_prompt_bound_counts_bytes_messages_and_images():
+    import numpy as np
+
+    from mindhelper_env.models.ledger import image_tokens_bound, prompt_tokens_bound
+
+    frame = np.zeros((256, 256, 3), dtype=np.uint8)
+    assert image_tokens_bound(256, 256) == 258  # Gemini's tile is the largest here
+    # OpenAI bills 85 + 170 * 4 (768 x 768, four tiles), Anthropic 1024 * 1024 / 750
+    assert image_tokens_bound(1024, 1024) == 1399
+    # "héllo" is 6 bytes, "user" 4, and 8 a message
+    assert prompt_tokens_bound([{"role": "user", "content": "héllo"}]) == 18
+    assert prompt_tokens_bound([{"role": "user", "content": ["héllo", frame]}]) == 18 + 258

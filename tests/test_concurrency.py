@@ -72,10 +72,12 @@ def test_429_past_the_slots_adapts_the_limit_and_loses_nothing(tmp_path):
     with SlotServer(latency=0.02, slots=64) as srv:
         run(tmp_path / "ref", srv, limit=6)
     with SlotServer(latency=0.05, slots=2) as srv:
-        run(tmp_path / "busy", srv, limit=6, concurrency=6,
-            model_opts={"backoff": 0.01, "max_backoff": 0.05})
+        summary = run(tmp_path / "busy", srv, limit=6, concurrency=6,
+                      model_opts={"backoff": 0.01, "max_backoff": 0.05})
         assert srv.refused > 0  # the run did go past the slots
         assert srv.peak <= 2
+    # every 429 was retried, and the summary counts them
+    assert summary["spend"]["rate_limited_retries"] == srv.refused
     stats = limits.shared_limit(f"{srv.url}/", None).stats()
     assert stats["cuts"] >= 1 and stats["rate_limited"] == srv.refused
     # the cut took the limit below the six in flight (it climbs back on later successes,

@@ -175,3 +175,27 @@ def test_unreachable_ray_address_fails_fast_and_keeps_results(
     assert rc == 2 and "--address" in err and err.count("\n") == 1, err
     assert time.perf_counter() - t0 < 10
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_the_budget_holds_on_ray(ray_session: Any, tmp_path: Path) -> None:
+    """Ray workers reserve on one ledger (a named actor): what the server bills never
+    passes --max-cost, and the stop writes the partial summary."""
+    from slot_server import SlotServer
+
+    from mindhelper_env.evaluation.budget import BudgetExhausted
+
+    budget = 0.03
+    with SlotServer(latency=0.0, slots=64) as srv:
+        with pytest.raises(BudgetExhausted) as info:
+            evaluate("vh-dev-v4", ["direct-vlm"], tmp_path / "o", limit=4, progress=False,
+                     plots=False, timing=False, backend="ray", workers=2, max_cost=budget,
+                     allow_partial=True, prices={"openai:fake": (1.0, 1.0)},
+                     agent_kwargs={"direct-vlm": {"model": f"openai:fake@{srv.url}",
+                                                  "api_key": "k"}})
+        billed = (srv.billed_prompt + srv.billed_completion) / 1e6
+    ledger = info.value.spend["ledger"]
+    assert 0 < billed <= budget
+    assert ledger["spent_usd"] == pytest.approx(billed, abs=1e-6)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["partial"]["reason"] == "max_cost"
+    assert summary["spend"]["ledger"] == ledger

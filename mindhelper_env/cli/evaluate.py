@@ -109,12 +109,18 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                             "concurrency option still caps requests in flight; records do "
                             "not depend on it")
     scale.add_argument("--max-cost", type=_usd, default=None, metavar="USD",
-                       help="stop when this run's model spend reaches USD (needs --price for "
-                            "every live model); the episodes in flight are written and "
-                            "--resume continues (exit code 4)")
+                       help="this run's model spend never passes USD (needs --price for "
+                            "every live model): each request reserves its worst case first "
+                            "and is not sent when it does not fit; episodes it cuts are not "
+                            "recorded, the rest and summary.json (marked partial) are "
+                            "written, and --resume continues (exit code 4); refused up front "
+                            "when one episode's estimate is over USD (unless --allow-partial)")
     scale.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
-                       help="stop when this run's model tokens (input + output) reach N "
-                            "(like --max-cost)")
+                       help="this run's model tokens (input + output) never pass N (like "
+                            "--max-cost)")
+    scale.add_argument("--allow-partial", action="store_true",
+                       help="start even when the estimate of one episode is over the budget "
+                            "(the episodes the budget cuts are not recorded)")
     scale.add_argument("--price", action="append", default=[], type=_price,
                        metavar="SPEC=INPUT,OUTPUT",
                        help="US dollars per million input and output tokens of a model spec "
@@ -257,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         prices=dict(args.price) or None,
         estimate_episodes=args.estimate_episodes,
+        allow_partial=args.allow_partial,
     )
     if args.concurrency > 1 and args.backend == "ray":
         raise CLIError("argument --concurrency: only with --backend local (Ray plays one "
@@ -279,7 +286,12 @@ def run(args: argparse.Namespace) -> int:
         summary = evaluate(settings, on_estimate=_print_estimate if args.max_cost is not None
                            or args.max_tokens is not None else None)
     except BudgetExhausted as exc:
-        print(f"mindhelper: {exc}", file=sys.stderr)
+        if exc.summary is not None:
+            print_results(args.format, f"{args.suite}: {args.out} (PARTIAL: stopped at the "
+                          "budget)", exc.summary)
+            if args.format == "rich":
+                _print_spend_line(exc.summary)
+        print(f"mindhelper: {exc}; continue with: {resume_command(args)}", file=sys.stderr)
         return EXIT_BUDGET
     failed = model_warnings(summary.get("models"))
     code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
@@ -290,14 +302,7 @@ def run(args: argparse.Namespace) -> int:
     print_results(args.format, f"{args.suite}: {args.out}", summary)
     if args.format == "rich":
         print_efficiency(summary["metrics"], summary.get("models"))
-        spend = summary.get("spend")
-        if spend:
-            usd = spend.get("usd")
-            tokens = sum(r["prompt_tokens"] + r["completion_tokens"]
-                         for r in spend["by_agent"].values())
-            console().print(f"model spend: {tokens:,} tokens"
-                            + (f", ${usd:.4f}" if usd is not None else " (no --price given)"),
-                            soft_wrap=True)
+        _print_spend_line(summary)
         extras = ", ".join(summary.get("plots") or [])
         console().print(f"results: {args.out}/<agent>.jsonl, summary.json"
                         + (f", {extras}" if extras else "")
@@ -307,6 +312,42 @@ def run(args: argparse.Namespace) -> int:
     if any(loud for _, loud in raised) or (raised and args.strict):
         code = EXIT_AGENT_ERRORS
     return code
+
+
+def _print_spend_line(summary: dict[str, Any]) -> None:
+    """The model spend of a run (tokens, US dollars, the ledger's figure with a budget, the
+    rate-limit answers retried), one line."""
+    spend = summary.get("spend")
+    if not spend:
+        return
+    usd = spend.get("usd")
+    tokens = sum(r["prompt_tokens"] + r["completion_tokens"]
+                 for r in spend["by_agent"].values())
+    text = f"model spend: {tokens:,} tokens" + (f", ${usd:.4f}" if usd is not None
+                                                 else " (no --price given)")
+    ledger = spend.get("ledger")
+    if ledger is not None:
+        limit = (f" of --max-cost ${spend['max_cost']:g}" if spend.get("max_cost") is not None
+                 else f" of --max-tokens {spend['max_tokens']:,}")
+        text += (f"; this run paid ${ledger['spent_usd']:.4f} for {ledger['spent_tokens']:,} "
+                 f"tokens{limit}")
+    retried = spend.get("rate_limited_retries") or 0
+    if retried:
+        text += f"; {retried:,} rate-limited (429) answers retried"
+    console().print(text, soft_wrap=True)
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues a run stopped at its budget: this one, with ``--resume``
+    instead of ``--overwrite``."""
+    import shlex
+
+    argv = [a for a in getattr(args, "argv", None) or [] if a != "--overwrite"]
+    if not argv:
+        return "the same command with --resume"
+    if "--resume" not in argv:
+        argv.append("--resume")
+    return shlex.join(["mindhelper", *argv])
 
 
 def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:

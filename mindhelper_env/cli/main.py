@@ -202,6 +202,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except SystemExit as exc:  # --help / --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     _setup_logging(args.log_level)
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # to print a resume command
     func = getattr(args, "func", None)
     if func is None:
         sub = getattr(args, "_subparser", parser)

@@ -10,14 +10,23 @@ without a model costs nothing.
 
 Spend is counted from the tokens in the result records (``usage.prompt_tokens``,
 ``usage.completion_tokens``: the server's counts, or estimates where it sent none), as each
-episode finishes. The :class:`Meter` says when to stop: when what was spent, plus the
-episodes still in flight at the mean cost of an episode so far, reaches ``max_cost`` (or
-``max_tokens``), no new episode starts, the ones in flight finish and are written, and the
-run ends with :class:`BudgetExhausted`; ``resume`` plays the rest (the records are those of an
-uninterrupted run). Episodes differ in cost (one that acts early stops asking), so the run
-can pass the limit by what the episodes in flight spend above the mean: at most
-``workers * (concurrency + 1)`` episodes, and nothing is thrown away. Answers served from a response cache are counted as if paid: the
-figures are an upper bound.
+episode finishes (:class:`Meter`). Answers served from a response cache are counted as if
+paid: the figures are an upper bound.
+
+A budget (``max_cost``, ``max_tokens``) holds like a bank balance: the run has one ledger
+(:mod:`mindhelper_env.models.ledger`: a file-locked JSON file in the run's folder, or a Ray
+actor on a Ray cluster) shared by every worker process and thread; each model request
+reserves its worst case on it before it is sent, waits while only requests in flight stand
+in the way, and is not sent when it cannot fit; answers settle their reservation to their
+real usage. To waste little on episodes cut half-played, no new episode starts once what was
+paid plus the episodes in flight at the mean cost of an episode so far reaches the limit
+(:meth:`Meter.should_drain`), and no more episodes are in flight than what is left can pay
+for at the dry pass's cost of an episode, or that mean if larger
+(:meth:`Meter.in_flight_cap`). The first refused request closes the ledger: no new episode starts, every
+episode whose request was refused is cut (not recorded; ``resume`` plays it), the episodes
+that finish are written, the summary is written marked ``partial``, and the run ends with
+:class:`BudgetExhausted`. The ledger's ``spent_usd`` (what the server was asked to bill,
+cut episodes included) never passes ``max_cost``.
 
 :func:`estimate_run` is the dry pass made before a run with a budget: the first episodes are
 played with a model that answers nothing (:class:`~mindhelper_env.models.dry.DryClient`: no
@@ -35,8 +44,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Price", "Meter", "BudgetExhausted", "parse_price", "check_prices", "price_of",
-           "record_cost", "estimate_run", "model_spec_of"]
+__all__ = ["Price", "Meter", "BudgetExhausted", "BudgetTooSmall", "parse_price",
+           "check_prices", "price_of", "record_cost", "estimate_run", "scale_estimate",
+           "episode_over_budget", "model_spec_of"]
 
 
 @dataclass(frozen=True)
@@ -54,12 +64,20 @@ class Price:
 
 
 class BudgetExhausted(RuntimeError):
-    """A run stopped at its budget: the records played so far are written; ``resume``
-    continues. ``spend`` is the meter's :meth:`Meter.to_dict`."""
+    """A run stopped at its budget: the records played so far and ``summary.json`` (marked
+    ``partial``) are written; ``resume`` continues. ``spend`` is the meter's
+    :meth:`Meter.to_dict` (with the ledger's figures); ``summary`` the summary written."""
 
-    def __init__(self, message: str, spend: dict[str, Any]) -> None:
+    def __init__(self, message: str, spend: dict[str, Any],
+                 summary: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.spend = spend
+        self.summary = summary
+
+
+class BudgetTooSmall(ValueError):
+    """The dry pass says one episode costs more than the whole budget (refused before any
+    file is touched, unless ``allow_partial``)."""
 
 
 def parse_price(value: Any) -> Price:
@@ -159,7 +177,10 @@ class Meter:
 
     ``prices`` maps agent name to its :class:`Price` (None: unknown, not counted in US
     dollars). ``add(record, played=True)`` counts a record; kept records of a resumed run
-    are added with ``played=False`` (in the totals, not in this run's spend)."""
+    are added with ``played=False`` (in the totals, not in this run's spend). ``ledger``
+    holds the run's ledger figures (:meth:`mindhelper_env.models.ledger.LedgerState.summary`)
+    when it has a budget; ``rate_limited`` counts rate-limit answers retried, ``cut`` the
+    episodes the budget cut."""
 
     def __init__(self, prices: Mapping[str, Price | None], *, max_cost: float | None = None,
                  max_tokens: int | None = None) -> None:
@@ -171,6 +192,9 @@ class Meter:
         self.run_tokens = 0
         self.run_episodes = 0
         self.stopped: str | None = None
+        self.ledger: dict[str, Any] | None = None
+        self.rate_limited = 0
+        self.cut = 0
 
     def add(self, record: Mapping[str, Any], *, played: bool = True) -> None:
         agent = str(record.get("agent"))
@@ -196,20 +220,48 @@ class Meter:
 
     _model_episodes = 0
 
-    def should_stop(self, in_flight: int) -> str | None:
-        """``"max_cost"`` / ``"max_tokens"`` when this run's spend plus ``in_flight``
-        episodes, each at the mean of this run's episodes that used a model, reaches a
-        limit; else None."""
+    def should_drain(self, in_flight: int) -> str | None:
+        """``"max_cost"`` / ``"max_tokens"`` when what this run paid (the ledger's figure)
+        plus ``in_flight`` episodes at the mean of this run's recorded episodes that used a
+        model reaches a limit: start no new episode, so that those in flight can finish
+        within the budget rather than be cut (the ledger holds the limit either way)."""
         n = self._model_episodes
+        if not n:
+            return None
+        led = self.ledger or {}
         if self.max_cost is not None:
-            projected = self.run_cost + (in_flight * self.run_cost / n if n else 0.0)
-            if projected >= self.max_cost:
+            paid = max(self.run_cost, float(led.get("spent_usd", 0.0)))
+            if paid + in_flight * self.run_cost / n >= self.max_cost:
                 return "max_cost"
         if self.max_tokens is not None:
-            projected_t = self.run_tokens + (in_flight * self.run_tokens / n if n else 0.0)
-            if projected_t >= self.max_tokens:
+            used = max(self.run_tokens, int(led.get("spent_tokens", 0)))
+            if used + in_flight * self.run_tokens / n >= self.max_tokens:
                 return "max_tokens"
         return None
+
+    def in_flight_cap(self, estimate: Mapping[str, Any] | None) -> int | None:
+        """How many episodes may be in flight so that they can all finish on what is left
+        (at least 1; None when no cost of an episode is known): what is left over the cost
+        of an episode, the larger of the dry pass's (``estimate``: an upper bound) and the
+        mean of this run's recorded model episodes (biased low early on: cheap episodes end
+        first)."""
+        n = self._model_episodes
+        led = self.ledger or {}
+        rows = [r for r in (estimate or {}).get("agents", {}).values() if r["episodes"]]
+        caps = []
+        if self.max_cost is not None:
+            per = max([r["usd"] / r["episodes"] for r in rows if r.get("usd")]
+                      + [self.run_cost / n if n else 0.0])
+            if per > 0:
+                paid = max(self.run_cost, float(led.get("spent_usd", 0.0)))
+                caps.append(int((self.max_cost - paid) / per))
+        if self.max_tokens is not None:
+            per_t = max([r["tokens"] / r["episodes"] for r in rows]
+                        + [self.run_tokens / n if n else 0.0])
+            if per_t > 0:
+                used = max(self.run_tokens, int(led.get("spent_tokens", 0)))
+                caps.append(int((self.max_tokens - used) / per_t))
+        return max(1, min(caps)) if caps else None
 
     def total_usd(self) -> float | None:
         """US dollars of every counted record; None when an agent that made model calls
@@ -220,7 +272,8 @@ class Meter:
         return sum(row["usd"] for row in self.by_agent.values())
 
     def progress_text(self) -> str:
-        text = f"${self.run_cost:.4f}"
+        paid = self.ledger["spent_usd"] if self.ledger else self.run_cost
+        text = f"${paid:.4f}"
         if self.max_cost is not None:
             text += f" of ${self.max_cost:g}"
         if self.max_tokens is not None:
@@ -236,6 +289,9 @@ class Meter:
             "max_cost": self.max_cost,
             "max_tokens": self.max_tokens,
             "stopped": self.stopped,
+            "rate_limited_retries": self.rate_limited,
+            "episodes_cut": self.cut,
+            **({"ledger": dict(self.ledger)} if self.ledger is not None else {}),
             "prices": {a: (p.to_dict() if p is not None else None)
                        for a, p in sorted(self.prices.items())},
             "by_agent": {a: {**row, "usd": round(row["usd"], 6)}
@@ -266,14 +322,21 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
                   timing=False)
         runner = EpisodeRunner(job)
         calls = pt = ct = 0
+        price = prices.get(agent)
+        worst_usd, worst_tokens = 0.0, 0
         try:
             played = 0
             for index in range(k):
                 record, _ref = runner.play(agent, index)
                 usage = record["usage"]
+                e_pt = int(usage.get("prompt_tokens", 0))
+                e_ct = int(usage.get("completion_tokens", 0))
                 calls += int(usage.get("model_calls", 0))
-                pt += int(usage.get("prompt_tokens", 0))
-                ct += int(usage.get("completion_tokens", 0))
+                pt += e_pt
+                ct += e_ct
+                worst_tokens = max(worst_tokens, e_pt + e_ct)
+                if price is not None:
+                    worst_usd = max(worst_usd, price.cost(e_pt, e_ct))
                 played += 1
         finally:
             runner.close()
@@ -281,10 +344,11 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
         row = {"calls_per_episode": round(calls / per, 2),
                "prompt_tokens_per_episode": round(pt / per, 1),
                "completion_tokens_per_episode": round(ct / per, 1),
+               "max_episode_tokens": worst_tokens,
                "episodes": n,
                "tokens": math.ceil((pt + ct) / per * n)}
-        price = prices.get(agent)
         if price is not None:
+            row["max_episode_usd"] = round(worst_usd, 6)
             row["usd"] = round(price.cost(pt, ct) / per * n, 4)
             if total_usd is not None:
                 total_usd += row["usd"]
@@ -294,3 +358,47 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
     out["usd"] = None if total_usd is None else round(total_usd, 4)
     out["tokens"] = sum(r["tokens"] for r in out["agents"].values())
     return out
+
+
+def scale_estimate(estimate: dict[str, Any], episodes_to_play: Mapping[str, int],
+                   prices: Mapping[str, Price | None]) -> dict[str, Any]:
+    """``estimate`` (of :func:`estimate_run`) for ``episodes_to_play[agent]`` episodes (the
+    dry pass runs before a resumed run knows what is left to play)."""
+    out = {**estimate, "agents": {}}
+    total: float | None = 0.0
+    for agent, row in estimate["agents"].items():
+        n = int(episodes_to_play.get(agent, 0))
+        per_t = row["prompt_tokens_per_episode"] + row["completion_tokens_per_episode"]
+        new = {**row, "episodes": n, "tokens": math.ceil(per_t * n)}
+        price = prices.get(agent)
+        if price is not None:
+            new["usd"] = round(price.cost(row["prompt_tokens_per_episode"],
+                                          row["completion_tokens_per_episode"]) * n, 4)
+            if total is not None:
+                total += new["usd"]
+        else:
+            total = None
+        out["agents"][agent] = new
+    out["usd"] = None if total is None else round(total, 4)
+    out["tokens"] = sum(r["tokens"] for r in out["agents"].values())
+    return out
+
+
+def episode_over_budget(estimate: Mapping[str, Any], max_cost: float | None,
+                        max_tokens: int | None) -> str | None:
+    """A one-line reason when the dry pass's costliest episode of an agent is over the
+    whole budget (the run could not finish one such episode), else None."""
+    for agent, row in estimate["agents"].items():
+        usd = row.get("max_episode_usd")
+        if max_cost is not None and usd is not None and usd > max_cost:
+            return (f"one episode of {agent} is estimated at up to ${usd:.4f}, over the whole "
+                    f"budget (--max-cost ${max_cost:g}): raise --max-cost, or add "
+                    "--allow-partial to start anyway (episodes the budget cuts are not "
+                    "recorded)")
+        tokens = row.get("max_episode_tokens")
+        if max_tokens is not None and tokens is not None and tokens > max_tokens:
+            return (f"one episode of {agent} is estimated at up to {tokens:,} tokens, over the "
+                    f"whole budget (--max-tokens {max_tokens:,}): raise --max-tokens, or add "
+                    "--allow-partial to start anyway (episodes the budget cuts are not "
+                    "recorded)")
+    return None

@@ -59,6 +59,15 @@ MAX_STEPS = 100_000
 _MAX_STEPS = MAX_STEPS
 
 
+def _cut_by_budget(exc: BaseException) -> bool:
+    """Whether an agent's exception is the run's budget refusing a model request (the
+    episode ends there and the runner drops it; see :mod:`mindhelper_env.models.ledger`)."""
+    from mindhelper_env.models.ledger import BudgetRefused, current_scope
+
+    scope = current_scope()
+    return isinstance(exc, BudgetRefused) or (scope is not None and scope.cut)
+
+
 
 def _base_usage(agent: Any) -> dict[str, Any]:
     """The agent's own usage counters as a dict (missing counters are 0)."""
@@ -153,6 +162,8 @@ def play_episode(
     try:
         agent.reset(seed=seed if agent_seed is _UNSET else agent_seed)
     except Exception as exc:  # an agent bug must not stop the evaluation
+        if _cut_by_budget(exc):
+            raise
         fallbacks += 1
         errors += 1
         _warn_fallback(name, "agent %s: reset raised %s: %s", name, type(exc).__name__, exc)
@@ -165,6 +176,8 @@ def play_episode(
         try:
             action = agent.act(obs, info)
         except Exception as exc:  # counted fallback to silence
+            if _cut_by_budget(exc):
+                raise
             fallbacks += 1
             errors += 1
             _warn_fallback(name, "agent %s: act raised %s: %s (counted fallback to 'none')",

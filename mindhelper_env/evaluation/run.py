@@ -15,12 +15,15 @@ from typing import Any
 from mindhelper_env.evaluation import safety
 from mindhelper_env.evaluation.budget import (
     BudgetExhausted,
+    BudgetTooSmall,
     Meter,
     Price,
     check_prices,
+    episode_over_budget,
     estimate_run,
     model_spec_of,
     price_of,
+    scale_estimate,
 )
 from mindhelper_env.evaluation.episode import make_env, suite_env_id
 from mindhelper_env.evaluation.progress import Progress
@@ -31,7 +34,7 @@ from mindhelper_env.evaluation.results import (
     rewrite_sorted,
     strict_json,
 )
-from mindhelper_env.evaluation.runners import Job, LocalRunner, Runner, freeze
+from mindhelper_env.evaluation.runners import RUN_KEY, Job, LocalRunner, Runner, freeze
 from mindhelper_env.evaluation.settings import (
     EvalSettings,
     agent_modules,
@@ -53,6 +56,8 @@ logger = logging.getLogger("mindhelper_env.evaluation")
 
 RUN_FILE = "run.json"
 SUMMARY_FILE = "summary.json"
+#: The run's budget ledger (:mod:`mindhelper_env.models.ledger`), rewritten by every run.
+LEDGER_FILE = ".budget-ledger.json"
 PLOT_FILES = ("metrics.png", "silent_all.png", "per_family.png", "breakdown.png")
 VIDEO_DIR = "videos"
 
@@ -242,11 +247,16 @@ def evaluate(
     Budget (:mod:`mindhelper_env.evaluation.budget`): ``prices`` (US dollars per million
     input/output tokens by model spec), ``max_cost`` (US dollars; needs a price for every
     live model) and ``max_tokens``. With a limit, a dry pass over the first
-    ``estimate_episodes`` episodes estimates the run's cost first (passed to
-    ``on_estimate(estimate)``, and kept in the summary); at the limit no new episode starts,
-    those in flight are written, and :class:`~mindhelper_env.evaluation.budget.BudgetExhausted`
-    is raised (no summary is written; ``resume=True`` continues). The summary's ``spend``
-    has tokens and US dollars by agent.
+    ``estimate_episodes`` episodes estimates the run's cost before any file is touched
+    (passed to ``on_estimate(estimate)``, and kept in the summary); when one episode's
+    estimate is over the whole budget the run is refused
+    (:class:`~mindhelper_env.evaluation.budget.BudgetTooSmall`, a ``ValueError``) unless
+    ``allow_partial``. Every model request then reserves its worst case on the run's one
+    ledger (:mod:`mindhelper_env.models.ledger`) and is not sent when it does not fit; the
+    episodes it cuts are not recorded, the others are written, ``summary.json`` is written
+    marked ``partial``, and :class:`~mindhelper_env.evaluation.budget.BudgetExhausted` is
+    raised (``resume=True`` continues). The summary's ``spend`` has tokens and US dollars by
+    agent, the ledger's figures, and the rate-limit answers retried.
 
     ``trials=K`` plays every episode ``K`` times; records carry ``trial`` (absent when
     ``K == 1``, so one-trial records are unchanged) and the summary adds ``trials``
@@ -298,6 +308,16 @@ def evaluate(
         trials=int(settings.trials),
     )
     out = settings.out
+    budgeted = settings.max_cost is not None or settings.max_tokens is not None
+    estimate = None
+    if budgeted and settings.estimate_episodes:  # before any file: it may refuse the run
+        n_eps = len(suite_episode_ids(settings.suite))
+        n_eps = n_eps if settings.limit is None else min(settings.limit, n_eps)
+        estimate = estimate_run(settings, {a: n_eps * job.trials for a in agents}, prices,
+                                min(settings.estimate_episodes, n_eps))
+        reason = episode_over_budget(estimate, settings.max_cost, settings.max_tokens)
+        if reason is not None and not settings.allow_partial:
+            raise BudgetTooSmall(reason)
     if settings.resume:
         run_path = out / RUN_FILE
         if not run_path.is_file():
@@ -307,7 +327,6 @@ def evaluate(
     # 2. One writer per folder; the runner (Ray, if used) ready before any file changes.
     out.mkdir(parents=True, exist_ok=True)
     lock = safety.OutputLock(out).acquire()
-    budgeted = settings.max_cost is not None or settings.max_tokens is not None
     runner = make_runner(settings.backend, settings.workers, settings.address,
                          settings.concurrency, feed=budgeted)
     started = False
@@ -316,7 +335,7 @@ def evaluate(
             runner.start()
             started = True
             return _evaluate_locked(job, settings, runner, on_record, prices, on_estimate,
-                                    roster, provenance)
+                                    roster, provenance, estimate)
     finally:
         if started:
             runner.stop()
@@ -344,8 +363,9 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                      on_record: Callable[[dict[str, Any]], None] | None,
                      prices: dict[str, Price | None],
                      on_estimate: Callable[[dict[str, Any]], None] | None,
-                     roster: Mapping[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:
-    from mindhelper_env.evaluation.provenance import check_record, stamp
+                     roster: Mapping[str, Any], provenance: dict[str, Any],
+                     estimate: dict[str, Any] | None = None) -> dict[str, Any]:
+    from mindhelper_env.evaluation.provenance import check_record
 
     suite = job.suite
     agents = list(settings.agents)
@@ -357,7 +377,7 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     ids = suite_episode_ids(suite)
     n = len(ids) if settings.limit is None else min(settings.limit, len(ids))
     resume = settings.resume
-    for path in [*files.values(), out / RUN_FILE, out / SUMMARY_FILE,
+    for path in [*files.values(), out / RUN_FILE, out / SUMMARY_FILE, out / LEDGER_FILE,
                  *(out / name for name in PLOT_FILES), out / VIDEO_DIR]:
         safety.refuse_symlink(path)
     if not resume and not settings.overwrite:  # under the lock, before any file changes
@@ -411,24 +431,89 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     for agent in agents:
         for rec in done[agent].values():
             meter.add(rec, played=False)
-    estimate = None
     budgeted = settings.max_cost is not None or settings.max_tokens is not None
-    if budgeted and settings.estimate_episodes and tasks:
-        to_play = {a: sum(1 for t in tasks if t[0] == a) for a in agents}
-        estimate = estimate_run(settings, to_play, prices, min(settings.estimate_episodes, n))
+    if estimate is not None and tasks:
+        estimate = scale_estimate(estimate, {a: sum(1 for t in tasks if t[0] == a)
+                                             for a in agents}, prices)
         if on_estimate is not None:
             on_estimate(estimate)
+    ledger = _open_ledger(out, settings, prices) if budgeted else None
+    if ledger is not None:
+        import dataclasses
 
+        job = dataclasses.replace(job, ledger=ledger.spec)
+        meter.ledger = ledger.summary()
+    try:
+        return _play_and_summarize(job, settings, runner, on_record, roster, provenance,
+                                   estimate, meter, ledger, tasks, done, files, labels,
+                                   already, earlier, n, ids, run_record)
+    finally:
+        if ledger is not None:
+            from mindhelper_env.models.ledger import kill_ray_ledger
+
+            kill_ray_ledger(ledger.spec)
+
+
+def _open_ledger(out: Path, settings: EvalSettings, prices: Mapping[str, Price | None]) -> Any:
+    """A fresh ledger for this run: a file in ``out`` (every process of this machine), or
+    a Ray actor (``backend="ray"``: every worker of the cluster)."""
+    import uuid
+
+    from mindhelper_env.models.ledger import Ledger, LedgerSpec
+
+    table = tuple((a, p.input, p.output) for a, p in sorted(prices.items()) if p is not None)
+    if settings.backend == "ray":
+        spec = LedgerSpec(actor=f"mindhelper-ledger:{uuid.uuid4().hex}", prices=table)
+    else:
+        spec = LedgerSpec(path=str((out / LEDGER_FILE).resolve()), prices=table)
+    return Ledger.create(spec, max_cost=settings.max_cost, max_tokens=settings.max_tokens)
+
+
+def _shows_spend(settings: EvalSettings, prices: Mapping[str, Price | None]) -> bool:
+    """Whether the progress bar shows a spend: a budget, or an agent with a priced model
+    (never for runs without a live model)."""
+    if settings.max_cost is not None or settings.max_tokens is not None:
+        return True
+    kwargs = settings.agent_kwargs or {}
+    return any(p is not None and model_spec_of(a, kwargs) is not None
+               and not str(model_spec_of(a, kwargs)).startswith("replay:")
+               for a, p in prices.items())
+
+
+def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
+                        on_record: Callable[[dict[str, Any]], None] | None,
+                        roster: Mapping[str, Any], provenance: dict[str, Any],
+                        estimate: dict[str, Any] | None, meter: Meter, ledger: Any,
+                        tasks: list[Any], done: dict[str, dict[tuple[int, int], Any]],
+                        files: dict[str, Path], labels: dict[str, str], already: int,
+                        earlier: dict[str, Any], n: int, ids: Sequence[str],
+                        run_record: dict[str, Any]) -> dict[str, Any]:
+    from mindhelper_env.evaluation.provenance import stamp
+
+    suite = job.suite
+    agents = list(settings.agents)
+    out = settings.out
+    trials = job.trials
+    prices = {a: meter.prices.get(labels.get(a, a)) for a in agents}
+    budgeted = ledger is not None
     refs: dict[str, dict[str, Any]] = {}
     t_start = time.perf_counter()
     bar = Progress(settings.progress, suite, already + len(tasks), already,
-                   spend=meter.progress_text() if any(p is not None for p in prices.values())
-                   or budgeted else None)
+                   spend=meter.progress_text() if _shows_spend(settings, prices) else None)
     handles = {a: safety.open_append(files[a]) for a in agents}
     batches = runner.batches(job, tasks)
+    if budgeted and hasattr(batches, "max_in_flight"):  # episodes it can pay for
+        batches.max_in_flight = meter.in_flight_cap(estimate)
     try:
         for batch in batches:
+            written_now = 0
             for rec, ref in batch:
+                meta = rec.pop(RUN_KEY, None) or {}
+                meter.rate_limited += int(meta.get("rate_limited", 0))
+                if meta.get("cut"):
+                    meter.cut += 1
+                    continue
+                written_now += 1
                 spec = rec["agent"]
                 rec["agent"] = labels[spec]
                 stamp(rec, provenance, labels[spec], ref)
@@ -438,34 +523,34 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                 meter.add(rec)
                 if on_record is not None:
                     on_record(rec)
-            bar.advance(len(batch), spend=meter.progress_text())
+            if budgeted:
+                meter.ledger = ledger.summary()
+            bar.advance(written_now, spend=meter.progress_text())
+            if budgeted and hasattr(batches, "max_in_flight"):
+                batches.max_in_flight = meter.in_flight_cap(estimate)
             if budgeted and meter.stopped is None:
-                reason = meter.should_stop(getattr(batches, "outstanding", 0))
-                if reason is not None:
-                    meter.stopped = reason
-                    if hasattr(batches, "drain"):
-                        batches.drain()  # those in flight finish and are written
-                    else:
-                        break
+                meter.stopped = meter.ledger["closed"] or meter.should_drain(
+                    getattr(batches, "outstanding", 0))
+            if meter.stopped is not None:
+                # no new episode; those in flight end, written or cut. Ray tasks cannot be
+                # drained: their episodes play on, each cut at its first request once the
+                # ledger is closed (those that need no more requests are still written).
+                if hasattr(batches, "drain"):
+                    batches.drain()
     finally:
         batches.close()  # stops the pool / Ray tasks / closes the env now
         bar.close()
         for fh in handles.values():
             fh.close()
     wall = time.perf_counter() - t_start
+    if budgeted:
+        meter.ledger = ledger.summary()
+        meter.stopped = meter.stopped or meter.ledger["closed"]
 
     for agent in agents:
         rewrite_sorted(files[agent], done[agent].values())
     written = sum(1 for a in agents for (i, _t) in done[a] if i < n)
-    if meter.stopped is not None and written < already + len(tasks):
-        spend = meter.to_dict()
-        limit = (f"--max-cost ${settings.max_cost:g}" if meter.stopped == "max_cost"
-                 else f"--max-tokens {settings.max_tokens:,}")
-        raise BudgetExhausted(
-            f"{out}: stopped at the budget ({limit}): this run spent "
-            f"${meter.run_cost:.4f} and {meter.run_tokens:,} tokens on "
-            f"{meter.run_episodes} episodes; {written} of {already + len(tasks)} episodes "
-            "are written; continue with --resume (resume=True) and a new budget", spend)
+    partial = meter.stopped is not None and written < already + len(tasks)
 
     # References of resumed episodes (played ones came back with their records).
     for agent in agents:
@@ -495,13 +580,17 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
         "seed": job.seed,
         "workers": settings.workers,
         "backend": settings.backend,
-        "played": len(tasks),
+        "played": meter.run_episodes,
         "wall_seconds": round(wall, 3),
     }
+    if partial:
+        summary["partial"] = {"reason": meter.stopped, "episodes_written": written,
+                              "episodes_total": already + len(tasks),
+                              "episodes_cut": meter.cut}
     if settings.concurrency > 1:
         summary["concurrency"] = settings.concurrency
     if any(row["model_calls"] for row in meter.by_agent.values()) or budgeted \
-            or settings.prices:
+            or settings.prices or meter.rate_limited:
         summary["spend"] = meter.to_dict()
         if estimate is not None:
             summary["spend"]["estimate"] = estimate
@@ -524,14 +613,33 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
         except ImportError as exc:
             logger.warning("plots skipped: %s", exc)
     summary["videos"] = []
-    if settings.videos:
+    if settings.videos and not partial:  # videos replay the agents: no calls past a stop
         summary["videos"] = [str(p.relative_to(out)) for p in write_videos(
             suite, agents, out / VIDEO_DIR, min(settings.videos, n), env_id=job.env_id,
             env_kwargs=run_record["env_kwargs"], seed=job.seed,
             agent_kwargs=settings.agent_kwargs, labels=labels)]
     safety.atomic_write_bytes(out / SUMMARY_FILE,
                               (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
+    if partial:
+        raise BudgetExhausted(_stop_message(out, settings, meter, written,
+                                            already + len(tasks)), summary["spend"], summary)
     return summary
+
+
+def _stop_message(out: Path, settings: EvalSettings, meter: Meter, written: int,
+                  total: int) -> str:
+    """The budget stop in one line: spent, budget, reserved but not sent, what is written."""
+    led = meter.ledger or {}
+    if meter.stopped == "max_tokens":
+        spent = f"spent {led.get('spent_tokens', meter.run_tokens):,} of {settings.max_tokens:,} tokens"
+        unsent = f"{led.get('unsent_tokens', 0):,} tokens"
+    else:
+        spent = f"spent ${led.get('spent_usd', meter.run_cost):.4f} of ${settings.max_cost:g}"
+        unsent = f"${led.get('unsent_usd', 0.0):.4f}"
+    return (f"{out}: stopped at the budget: {spent}; {unsent} reserved for "
+            f"{led.get('requests_refused', 0)} request(s) not sent; {written} of {total} "
+            f"episodes written, {meter.cut} cut by the budget (not recorded; a resumed run "
+            "plays them)")
 
 
 def write_videos(

@@ -18,6 +18,14 @@ episodes in flight finish while no new one starts (a budget stop). Agents whose
 ``thread_safe`` attribute (or whose model client's) is False are played one episode at a
 time per worker, in one serial lane. Records do not depend on ``concurrency``: every episode
 is played by a freshly reset agent with the seeds of a sequential run.
+
+A run with a budget carries its ledger in the job (``Job.ledger``, a
+:class:`~mindhelper_env.models.ledger.LedgerSpec`): each episode plays inside a
+:func:`~mindhelper_env.models.ledger.call_scope`, so its model requests reserve on the run's
+one ledger, in every thread and process. An episode whose request the budget refused comes
+back as a *cut* marker instead of a record (:data:`RUN_KEY` ``{"cut": True}``; the caller
+does not record it). Every record also carries :data:`RUN_KEY` ``{"rate_limited": n}``
+(rate-limit answers its requests were retried after), which the caller pops before writing.
 """
 
 from __future__ import annotations
@@ -43,7 +51,10 @@ from mindhelper_env.evaluation.episode import MAX_STEPS, make_env, play_episode
 from mindhelper_env.evaluation.settings import suite_reference, trial_seed
 
 __all__ = ["Job", "Task", "Batch", "Runner", "EpisodeRunner", "LocalRunner", "play_chunk",
-           "chunks", "freeze", "TaskFeed", "agent_thread_safe"]
+           "chunks", "freeze", "TaskFeed", "agent_thread_safe", "RUN_KEY"]
+
+#: The key of what a played episode tells the run beyond its record (popped before writing).
+RUN_KEY = "_run"
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
@@ -70,6 +81,23 @@ class Job:
     modules: tuple[str, ...] = ()
     #: more than 1: records carry their ``trial``
     trials: int = 1
+    #: the run's budget ledger (:class:`~mindhelper_env.models.ledger.LedgerSpec`), if any
+    ledger: Any = None
+
+
+_LEDGERS: dict[Any, Any] = {}
+_LEDGERS_LOCK = threading.Lock()
+
+
+def _open_ledger(spec: Any) -> Any:
+    """This process's client of the ledger ``spec`` (one per spec)."""
+    from mindhelper_env.models.ledger import Ledger
+
+    with _LEDGERS_LOCK:
+        ledger = _LEDGERS.get(spec)
+        if ledger is None:
+            ledger = _LEDGERS[spec] = Ledger(spec)
+        return ledger
 
 
 @dataclass
@@ -105,18 +133,33 @@ class EpisodeRunner:
 
     def play(self, agent_name: str, index: int,
              trial: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``(record, reference)`` of one episode, or a cut marker (see the module
+        docstring)."""
+        from mindhelper_env.models.ledger import BudgetRefused, call_scope
+
         agent = self.agent(agent_name)
-        record, reference = play_episode(
-            self.env,
-            agent,
-            seed=self.job.seed + index,
-            options={"suite": self.job.suite, "index": index},
-            agent_name=agent_name,
-            timing=self.job.timing,
-            max_steps=MAX_STEPS,
-            agent_seed=trial_seed(self.job.seed, index, trial),
-            trial=trial if self.job.trials > 1 else None,
-        )
+        spec = self.job.ledger
+        ledger = _open_ledger(spec) if spec is not None else None
+        price = spec.price(agent_name) if spec is not None else (0.0, 0.0)
+        with call_scope(ledger, price) as scope:
+            try:
+                record, reference = play_episode(
+                    self.env,
+                    agent,
+                    seed=self.job.seed + index,
+                    options={"suite": self.job.suite, "index": index},
+                    agent_name=agent_name,
+                    timing=self.job.timing,
+                    max_steps=MAX_STEPS,
+                    agent_seed=trial_seed(self.job.seed, index, trial),
+                    trial=trial if self.job.trials > 1 else None,
+                )
+            except BudgetRefused:
+                scope.cut = True
+        if scope.cut:
+            return ({"agent": agent_name, "index": index, "trial": trial,
+                     RUN_KEY: {"cut": True, "rate_limited": scope.rate_limited}}, {})
+        record[RUN_KEY] = {"rate_limited": scope.rate_limited}
         if reference is None:
             reference = suite_reference(self.job.suite, index)
         return record, reference
@@ -386,7 +429,8 @@ class TaskFeed:
     """Tasks fed to ``workers`` workers that play ``concurrency`` episodes each at once.
 
     An iterator of one-record batches in the order episodes finish. At most ``workers *
-    concurrency`` tasks (plus one per worker) are handed out at a time; the rest wait here,
+    concurrency`` tasks (plus one per worker, or :attr:`max_in_flight`) are handed out at a
+    time; the rest wait here,
     so :meth:`drain` stops new episodes at once and lets those in flight finish (their
     records still come). :meth:`close` stops everything now: threads of this process have
     their model calls cancelled and their episodes dropped; worker processes are killed.
@@ -430,7 +474,9 @@ class TaskFeed:
                     _kill_pool(self._pool)
                     raise
             self._sentinels = threads
-        self._feed()
+        #: at most this many tasks out at a time, when set (a budget sets it, as the
+        #: consumer learns what an episode costs); tasks go out on the first ``next``
+        self.max_in_flight: int | None = None
 
     @property
     def pending(self) -> int:
@@ -438,7 +484,9 @@ class TaskFeed:
         return len(self._pending)
 
     def _feed(self) -> None:
-        while self._pending and self.outstanding < self.capacity:
+        cap = self.capacity if self.max_in_flight is None \
+            else max(1, min(self.capacity, int(self.max_in_flight)))
+        while self._pending and self.outstanding < cap:
             self._tasks_q.put(self._pending.popleft())
             self.outstanding += 1
         if not self._pending and not self._ended:

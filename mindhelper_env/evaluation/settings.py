@@ -97,6 +97,8 @@ class EvalSettings:
     prices: Mapping[str, Any] | None = None
     #: episodes of the dry pass that estimates the cost before a run with a budget
     estimate_episodes: int = 2
+    #: start even when the dry pass says one episode costs more than the budget
+    allow_partial: bool = False
 
     def __post_init__(self) -> None:
         agents = self.agents
@@ -355,6 +357,8 @@ def check_scale_args(settings: EvalSettings) -> None:
     tokens = settings.max_tokens
     if tokens is not None and (not _is_int(tokens) or tokens < 1):
         raise ValueError(f"max_tokens must be a positive int, got {tokens!r}")
+    if not isinstance(settings.allow_partial, bool):
+        raise ValueError(f"allow_partial must be True or False, got {settings.allow_partial!r}")
     k = settings.estimate_episodes
     if not _is_int(k) or not 0 <= k <= MAX_ESTIMATE_EPISODES:
         raise ValueError(f"estimate_episodes must be an int between 0 and "

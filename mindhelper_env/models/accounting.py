@@ -7,6 +7,11 @@ overflow, 404 unknown model, a replay miss) is counted in ``usage.fallbacks`` an
 ``usage.errors[kind]`` with its first message in ``usage.error_messages``; it is logged as a
 warning the first time each (agent, kind) occurs in a process, then at debug level. The run's
 summary prints one line per kind with the count (:func:`mindhelper_env.models.report.warning_lines`).
+
+In a run with a budget, every call first reserves its worst case on the run's ledger and
+settles it to the answer's usage (:mod:`mindhelper_env.models.ledger`); a call the budget
+cannot hold raises :class:`~mindhelper_env.models.ledger.BudgetRefused` (not counted as a
+failed call: the episode is cut and not recorded).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import time
 from typing import Any
 
 from mindhelper_env.models.base import Completion, call_client, error_kind
+from mindhelper_env.models.ledger import BudgetRefused, admit, settle
 
 __all__ = ["accounted_call", "reset_warnings"]
 
@@ -49,19 +55,25 @@ def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
                    who: str = "agent") -> tuple[Completion | None, str | None]:
     """``(completion, None)``, or ``(None, kind)`` for a failed call (counted, see the module
     docstring). Tokens and seconds of answered calls are added to ``usage``."""
+    held = admit(messages, max_tokens)  # BudgetRefused: the episode is cut
     usage.model_calls += 1
     t0 = time.perf_counter()
     try:
         answer = call_client(client, messages, max_tokens=max_tokens, temperature=temperature,
                              constraint=constraint)
+    except BudgetRefused:
+        settle(held, None, None)
+        raise
     except Exception as err:  # a model failure must not end the episode
         usage.seconds += time.perf_counter() - t0
         usage.fallbacks += 1
         kind = error_kind(err)
+        settle(held, None, None, kind=kind)
         message = str(err).replace("\n", " ")
         usage.count_error(kind, message)
         _warn_once(who, kind, message[:300])
         return None, kind
+    settle(held, answer.prompt_tokens, answer.completion_tokens)
     usage.seconds += answer.seconds
     usage.prompt_tokens += answer.prompt_tokens
     usage.completion_tokens += answer.completion_tokens

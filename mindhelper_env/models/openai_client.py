@@ -38,6 +38,7 @@ from mindhelper_env.models.base import (
     prompt_size,
     request_key,
 )
+from mindhelper_env.models.ledger import note_rate_limited
 from mindhelper_env.models.limits import (
     FileSemaphore,
     RunCancelled,
@@ -249,6 +250,7 @@ class OpenAIClient:
                 cancellable_sleep(delay)
                 if rate:
                     limited += 1
+                    note_rate_limited()
                 else:
                     attempt += 1
             except RunCancelled:
