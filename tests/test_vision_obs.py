@@ -308,3 +308,24 @@ def test_episode_steps_helper_still_text():
     """The text mode is untouched: obs is the dict of narration, events and tick."""
     steps = episode_steps(gym.make(VH), SUITE, 0)
     assert set(steps[1][0]) == {"narration", "events", "tick"}
+
+
+def test_sb3_cnn_policy_learns_on_window_image():
+    """stable-baselines3's CnnPolicy takes the window as one image (the rl extra)."""
+    import importlib.util
+    import os
+
+    if os.environ.get("MINDHELPER_REQUIRE_RL") != "1" \
+            and importlib.util.find_spec("stable_baselines3") is None:
+        pytest.skip("needs the rl extra (CI sets MINDHELPER_REQUIRE_RL=1)")
+    from stable_baselines3 import PPO
+
+    from mindhelper_env.wrappers import CandidateActions, WindowImage
+
+    env = CandidateActions(WindowImage(gym.make(VH, obs_mode="rgb", frame_size=64,
+                                                max_ticks=12), "channels"))
+    model = PPO("CnnPolicy", env, n_steps=16, batch_size=8, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=32)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs)
+    assert env.action_space.contains(int(action))
