@@ -329,3 +329,18 @@ def test_sb3_cnn_policy_learns_on_window_image():
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs)
     assert env.action_space.contains(int(action))
+
+
+def test_canvas_recovered_exactly_from_a_lossless_frame():
+    """``sprites.canvas_of`` inverts the drawing: the palette-index canvas the renderer drew
+    comes back from the RGB frame at any lossless size (scale 1 and 2)."""
+    for size in (512, 1024):
+        env = gym.make(VH, obs_mode="rgb", frame_size=size)
+        frames, _ = env.reset(options={"suite": SUITE, "index": 0})
+        frames, *_ = env.step("none")
+        r = env.unwrapped.vision.renderer
+        canvas = sp.canvas_of(frames[-1], r.layout)
+        assert (canvas == r._canvas[:-1, :-1]).all()
+    with pytest.raises(ValueError, match="samples"):
+        sp.frame_scale(r.layout, 128)
+    assert (sp.palette_index(np.array([[1, 2, 3]], dtype=np.uint8)) == -1).all()
