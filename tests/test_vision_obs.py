@@ -344,3 +344,18 @@ def test_canvas_recovered_exactly_from_a_lossless_frame():
     with pytest.raises(ValueError, match="samples"):
         sp.frame_scale(r.layout, 128)
     assert (sp.palette_index(np.array([[1, 2, 3]], dtype=np.uint8)) == -1).all()
+
+
+def test_sprites_are_pairwise_distinct():
+    """Every known object class, furniture class, action glyph and digit has its own bitmap,
+    and every palette colour is a distinct RGB triple."""
+    for table in ([sp.object_icon(c) for c in sp.OBJECT_CLASSES],
+                  [sp.furniture_icon(c) for c in sp.FURNITURE_CLASSES],
+                  [sp.room_icon(c) for c in sp.ROOM_CLASSES],
+                  list(sp.ACTION_GLYPHS.values()), list(sp.STATE_GLYPHS.values()),
+                  list(sp.DIGITS.values())):
+        assert len({a.tobytes() for a in table}) == len(table)
+    assert len({tuple(c) for c in sp.PALETTE}) == len(sp.PALETTE)
+    assert sp.mark_bitmap(372).shape == (5, sp.mark_width(3))
+    with pytest.raises(ValueError):
+        sp.mark_bitmap(-1)

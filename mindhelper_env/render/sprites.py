@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 1
+SPRITES_VERSION = 2
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -255,10 +255,14 @@ STATE_GLYPHS: dict[str, np.ndarray] = {
 }
 
 #: The action glyph of each event verb (in :data:`ACTION`), shown in the actor's person slot
-#: at the tick of the event. ``find`` shares ``walk``'s glyph (the narration does too).
+#: at the tick of the event. ``walk`` (and ``find``) at its end (arrived: the event has its
+#: target in ``args``); ``walk_on``: a walk or find still under way (the person entered a
+#: room on the way: the event has no ``args``).
 ACTION_GLYPHS: dict[str, np.ndarray] = {
     verb: _glyph(ACTION, *rows) for verb, rows in {
         "walk": ("X....", "X..X.", "...X.", "X....", "X..X."),
+        "walk_on": ("X.X..", ".X.X.", "..X.X", ".X.X.", "X.X.."),
+        "find": ("XXX..", "X.X..", "XXX..", "...X.", "....X"),
         "open": ("X...X", "X...X", "X...X", "X...X", "XXXXX"),
         "close": ("XXXXX", "X...X", "X...X", "X...X", "XXXXX"),
         "grab": ("..X..", ".XXX.", "X.X.X", "..X..", "..X.."),
@@ -281,7 +285,6 @@ ACTION_GLYPHS: dict[str, np.ndarray] = {
         "move": ("..X..", ".XXX.", "XXXXX", ".XXX.", "..X.."),
     }.items()
 }
-ACTION_GLYPHS["find"] = ACTION_GLYPHS["walk"]
 #: The arrow between the actor's and the listener's marks in a balloon.
 ARROW = _glyph(INK, "..X..", "...X.", "XXXXX", "...X.", "..X..")
 
