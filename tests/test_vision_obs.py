@@ -302,6 +302,8 @@ def test_layout_from_candidates_matches_the_renderer():
 def test_bad_obs_mode():
     with pytest.raises(ValueError, match="obs_mode"):
         gym.make(VH, obs_mode="pixels")
+    with pytest.raises(ValueError, match="frame_stack"):
+        gym.make(VH, obs_mode="rgb", frame_stack=2)
 
 
 def test_episode_steps_helper_still_text():

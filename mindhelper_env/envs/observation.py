@@ -39,6 +39,10 @@ def observation_space(obs_mode: str, *, max_ticks: int, frame_size: int, frame_s
     """The observation space of a mode: a ``Dict`` for ``text`` and ``text+rgb``, a plain
     ``Box(0, 255, (window_ticks, S, S, 3), uint8)`` for ``rgb``."""
     if obs_mode == "rgb":
+        if frame_stack != 1:
+            raise ValueError("frame_stack is for obs_mode='text+rgb'; with 'rgb' obs holds "
+                             "every frame of the window (stack windows with gymnasium's "
+                             "FrameStackObservation over mindhelper_env.wrappers.WindowImage)")
         return spaces.Box(0, 255, (window_ticks, frame_size, frame_size, 3), np.uint8)
     charset = "".join(sorted(CHARSET))
     space = spaces.Dict({
