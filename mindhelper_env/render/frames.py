@@ -394,7 +394,7 @@ class FrameRenderer:
         assert lay is not None
         verb, actor, listener, obj, place = b
         w = lay.balloon_w
-        canvas[y:y + sp.ROW_H - 1, x:x + w] = sp.INK
+        canvas[y:y + sp.ROW_H - 1, x:x + w] = sp.BORDER  # the balloon outline
         canvas[y + 1:y + sp.ROW_H - 2, x + 1:x + w - 1] = sp.BALLOON
         parts = lay.balloon_parts()
         self._blit(canvas, y + 1, x + parts["verb"], sp.ACTION_GLYPHS[verb])
