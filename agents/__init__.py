@@ -63,6 +63,7 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "ablations": ("ablation-goal-blind", "ablation-shared-view", "ablation-own-actions",
                   "perspective-free", "coarse-mind"),
     "model-backed": ("direct-vlm",),
+    "vision track (obs rgb)": ("mindclaw-vlm", "mindclaw-pixels"),
     "learned": ("learned-trigger",),
     "privileged (oracle)": ("oracle",),
 }
@@ -138,6 +139,31 @@ def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None, **kw:
 
 
 AGENTS["mindclaw"] = _mindclaw
+
+
+def _mindclaw_vlm(model: Any = None, env: Any = None, seed: int | None = None,
+                  **kw: Any) -> Any:
+    """MindClaw on the vision track with the model's own eyes (``observe="vlm"``)."""
+    from mindhelper_env.agents.mindclaw import MindClawAgent
+
+    agent = MindClawAgent(model=model, observe="vlm", **kw)
+    agent.name = "mindclaw-vlm"
+    return agent
+
+
+def _mindclaw_pixels(model: Any = None, env: Any = None, seed: int | None = None,
+                     **kw: Any) -> Any:
+    """MindClaw on the vision track with perfect perception (``observe="pixels"``: the
+    reference pixel parser)."""
+    from mindhelper_env.agents.mindclaw import MindClawAgent
+
+    agent = MindClawAgent(model=model, observe="pixels", **kw)
+    agent.name = "mindclaw-pixels"
+    return agent
+
+
+AGENTS["mindclaw-vlm"] = _mindclaw_vlm
+AGENTS["mindclaw-pixels"] = _mindclaw_pixels
 
 
 def _learned_trigger(model: Any = None, env: Any = None, seed: int | None = None,

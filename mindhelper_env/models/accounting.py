@@ -16,9 +16,10 @@ import threading
 import time
 from typing import Any
 
-from mindhelper_env.models.base import Completion, call_client, error_kind
+from mindhelper_env.models.base import Completion, call_client, error_kind, normalize_messages
+from mindhelper_env.models.images import image_rule_of, message_image_tokens
 
-__all__ = ["accounted_call", "reset_warnings"]
+__all__ = ["accounted_call", "count_images", "reset_warnings"]
 
 logger = logging.getLogger("mindhelper_env.models")
 
@@ -44,12 +45,27 @@ def _warn_once(who: str, kind: str, message: str) -> None:
         logger.debug("%s: model call failed (%s): %s", who, kind, message)
 
 
+def count_images(client: Any, usage: Any, messages: list[dict[str, Any]]) -> None:
+    """Add the images of ``messages`` and their tokens by ``client``'s rule to ``usage``
+    (a usage object without ``images`` fields is left alone)."""
+    if not hasattr(usage, "image_tokens"):
+        return
+    if not any(not isinstance(m.get("content"), str) for m in messages):
+        return  # text only: nothing to count (and no normalizing cost)
+    images, tokens = message_image_tokens(normalize_messages(messages), image_rule_of(client))
+    usage.images += images
+    usage.image_tokens += tokens
+
+
 def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
                    max_tokens: int, temperature: float = 0.0, constraint: Any = None,
                    who: str = "agent") -> tuple[Completion | None, str | None]:
     """``(completion, None)``, or ``(None, kind)`` for a failed call (counted, see the module
-    docstring). Tokens and seconds of answered calls are added to ``usage``."""
+    docstring). Tokens and seconds of answered calls are added to ``usage``; so are the
+    images of every call made and their tokens by the client's rule (``usage.images``,
+    ``usage.image_tokens``: :func:`~mindhelper_env.models.images.message_image_tokens`)."""
     usage.model_calls += 1
+    count_images(client, usage, messages)
     t0 = time.perf_counter()
     try:
         answer = call_client(client, messages, max_tokens=max_tokens, temperature=temperature,
