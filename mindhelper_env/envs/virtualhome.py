@@ -12,6 +12,8 @@ from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.envs.arguments import _check_backend, _check_pool, check_families, merge_reward  # noqa: F401 (merge_reward: used by envs.trigger)
+from mindhelper_env.envs.observation import RgbObservation, check_obs_mode, observation_space
+from mindhelper_env.envs.observation import make_topdown_renderer as _make_renderer
 from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import (
     CHARSET,
@@ -307,9 +309,7 @@ class MindHelperEnv(gym.Env):
             raise ValueError(f"max_ticks must be a positive int, got {max_ticks!r}")
         self.max_ticks = int(max_ticks)
         self.reward_config = merge_reward(reward, DEFAULT_REWARD)
-        if obs_mode not in ("text", "text+rgb"):
-            raise ValueError(f"obs_mode must be 'text' or 'text+rgb', got {obs_mode!r}")
-        self.obs_mode = obs_mode
+        self.obs_mode = check_obs_mode(obs_mode)
         for arg, val in (("frame_size", frame_size), ("render_size", render_size)):
             if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or not 64 <= val <= 2048:
                 raise ValueError(f"{arg} must be an int between 64 and 2048, got {val!r}")
@@ -319,18 +319,15 @@ class MindHelperEnv(gym.Env):
         self.frame_size = int(frame_size)
         self.frame_stack = int(frame_stack)
         self.render_size = int(render_size)
-        charset = "".join(sorted(CHARSET))
-        self.action_space = spaces.Text(max_length=ACTION_MAX, min_length=0, charset=charset)
-        self.observation_space = spaces.Dict({
-            "narration": spaces.Text(max_length=NARRATION_MAX, min_length=0, charset=charset),
-            "events": spaces.Text(max_length=EVENTS_MAX, min_length=0, charset=charset),
-            "tick": spaces.Discrete(self.max_ticks + 1),
-        })
-        if obs_mode == "text+rgb":
-            shape = (self.frame_size, self.frame_size, 3)
-            if self.frame_stack > 1:
-                shape = (self.frame_stack, *shape)
-            self.observation_space.spaces["rgb"] = spaces.Box(0, 255, shape, np.uint8)
+        self.action_space = spaces.Text(max_length=ACTION_MAX, min_length=0,
+                                        charset="".join(sorted(CHARSET)))
+        self.observation_space = observation_space(
+            obs_mode, max_ticks=self.max_ticks, frame_size=self.frame_size,
+            frame_stack=self.frame_stack, window_ticks=self.window_ticks,
+            narration_max=NARRATION_MAX, events_max=EVENTS_MAX)
+        #: the ``obs_mode="rgb"`` observation builder (None in the text modes)
+        self.vision = RgbObservation(self.frame_size, self.window_ticks) \
+            if obs_mode == "rgb" else None
         #: optional ``callback(simulation, events)`` run after every tick (used by recorders
         #: such as ``mindhelper render``; not part of the observation)
         self.on_tick: Any = None
@@ -430,7 +427,7 @@ class MindHelperEnv(gym.Env):
         memo = self._pool_entry.memo if self._pool_entry is not None \
             and self.observability == "home" else None
         text = memo.get("reset_narration") if memo is not None else None
-        if self._quiet:
+        if self._quiet or self.vision is not None:
             text = ""
         elif text is None:
             text = clean_text(describe_scene(sim.world, self._visible_rooms(), self._names,
@@ -443,6 +440,8 @@ class MindHelperEnv(gym.Env):
         self._last_events: list[Any] = []
         self._episode_counter += 1
         obs = {"narration": text, "events": "[]", "tick": np.int64(sim.tick)}
+        if self.vision is not None:
+            return self.vision.reset(self, sim), self.vision.info(self, sim, None)
         if self.obs_mode == "text+rgb":
             first = self._frame([])
             self._frames.clear()
@@ -567,6 +566,8 @@ class MindHelperEnv(gym.Env):
                 self._mirror.step(sim, tick_events)
             if self.on_tick is not None:
                 self.on_tick(sim, self._visible_events(tick_events))
+            if self.vision is not None:
+                self.vision.tick(self, sim, tick_events, self._visible_events(tick_events))
             done, cut = sim.episode_flags(self.max_ticks)
             ended = done or cut
             if rgb and (k >= self.window_ticks - self.frame_stack or ended):
@@ -583,6 +584,9 @@ class MindHelperEnv(gym.Env):
                 errors.append(f"line '{ln.line}' at tick {ln.tick}: {ln.reason}")
         self._window += 1
         terminated, truncated = sim.episode_flags(self.max_ticks)
+        if self.vision is not None:
+            self._last_events = self._visible_events(events)
+            return self.vision.step(self, errors, float(reward), terminated, truncated)
         visible = self._visible_events(events)
         if visible:
             lines, ev_dicts, events_text = window_events(sim.world, visible, self._names,
@@ -865,12 +869,3 @@ if MindHelperEnv.__doc__:
 def _or_minus_one(value: int | None) -> int:
     return -1 if value is None else int(value)
 
-
-def _make_renderer(size: int) -> Any:
-    try:
-        from mindhelper_env.render.topdown import TopDownRenderer
-    except ImportError as err:  # pragma: no cover - depends on the installed extras
-        raise ImportError(
-            "RGB frames need Pillow: install the video extra: pip install 'mindhelper-env[video]'"
-        ) from err
-    return TopDownRenderer(size=size)
