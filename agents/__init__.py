@@ -14,6 +14,11 @@ Any name (registered or an import path) takes a hedge suffix (:mod:`~mindhelper_
 lines before each of its programs), ``+waitN`` (wait-and-see), ``+repeatN`` (act on a
 repeated struggle), ``+delayN`` (act ``N`` windows later), e.g.
 ``make_agent("reactive+prefix10")``, ``make_agent("physical-rules+wait3")``.
+
+Any agent that reads the text observation also plays the vision track (``obs_mode="rgb"``)
+with ``observe="pixels"``: ``make_agent("belief-tracker", observe="pixels")`` wraps it in
+:class:`~mindhelper_env.agents.perceive.PixelFed`, which feeds it the events and state the
+pixel-perception reference reads from the frames.
 """
 
 from __future__ import annotations
@@ -229,6 +234,9 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         registered = factory
 
         def build_registered(**kwargs: Any) -> Any:
+            if "observe" in kwargs and not _takes_observe(registered):
+                observe = kwargs.pop("observe")
+                return _wrap_observe(call_factory(registered, kwargs, name), observe)
             return call_factory(registered, kwargs, name)
 
         return build_registered
@@ -237,6 +245,10 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         inner = resolve_agent(base)
 
         def hedged(**kwargs: Any) -> Any:
+            if "observe" in kwargs and not _takes_observe(AGENTS.get(strip_hedges(base)[0])):
+                # perception is outermost: the hedge reads the perceived text as well
+                observe = kwargs.pop("observe")
+                return _wrap_observe(make_hedge(inner(**kwargs), hedge, k), observe)
             return make_hedge(inner(**kwargs), hedge, k)
 
         return hedged
@@ -271,6 +283,21 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         return call_factory(obj, kwargs, name)
 
     return build
+
+
+def _takes_observe(factory: Any) -> bool:
+    """Does a factory read the ``observe`` option itself (a named parameter; MindClaw)?
+    Every other agent gets ``observe="pixels"`` from :mod:`~mindhelper_env.agents.perceive`."""
+    try:
+        return "observe" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _wrap_observe(agent: Any, observe: Any) -> Any:
+    from mindhelper_env.agents.perceive import wrap_observe
+
+    return wrap_observe(agent, observe)
 
 
 def _user_frame(err: BaseException) -> str:
