@@ -137,10 +137,13 @@ def _direct_vlm(model: Any = None, env: Any = None, seed: int | None = None,
 AGENTS["direct-vlm"] = _direct_vlm
 
 
-def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None, **kw: Any) -> Any:
+def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None,
+              observe: str = "text", **kw: Any) -> Any:
     from mindhelper_env.agents.mindclaw import MindClawAgent  # imports no SDK
 
-    return MindClawAgent(model=model, **kw)
+    # MindClaw reads ``observe`` itself ("text", "vlm": a model's eyes, "pixels"): its
+    # Observation module turns the frames into the belief table's input
+    return MindClawAgent(model=model, observe=observe, **kw)
 
 
 AGENTS["mindclaw"] = _mindclaw

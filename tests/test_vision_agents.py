@@ -386,3 +386,63 @@ def test_the_report_shows_the_frames_the_agent_saw(rgb_run, tmp_path):
     reset_sheet = re.search(r'src="([^"]*reset\.png)"', page.read_text()).group(1)
     pixels = np.asarray(Image.open(page.parent / reset_sheet).convert("RGB"))
     assert np.array_equal(pixels[:, :FRAME], obs[0])
+
+
+# ------------------------------------------------- perfect perception beside the model's eyes
+
+BIG = 512  # px: the pixel parser needs frames that hold the episode's layout unscaled
+
+
+@pytest.mark.parametrize("seed", [0, 4])
+def test_mindclaw_pixels_acts_as_mindclaw_on_text(seed):
+    env = gym.make("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=BIG)
+    text_env = gym.make("MindHelper-VirtualHome-v2")
+    try:
+        got = run_episode(env, make_agent("mindclaw-pixels", model="symbolic"), seed=seed,
+                          agent_name="mindclaw", timing=False)
+        want = run_episode(text_env, make_agent("mindclaw", model="symbolic"), seed=seed,
+                           agent_name="mindclaw", timing=False)
+    finally:
+        env.close()
+        text_env.close()
+    assert got["actions"] and got["actions"] == want["actions"]
+    assert got["executed"] == want["executed"] and got["usage"]["agent_errors"] == 0
+
+
+def test_one_run_reports_model_eyes_beside_perfect_perception(tmp_path, capsys):
+    """``--agents mindclaw-vlm,mindclaw-pixels --obs rgb --model M``: two rows of one run with
+    the same model for Mental Reasoning, perception by the model (here one that reports an
+    empty home, and answers every question unusably) or by the reference parser."""
+    empty = json.dumps({"events": [], "people": [], "objects": [], "open": [], "closed": [],
+                        "doors_open": []})
+    with ScriptedServer([Reply(text=empty)]) as srv:
+        code = main(["evaluate", "--suite", SUITE, "--agents", "mindclaw-vlm,mindclaw-pixels",
+                     "--limit", "2", "--obs", "rgb", "--frame-size", str(BIG), "--no-timing",
+                     "--no-plots", "--no-progress", "--model", f"openai:eyes@{srv.url}",
+                     "--out", str(tmp_path / "run"), "--format", "json"])
+        requests = list(srv.requests)
+        table = json.loads(capsys.readouterr().out)
+        text = tmp_path / "text"  # MindClaw on the text track with the same model
+        assert main(["evaluate", "--suite", SUITE, "--agents", "mindclaw", "--limit", "2",
+                     "--no-timing", "--no-plots", "--no-progress", "--out", str(text),
+                     "--model", f"openai:eyes@{srv.url}", "--format", "json"]) == 0
+    assert code == 0
+    assert set(table) == {"mindclaw-vlm", "mindclaw-pixels"}
+    vlm = records(tmp_path / "run" / "mindclaw-vlm.jsonl")
+    pixels = records(tmp_path / "run" / "mindclaw-pixels.jsonl")
+    assert [r["provenance"]["obs"] for r in vlm + pixels] == ["rgb"] * 4
+    # the model's eyes: one observation call a window with its frames; it saw nothing, so
+    # no cue reached Mental Reasoning
+    assert all(r["usage"]["images"] == 3 * r["usage"]["model_calls"] for r in vlm)
+    assert all(r["usage"]["prompts"] == {"mindclaw.observation":
+                                         "mindclaw-observation-rgb.json-1"} for r in vlm)
+    assert all(r["usage"]["sources"] == {"model": r["usage"]["model_calls"]} for r in vlm)
+    # perfect perception: no frames sent, the model asked only for reasoning, as on text
+    assert all("images" not in r["usage"] for r in pixels)
+    assert sum(r["usage"]["model_calls"] for r in vlm + pixels) == len(requests)
+    text_recs = records(text / "mindclaw.jsonl")
+    for a, b in zip(pixels, text_recs, strict=True):
+        assert a["actions"] == b["actions"]
+        assert {k: a["usage"][k] for k in ("model_calls", "sources", "parse_failures")} == \
+            {k: b["usage"][k] for k in ("model_calls", "sources", "parse_failures")}
+    assert sum(r["usage"]["model_calls"] for r in pixels) > 0

@@ -38,6 +38,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from mindhelper_env.agents.base import Usage
 from mindhelper_env.agents.frames import FRAME_MODES, frame_parts, id_lists, window_frames
 from mindhelper_env.models.accounting import accounted_call
@@ -268,24 +270,38 @@ class ModelEyes(Eyes):
 
 
 class PixelEyes(Eyes):
-    """``observe="pixels"``: the reference pixel parser (:mod:`mindhelper_env.perception`)."""
+    """``observe="pixels"``: the reference pixel parser (:mod:`mindhelper_env.perception`),
+    as :class:`~mindhelper_env.agents.perceive.PixelFed` feeds any text agent."""
 
     mode = "pixels"
 
     def __init__(self) -> None:
-        try:
-            from mindhelper_env.perception import PixelPerception
-        except ImportError as err:  # pragma: no cover - the parser ships with the package
-            raise ValueError(f"observe='pixels' needs mindhelper_env.perception: {err}") from None
+        from mindhelper_env.perception import PixelPerception
+
         self._make = PixelPerception
         self.parser = PixelPerception()
+        self._first = True
+
+    @property
+    def perception_stats(self) -> dict[str, int]:
+        return dict(self.parser.stats)
 
     def reset(self) -> None:
         self.parser = self._make()
+        self._first = True
 
     def see(self, obs: Any, info: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any],
                                                                list[Any]]:
-        text_obs, text_info = self.parser.text_observation(obs, info)
+        from mindhelper_env.perception import text_view
+
+        frames = window_frames(obs)
+        arr = np.stack(frames)
+        if self._first:
+            perceived = self.parser.reset(arr, dict(info))
+            self._first = False
+        else:
+            perceived = self.parser.observe(arr, dict(info))
+        text_obs, text_info = text_view(perceived, dict(info))
         return dict(text_obs), dict(text_info), []
 
 
