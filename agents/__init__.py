@@ -68,9 +68,9 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "ablations": ("ablation-goal-blind", "ablation-shared-view", "ablation-own-actions",
                   "perspective-free", "coarse-mind"),
     "model-backed": ("direct-vlm",),
-    "vision track (obs rgb)": ("mindclaw-vlm", "mindclaw-pixels"),
     "learned": ("learned-trigger",),
     "privileged (oracle)": ("oracle",),
+    "vision track (obs rgb)": ("mindclaw-vlm", "mindclaw-pixels"),
 }
 #: Options every runner offers each agent (dropped for factories that do not take them).
 RUNNER_OPTIONS = frozenset({"env", "seed"})
