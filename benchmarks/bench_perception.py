@@ -36,7 +36,7 @@ from mindhelper_env.metrics import compute_metrics
 from mindhelper_env.perception import EventScore, PixelPerception, text_view
 from mindhelper_env.scenarios.suites import SUITES, suite_references
 
-DEFAULT_FRAME_SIZE = 512
+DEFAULT_FRAME_SIZE = 768
 
 
 def _state_diffs(text_info: dict[str, Any], view_info: dict[str, Any]) -> list[str]:
@@ -168,7 +168,10 @@ def measure_agents(suite: str, limit: int | None, workers: int, size: int,
             wall = time.perf_counter() - t0
             m = compute_metrics(recs, refs, by_family=False)
             row[obs] = {"PHA": 100 * m["PHA"], "PIA": 100 * m["PIA"], "wall_seconds": wall}
-            decisions[obs] = {r["episode_id"]: [a.get("program") for a in r.get("actions", [])]
+            # what the agent did and when, and its belief tables when it first acted
+            decisions[obs] = {r["episode_id"]: ([(a.get("tick"), a.get("program"))
+                                                 for a in r.get("actions", [])],
+                                                (r.get("belief") or {}).get("agent"))
                               for r in recs}
         row["episodes_decided_apart"] = sum(
             decisions["text"][e] != decisions["rgb"].get(e) for e in decisions["text"])

@@ -144,8 +144,8 @@ class _Episode:
                 f"layout without losing pixels: make the env with frame_size >= "
                 f"{lay.lossless_size}")
         rows, cols = sp.frame_map(lay, size)
-        self.rsel = self._first(rows, lay.height)
-        self.csel = self._first(cols, lay.width)
+        self.rsel = self._slice(self._first(rows, lay.height))
+        self.csel = self._slice(self._first(cols, lay.width))
         self.rooms = {int(r["id"]) for r in rooms}
         self.room_of = {row.node: panel.room for panel in lay.panels for row in panel.rows
                         if row.kind in ("room", "furniture")}
@@ -159,8 +159,21 @@ class _Episode:
         self.names = {int(a["id"]): str(a.get("name", a["id"])) for a in actors}
         self.names.setdefault(self.robot_id, "Robot")
         self.cache: dict[tuple[int, int, bytes], Any] = {}
+        #: the last frame's canvas and decoded rows (in layout order)
+        self.prev_canvas: np.ndarray | None = None
+        self.prev_rows: list[Any] = [None] * sum(len(p.rows) for p in self.layout.panels)
+        self.columns = sorted({row.x for p in self.layout.panels for row in p.rows})
         self.parts = lay.person_parts()
         self.balloon = lay.balloon_parts()
+
+    @staticmethod
+    def _slice(sel: np.ndarray) -> slice | np.ndarray:
+        """``sel`` as a slice when it is evenly spaced (an integer scale: a view, no copy)."""
+        if len(sel) > 1:
+            step = int(sel[1] - sel[0])
+            if step > 0 and np.array_equal(sel, sel[0] + step * np.arange(len(sel))):
+                return slice(int(sel[0]), int(sel[-1]) + 1, step)
+        return sel
 
     @staticmethod
     def _first(axis: np.ndarray, n: int) -> np.ndarray:
@@ -259,17 +272,36 @@ class PixelPerception:
         ep = self._ep
         assert ep is not None
         self.stats["frames"] += 1
-        canvas_rgb = frame[ep.rsel][:, ep.csel]
+        canvas_rgb = frame[ep.rsel, ep.csel] if type(ep.rsel) is slice \
+            and type(ep.csel) is slice else frame[ep.rsel][:, ep.csel]
         lay = ep.layout
         out = FrameRead()
+        prev = ep.prev_canvas
+        # the rows whose pixels changed since the last frame read are decoded again (from
+        # the cache when the row showed the same picture before)
+        canvas_rgb = np.ascontiguousarray(canvas_rgb).reshape(canvas_rgb.shape[0], -1)
+        changed: dict[int, list[bool]] | None = None
+        if prev is not None:
+            diff = canvas_rgb != prev
+            # per column of panels: which canvas rows changed
+            changed = {x: diff[:, 3 * x:3 * (x + lay.row_w)].any(axis=1).tolist()
+                       for x in ep.columns}
+        decoded = ep.prev_rows
+        k = 0
         for panel in lay.panels:
             for row in panel.rows:
-                band = canvas_rgb[row.y:row.y + sp.ROW_H - 1, row.x:row.x + lay.row_w]
-                key = (row.y, row.x, band.tobytes())
-                got = ep.cache.get(key)
-                if got is None:
-                    got = ep.cache[key] = self._row(row, _to_palette(band))
-                self._merge(out, row, panel.room, got)
+                y, x = row.y, row.x
+                if changed is None or True in changed[x][y:y + sp.ROW_H - 1]:
+                    band = canvas_rgb[y:y + sp.ROW_H - 1, 3 * x:3 * (x + lay.row_w)]
+                    key = (y, x, band.tobytes())
+                    got = ep.cache.get(key)
+                    if got is None:
+                        got = ep.cache[key] = self._row(row, _to_palette(band.reshape(
+                            band.shape[0], -1, 3)))
+                    decoded[k] = got
+                self._merge(out, row, panel.room, decoded[k])
+                k += 1
+        ep.prev_canvas = canvas_rgb
         return out
 
     def _mark(self, cells: np.ndarray) -> int | None:
