@@ -54,8 +54,9 @@ class FrameRenderer:
 
     Call :meth:`begin` at every reset (it builds the layout from the episode's public
     lists), then :meth:`frame` after every tick. The object is not thread-safe; each env
-    owns one. ``stats["overflow"]`` counts items that found no free slot in their row (none
-    in the released suites' episodes; an overflowing item is not drawn)."""
+    owns one. ``stats["overflow"]`` counts, at each redraw of a row, the items that found
+    no free slot in it (an overflowing item is not drawn; none in the v4 dev suites with
+    the robot silent)."""
 
     def __init__(self, size: int) -> None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 16:
@@ -107,7 +108,17 @@ class FrameRenderer:
                 self._bands[row.y] = slice(int(hit[0]), int(hit[-1]) + 1) if len(hit) else \
                     slice(0, 0)
         self._rgb = _PAL[canvas[rows][:, cols]]
-        self._keys: dict[tuple[int, int], Any] = {}
+        self._keys: dict[tuple[str, int], Any] = {}
+        self._rows_by_key: dict[tuple[str, int], list[sp.Row]] = {}
+        for panel in lay.panels:
+            for row in panel.rows:
+                sk = (("r" if row.kind in ("room", "furniture") else row.kind[0]),
+                      row.node if row.kind != "talk" else row.other)
+                self._rows_by_key.setdefault(sk, []).append(row)
+        self._all_keys = frozenset(self._rows_by_key)
+        self._sig: Any = None
+        self._base: dict[tuple[str, int], Any] = {}
+        self._last_dynamic: set[tuple[str, int]] = set()
 
     def _mark(self, node: int) -> np.ndarray:
         m = self._marks.get(node)
@@ -137,7 +148,7 @@ class FrameRenderer:
         y, x = row.y, row.x
         canvas[y:y + sp.ROW_H - 1, x:x + lay.row_w] = sp.ROW_BG if row.kind != "talk" \
             else sp.PANEL
-        if row.kind == "talk":
+        if row.kind == "talk" or (row.kind == "room" and row.other > 0):
             return
         icon = (sp.room_icon(row.cls) if row.kind == "room" else sp.DOOR_ICON
                 if row.kind == "door" else sp.furniture_icon(row.cls))
@@ -171,54 +182,53 @@ class FrameRenderer:
                 busy.add("back")
             elif v == "chore_done":
                 busy.discard("back")
-        in_view = self._room_ids if rooms is None else set(rooms) & self._room_ids
-        content = self._content(world, seen, in_view)
+        if rooms is None:
+            in_view, view_key = self._room_ids, None
+        else:
+            in_view = set(rooms) & self._room_ids
+            view_key = tuple(sorted(in_view))
+        sig = (world.version, world.states_version, view_key)
+        if sig != self._sig:  # where objects are, or what is open, or the view changed
+            self._sig = sig
+            self._base = self._static_content(world, in_view)
+            check = self._all_keys
+        else:
+            check = self._last_dynamic
+        people, balloons = self._dynamic(world, seen, in_view)
+        dynamic = set(people) | {("t", r) for r in balloons}
+        check = set(check) | dynamic
+        self._last_dynamic = dynamic
+        base = self._base
         canvas = self._canvas
-        for panel in lay.panels:
-            for row in panel.rows:
-                key = content.get((row.kind == "door", row.node if row.kind != "talk"
-                                   else -1 - row.other))
-                kk = (row.y, row.x)
-                if kk in self._keys and self._keys[kk] == key:
-                    continue
-                self._keys[kk] = key
-                self._draw_row(canvas, row, key, in_view)
-                band = self._bands[row.y]
-                if band.stop > band.start:
-                    self._rgb[band] = _PAL[canvas[self._rows[band]][:, self._cols]]
+        redraw = []
+        for sk in check:
+            kind = sk[0]
+            if kind == "r":
+                key = (*base[sk], people.get(sk, ()))
+            elif kind == "d":
+                key = base[sk]
+            else:
+                key = (sk[1] in in_view, tuple(balloons.get(sk[1], ())))
+            if self._keys.get(sk) == key:
+                continue
+            self._keys[sk] = key
+            for row in self._rows_by_key[sk]:
+                self._draw_row(canvas, row, key)
+                redraw.append(row.y)
+        for y in sorted(set(redraw)):
+            band = self._bands[y]
+            if band.stop > band.start:
+                self._rgb[band] = _PAL[canvas[self._rows[band]][:, self._cols]]
         self.stats["frames"] += 1
         return self._rgb.copy()
 
-    def _content(self, world: World, seen: Sequence[Event], in_view: set[int]
-                 ) -> dict[tuple[bool, int], Any]:
-        """Per row: what it shows this tick (compared with the last tick's to skip rows that
-        did not change)."""
+    def _static_content(self, world: World, in_view: set[int]) -> dict[tuple[str, int], Any]:
+        """Per row key: ``(in view, state, objects)`` for furniture and room rows, the state
+        glyph for door rows; depends only on the world's versions and the view."""
         lay = self.layout
         assert lay is not None
         nodes = world.graph.nodes
-        chars = world.chars
-        out: dict[tuple[bool, int], Any] = {}
-        # container / switch / door states
-        states: dict[int, str | None] = {}
-        for nid, row in lay.row_of.items():
-            if row.kind != "furniture":
-                continue
-            if self._row_room[nid] not in in_view:
-                states[nid] = "unseen"
-                continue
-            n = nodes.get(nid)
-            st = None
-            if n is not None:
-                if "CAN_OPEN" in n.properties:
-                    st = "open" if "OPEN" in n.states else "closed"
-                elif "HAS_SWITCH" in n.properties:
-                    st = "on" if "ON" in n.states else "off"
-            states[nid] = st
-        for did in lay.door_rows:
-            n = nodes.get(did)
-            out[(True, did)] = ("door_closed" if n is not None and "CLOSED" in n.states
-                                else "door_open")
-        # objects in rows
+        out: dict[tuple[str, int], Any] = {}
         objs: dict[int, list[int]] = {}
         for o in self._objects:
             if o not in nodes or world.holder(o) is not None:
@@ -231,7 +241,30 @@ class FrameRenderer:
                 a = r
             if a in lay.row_of:
                 objs.setdefault(a, []).append(o)
-        # what each person did this tick (seen events only)
+        for nid, row in lay.row_of.items():
+            vis = self._row_room[nid] in in_view
+            st = None
+            if vis and row.kind == "furniture":
+                n = nodes.get(nid)
+                if n is not None:
+                    if "CAN_OPEN" in n.properties:
+                        st = "open" if "OPEN" in n.states else "closed"
+                    elif "HAS_SWITCH" in n.properties:
+                        st = "on" if "ON" in n.states else "off"
+            out[("r", nid)] = (vis, st, tuple(objs.get(nid, ())))
+        for did in lay.door_rows:
+            n = nodes.get(did)
+            out[("d", did)] = ("door_closed" if n is not None and "CLOSED" in n.states
+                               else "door_open")
+        return out
+
+    def _dynamic(self, world: World, seen: Sequence[Event], in_view: set[int]
+                 ) -> tuple[dict[tuple[str, int], tuple[Any, ...]], dict[int, list[Any]]]:
+        """The people of each row key (in slot order) and the balloons of each room."""
+        lay = self.layout
+        assert lay is not None
+        nodes = world.graph.nodes
+        chars = world.chars
         acts: dict[int, str] = {}
         flags: dict[int, set[str]] = {}
         balloons: dict[int, list[tuple[Any, ...]]] = {}
@@ -241,16 +274,15 @@ class FrameRenderer:
             if v in ("tell", "give", "move"):
                 args = list(ev.args)
                 if v == "tell" and len(args) >= 3:
-                    b = (v, a, args[0], args[1], args[2])
+                    b: tuple[Any, ...] | None = (v, a, args[0], args[1], args[2])
                 elif v == "give" and len(args) >= 2:
                     b = (v, a, args[1], args[0], -1)
                 elif v == "move" and len(args) >= 2:
                     b = (v, -1, -1, args[0], args[1])
                 else:
                     b = None
-                room = ev.room
-                if b is not None and room in self._room_ids:
-                    balloons.setdefault(room, []).append(b)
+                if b is not None and ev.room in self._room_ids:
+                    balloons.setdefault(ev.room, []).append(b)
             if a in self._people and v in sp.ACTION_GLYPHS:
                 if v in ("walk", "find") and a in acts:
                     continue  # another verb of the same tick says more
@@ -263,8 +295,7 @@ class FrameRenderer:
                 elif v == "grab" and ev.source is not None \
                         and self._furn_keys.get(ev.source[1]) in HIGH_FURNITURE:
                     f.add("reach")
-        # people in rows
-        people: dict[int, list[tuple[Any, ...]]] = {}
+        people: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         for p, kind in self._people.items():
             c = chars.get(p)
             if c is None or c.room not in in_view:
@@ -283,18 +314,12 @@ class FrameRenderer:
             f = flags.get(p, set())
             held = tuple((h, self._objects.get(h, nodes[h].class_name if h in nodes else ""))
                          for h in world.held_by(p)[:2])
-            people.setdefault(row_node, []).append(
+            people.setdefault(("r", row_node), []).append(
                 (p, kind, acts.get(p), c.sitting_on is not None, "back" in busy,
                  "phone" in busy, "reach" in f, "look" in f, held))
-        for nid in lay.row_of:
-            vis = self._row_room[nid] in in_view
-            out[(False, nid)] = (vis, states.get(nid), tuple(objs.get(nid, ())),
-                                 tuple(people.get(nid, ())))
-        for rid in lay.talk_row:
-            out[(False, -1 - rid)] = (rid in in_view, tuple(balloons.get(rid, ())))
-        return out
+        return {k: tuple(v) for k, v in people.items()}, balloons
 
-    def _draw_row(self, canvas: np.ndarray, row: sp.Row, key: Any, in_view: set[int]) -> None:
+    def _draw_row(self, canvas: np.ndarray, row: sp.Row, key: Any) -> None:
         lay = self.layout
         assert lay is not None
         self.stats["rows_drawn"] += 1
@@ -316,6 +341,11 @@ class FrameRenderer:
             return
         vis, state, objs, people = key
         x_obj = x + lay.x_objects
+        if row.kind == "room":  # floor row k: the k-th group of floor objects and people
+            k = row.other
+            last = k == sp.FLOOR_ROWS - 1
+            objs = objs[k * sp.OBJ_SLOTS:None if last else (k + 1) * sp.OBJ_SLOTS]
+            people = people[k * sp.PERSON_SLOTS:None if last else (k + 1) * sp.PERSON_SLOTS]
         if not vis:
             canvas[y:y + sp.ROW_H - 1, x + lay.x_state:x + lay.row_w] = sp.UNSEEN
             return

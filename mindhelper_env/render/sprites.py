@@ -17,13 +17,15 @@ the smallest lossless frame size).
 columns. A panel is a stack of *rows* of :data:`ROW_H` pixels:
 
 1. the room's header row: room icon, room id mark, then the objects on the floor and the
-   people in the room who stand at no piece of furniture;
+   people in the room who stand at no piece of furniture; then :data:`FLOOR_ROWS` - 1
+   continuation rows (no icon, no mark) with the next floor objects and people;
 2. one row per piece of furniture of the room, by id: furniture icon, id mark, *state cell*
    (open or closed container, switched on or off), :data:`OBJ_SLOTS` object slots (what is
    on or in it; the slot area is filled with :data:`CLOSED` while a container is closed and
    its contents are not drawn), then :data:`PERSON_SLOTS` person slots (who is at it);
-3. one row per door of the room, by id: door icon, door id mark, state cell (door open or
-   closed), then the icon and id mark of the room on the other side;
+3. one row per door whose lower-id room is this room, by id: door icon, door id mark,
+   state cell (door open or closed), then the icon and id mark of the room on the other
+   side;
 4. an *interaction row*: one speech balloon per tell, give or unseen move in the room at
    that tick (:data:`BALLOON_SLOTS`), each ``[verb glyph][actor mark][arrow][listener mark]
    [object icon][object mark][place icon][place mark]``.
@@ -55,7 +57,7 @@ __all__ = [
     "OPEN_IN", "BALLOON", "ROW_BG", "ROBOT", "KIND_COLORS", "ACTION", "DIGITS", "mark_bitmap",
     "mark_width", "OBJECT_CLASSES", "FURNITURE_CLASSES", "ROOM_CLASSES", "object_icon",
     "furniture_icon", "room_icon", "DOOR_ICON", "STATE_GLYPHS", "ACTION_GLYPHS", "ARROW",
-    "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS",
+    "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS",
     "Row", "Panel", "Layout", "build_layout", "frame_map", "SPRITES_VERSION",
 ]
 
@@ -334,14 +336,18 @@ ROW_H = 8  #: a row: 7 pixels of content, then a 1-pixel separator
 OBJ_SLOTS = 6  #: object slots in a row
 PERSON_SLOTS = 3  #: person slots in a row
 BALLOON_SLOTS = 4  #: balloons in an interaction row
+#: rows of a room's floor: the header row, then continuation rows (no icon, no mark) for
+#: the people and floor objects beyond the header row's slots
+FLOOR_ROWS = 2
 _GAP = 2  #: columns between panels
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
     """One row of a panel: ``kind`` (``"room"``, ``"furniture"``, ``"door"``, ``"talk"``),
-    the node it shows (``-1`` for the interaction row), its class, and for a door the room on
-    the other side; ``y`` and ``x`` are the canvas coordinates of its top-left pixel."""
+    the node it shows (the room for the interaction row), its class, and ``other``: for a
+    door the room on the other side, for a room row its index among the room's floor rows
+    (0: the header); ``y`` and ``x`` are the canvas coordinates of its top-left pixel."""
 
     kind: str
     node: int
@@ -369,7 +375,7 @@ class Layout:
     height: int
     mark_w: int
     panels: tuple[Panel, ...]
-    #: furniture or room id -> its row; door id -> its rows (one per room)
+    #: furniture or room id -> its (first) row; door id -> its rows (one)
     row_of: dict[int, Row] = field(default_factory=dict)
     door_rows: dict[int, tuple[Row, ...]] = field(default_factory=dict)
     talk_row: dict[int, Row] = field(default_factory=dict)
@@ -470,9 +476,9 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
         rid = r["id"]
         fs = sorted(furn[rid])
         ds = sorted((d, next((x for x in rs if x != rid), rid)) for d, rs in door_list
-                    if rid in rs)
+                    if rid == min(rs))  # a door shows once: in its lower-id room's panel
         specs.append((rid, r["class"], fs, ds))
-    heights = [2 + ROW_H * (2 + len(fs) + len(ds)) for _, _, fs, ds in specs]
+    heights = [2 + ROW_H * (1 + FLOOR_ROWS + len(fs) + len(ds)) for _, _, fs, ds in specs]
     panel_w = rw + 2
     best = None
     for ncols in range(1, 5):
@@ -495,19 +501,20 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
         x0 = c * (panel_w + _GAP)
         rows = []
         y = y0 + 1
-        rows.append(Row("room", rid, cls, y, x0 + 1))
-        y += ROW_H
+        for k in range(FLOOR_ROWS):
+            rows.append(Row("room", rid, cls, y, x0 + 1, k))
+            y += ROW_H
         for fid, fcls in fs:
             rows.append(Row("furniture", fid, fcls, y, x0 + 1))
             y += ROW_H
         for did, other in ds:
             rows.append(Row("door", did, "door", y, x0 + 1, other))
             y += ROW_H
-        rows.append(Row("talk", -1, "", y, x0 + 1, rid))
+        rows.append(Row("talk", rid, "", y, x0 + 1, rid))
         y += ROW_H
         panels.append(Panel(rid, cls, (x0, y0, x0 + panel_w, y + 1), tuple(rows)))
         for row in rows:
-            if row.kind in ("room", "furniture"):
+            if row.kind in ("room", "furniture") and row.other <= 0:
                 lay.row_of[row.node] = row
             elif row.kind == "door":
                 lay.door_rows[row.node] = (*lay.door_rows.get(row.node, ()), row)
