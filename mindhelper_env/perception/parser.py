@@ -43,7 +43,8 @@ ARGS_FROM: dict[str, str] = {
     "drop": "the object that left the actor's hands",
     "give": "the give balloon (object, receiver)",
     "tell": "the tell balloon (listener, object, place)",
-    "open": "the actor's furniture row; contents: the objects drawn in it now",
+    "open": "the actor's furniture row; contents: the objects drawn in it now that nobody "
+            "held on the frame before",
     "close": "the actor's furniture row",
     "sit": "the actor's furniture row", "look": "the actor's furniture row",
     "chore": "the actor's furniture row", "chore_done": "the actor's furniture row",
@@ -489,7 +490,11 @@ class PixelPerception:
             elif verb in _AT_ROW:
                 args = None if at_row is None else [at_row]
                 if verb == "open" and at_row is not None:
-                    extra["contents"] = sorted(o for o, r in cur.at.items() if r == at_row)
+                    # what it held when it opened: not what someone put in at the same tick
+                    # (held by someone on the frame before)
+                    held = {h for q in prev.people.values() for h in q.held}
+                    extra["contents"] = sorted(o for o, r in cur.at.items()
+                                               if r == at_row and o not in held)
             elif verb == "stretch":
                 args = None if at_row is None else [at_row, at_row]
             elif verb == "stand":
