@@ -12,8 +12,8 @@ wrappers and CNN policies.
 
 from __future__ import annotations
 
-from mindhelper_env.wrappers.metrics import EPISODE_FIELDS, PrecisionInterventionMetrics
 from mindhelper_env.wrappers.frames import WINDOW_IMAGE_MODES, WindowImage
+from mindhelper_env.wrappers.metrics import EPISODE_FIELDS, PrecisionInterventionMetrics
 from mindhelper_env.wrappers.rl import BagOfWordsObs, CandidateActions, make_rl_env
 
 __all__ = ["PrecisionInterventionMetrics", "EPISODE_FIELDS", "BagOfWordsObs",
