@@ -52,6 +52,7 @@ ARGS_FROM: dict[str, str] = {
     "stretch": "the actor's furniture row, twice",
     "stand": "the actor's furniture row, then the objects in the actor's hands",
     "standup": "none", "phone": "none", "hangup": "none",
+    "move": "the move balloon (object, place; actor 0: moved by no one seen)",
 }
 #: Verbs whose only argument is the furniture the actor is drawn at.
 _AT_ROW = frozenset({"open", "close", "sit", "look", "chore", "chore_done", "switchon",
@@ -512,6 +513,15 @@ class PixelPerception:
                 ev["contents"] = [{"id": o, "class": self._class(o)}
                                   for o in extra.get("contents", [])]
             out.append((ep.order.get(pid, len(ep.order)), ev))
+        for room, verb, _actor, _listener, obj, place in cur.balloons:
+            if verb == "move" and obj >= 0 and place >= 0:
+                # an object moved by no one seen (actor 0; the background events of older
+                # generators): before every actor's event, as the simulation orders them
+                out.append((-1, {"tick": tick, "actor": 0, "actor_name": "Someone",
+                                 "verb": "move",
+                                 "args": [{"id": obj, "class": self._class(obj)},
+                                          {"id": place, "class": self._class(place)}],
+                                 "room": room}))
         out.sort(key=lambda x: x[0])
         return [ev for _, ev in out], bad
 
