@@ -308,3 +308,54 @@ def test_episode_steps_helper_still_text():
     """The text mode is untouched: obs is the dict of narration, events and tick."""
     steps = episode_steps(gym.make(VH), SUITE, 0)
     assert set(steps[1][0]) == {"narration", "events", "tick"}
+
+
+def test_sb3_cnn_policy_learns_on_window_image():
+    """stable-baselines3's CnnPolicy takes the window as one image (the rl extra)."""
+    import importlib.util
+    import os
+
+    if os.environ.get("MINDHELPER_REQUIRE_RL") != "1" \
+            and importlib.util.find_spec("stable_baselines3") is None:
+        pytest.skip("needs the rl extra (CI sets MINDHELPER_REQUIRE_RL=1)")
+    from stable_baselines3 import PPO
+
+    from mindhelper_env.wrappers import CandidateActions, WindowImage
+
+    env = CandidateActions(WindowImage(gym.make(VH, obs_mode="rgb", frame_size=64,
+                                                max_ticks=12), "channels"))
+    model = PPO("CnnPolicy", env, n_steps=16, batch_size=8, n_epochs=1, seed=0, device="cpu")
+    model.learn(total_timesteps=32)
+    obs, _ = env.reset(seed=0)
+    action, _ = model.predict(obs)
+    assert env.action_space.contains(int(action))
+
+
+def test_canvas_recovered_exactly_from_a_lossless_frame():
+    """``sprites.canvas_of`` inverts the drawing: the palette-index canvas the renderer drew
+    comes back from the RGB frame at any lossless size (scale 1 and 2)."""
+    for size in (512, 1024):
+        env = gym.make(VH, obs_mode="rgb", frame_size=size)
+        frames, _ = env.reset(options={"suite": SUITE, "index": 0})
+        frames, *_ = env.step("none")
+        r = env.unwrapped.vision.renderer
+        canvas = sp.canvas_of(frames[-1], r.layout)
+        assert (canvas == r._canvas[:-1, :-1]).all()
+    with pytest.raises(ValueError, match="samples"):
+        sp.frame_scale(r.layout, 128)
+    assert (sp.palette_index(np.array([[1, 2, 3]], dtype=np.uint8)) == -1).all()
+
+
+def test_sprites_are_pairwise_distinct():
+    """Every known object class, furniture class, action glyph and digit has its own bitmap,
+    and every palette colour is a distinct RGB triple."""
+    for table in ([sp.object_icon(c) for c in sp.OBJECT_CLASSES],
+                  [sp.furniture_icon(c) for c in sp.FURNITURE_CLASSES],
+                  [sp.room_icon(c) for c in sp.ROOM_CLASSES],
+                  list(sp.ACTION_GLYPHS.values()), list(sp.STATE_GLYPHS.values()),
+                  list(sp.DIGITS.values())):
+        assert len({a.tobytes() for a in table}) == len(table)
+    assert len({tuple(c) for c in sp.PALETTE}) == len(sp.PALETTE)
+    assert sp.mark_bitmap(372).shape == (5, sp.mark_width(3))
+    with pytest.raises(ValueError):
+        sp.mark_bitmap(-1)

@@ -284,8 +284,11 @@ class FrameRenderer:
                 if b is not None and ev.room in self._room_ids:
                     balloons.setdefault(ev.room, []).append(b)
             if a in self._people and v in sp.ACTION_GLYPHS:
-                if v in ("walk", "find") and a in acts:
-                    continue  # another verb of the same tick says more
+                if v in ("walk", "find"):
+                    if a in acts:
+                        continue  # another verb of the same tick says more
+                    if not ev.done:
+                        v = "walk_on"  # entered a room on the way: no target shown
                 acts[a] = v
                 f = flags.setdefault(a, set())
                 if v == "stretch":

@@ -58,11 +58,12 @@ __all__ = [
     "mark_width", "OBJECT_CLASSES", "FURNITURE_CLASSES", "ROOM_CLASSES", "object_icon",
     "furniture_icon", "room_icon", "DOOR_ICON", "STATE_GLYPHS", "ACTION_GLYPHS", "ARROW",
     "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS",
-    "Row", "Panel", "Layout", "build_layout", "frame_map", "SPRITES_VERSION",
+    "Row", "Panel", "Layout", "build_layout", "frame_map", "frame_scale", "palette_index",
+    "canvas_of", "SPRITES_VERSION",
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 1
+SPRITES_VERSION = 2
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -254,10 +255,14 @@ STATE_GLYPHS: dict[str, np.ndarray] = {
 }
 
 #: The action glyph of each event verb (in :data:`ACTION`), shown in the actor's person slot
-#: at the tick of the event. ``find`` shares ``walk``'s glyph (the narration does too).
+#: at the tick of the event. ``walk`` (and ``find``) at its end (arrived: the event has its
+#: target in ``args``); ``walk_on``: a walk or find still under way (the person entered a
+#: room on the way: the event has no ``args``).
 ACTION_GLYPHS: dict[str, np.ndarray] = {
     verb: _glyph(ACTION, *rows) for verb, rows in {
         "walk": ("X....", "X..X.", "...X.", "X....", "X..X."),
+        "walk_on": ("X.X..", ".X.X.", "..X.X", ".X.X.", "X.X.."),
+        "find": ("XXX..", "X.X..", "XXX..", "...X.", "....X"),
         "open": ("X...X", "X...X", "X...X", "X...X", "XXXXX"),
         "close": ("XXXXX", "X...X", "X...X", "X...X", "XXXXX"),
         "grab": ("..X..", ".XXX.", "X.X.X", "..X..", "..X.."),
@@ -280,7 +285,6 @@ ACTION_GLYPHS: dict[str, np.ndarray] = {
         "move": ("..X..", ".XXX.", "XXXXX", ".XXX.", "..X.."),
     }.items()
 }
-ACTION_GLYPHS["find"] = ACTION_GLYPHS["walk"]
 #: The arrow between the actor's and the listener's marks in a balloon.
 ARROW = _glyph(INK, "..X..", "...X.", "XXXXX", "...X.", "..X..")
 
@@ -546,3 +550,40 @@ def frame_map(layout: Layout, size: int) -> tuple[np.ndarray, np.ndarray]:
         idx = np.floor((a + 0.5) * scale).astype(np.int64)
         return np.where((a >= 0) & (a < used) & (idx < n), idx, -1)
     return shrink(h), shrink(w)
+
+
+def frame_scale(layout: Layout, size: int) -> tuple[int, int, int]:
+    """``(k, y0, x0)``: a frame of ``size`` pixels shows canvas pixel ``(y, x)`` in the
+    ``k`` x ``k`` block whose top-left pixel is ``(y0 + k y, x0 + k x)``. ``ValueError`` when
+    ``size`` is below ``layout.lossless_size`` (the frame is then sampled down)."""
+    k = size // max(layout.width, layout.height)
+    if k < 1:
+        raise ValueError(f"a {size} px frame samples this layout's {layout.lossless_size} px "
+                         "canvas down: no exact canvas to recover")
+    return k, (size - layout.height * k) // 2, (size - layout.width * k) // 2
+
+
+_PAL_KEYS = (PALETTE[:, 0].astype(np.int64) << 16) | (PALETTE[:, 1].astype(np.int64) << 8) \
+    | PALETTE[:, 2].astype(np.int64)
+_PAL_ORDER = np.argsort(_PAL_KEYS)
+
+
+def palette_index(rgb: np.ndarray) -> np.ndarray:
+    """The palette index of each pixel of an ``(..., 3)`` uint8 array (int16; ``-1`` where
+    a pixel is not a palette colour)."""
+    a = np.asarray(rgb, dtype=np.int64)
+    key = (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
+    sorted_keys = _PAL_KEYS[_PAL_ORDER]
+    pos = np.clip(np.searchsorted(sorted_keys, key), 0, len(sorted_keys) - 1)
+    idx = _PAL_ORDER[pos].astype(np.int16)
+    return np.where(sorted_keys[pos] == key, idx, np.int16(-1))
+
+
+def canvas_of(frame: np.ndarray, layout: Layout) -> np.ndarray:
+    """The ``(layout.height, layout.width)`` canvas of palette indices that a lossless frame
+    (``(S, S, 3)``, ``S >= layout.lossless_size``) shows: what the renderer drew, recovered
+    exactly (``-1`` for a pixel that is no palette colour)."""
+    frame = np.asarray(frame)
+    k, y0, x0 = frame_scale(layout, frame.shape[0])
+    block = frame[y0:y0 + layout.height * k:k, x0:x0 + layout.width * k:k]
+    return palette_index(block)
