@@ -154,3 +154,12 @@ def test_event_score_counts_per_verb() -> None:
     assert (t["grab"]["tp"], t["grab"]["fp"], t["grab"]["fn"]) == (0, 1, 1)
     assert t["look"]["precision"] == 0.0 and t["look"]["recall"] == 1.0
     assert s.total.tp == 2 and s.total.fp == 2 and s.total.fn == 1
+
+
+def test_the_parser_reads_the_sprites_version_the_renderer_draws() -> None:
+    from mindhelper_env.perception.parser import READS_SPRITES_VERSION
+    from mindhelper_env.render import sprites
+
+    assert sprites.SPRITES_VERSION == READS_SPRITES_VERSION, (
+        "render/sprites.py changed its picture language: update perception/parser.py and "
+        "READS_SPRITES_VERSION")
