@@ -12,6 +12,10 @@ Run: ``python benchmarks/bench_core.py [--repeats 5]``. Reports medians over rep
 * env steps/s *including resets* on sampled episodes from the warm pool (the same policy),
   next to Minigrid's ``MiniGrid-DoorKey-8x8-v0`` with random actions (``pip install
   minigrid``; skipped without it), and their ratio;
+* ``--obs rgb``: env steps/s with ``obs_mode="rgb"`` (the vision track: a window of three
+  frames a step) at 128 and 256 px (the same policy), next to Minigrid's DoorKey-8x8 with
+  its ``RGBImgObsWrapper`` at the same frame size, and their ratio; ``--obs text`` (the
+  default) runs the measures above;
 * script lines/s: a VirtualHome-sized scene graph (~300 nodes, ~5,000 edges) and a loop of
   realistic lines (walk, open, grab, putin, close, switchon/off, sit/standup).
 """
@@ -177,7 +181,18 @@ def main() -> None:
     ap.add_argument("--pool-size", type=int, default=512)
     ap.add_argument("--generator", default=None,
                     help="episodes of this generator (e.g. mh-gen-3.0; default: the current)")
+    ap.add_argument("--obs", choices=("text", "rgb"), default="text",
+                    help="rgb: time obs_mode='rgb' steps against Minigrid-RGB instead")
     args = ap.parse_args()
+    if args.obs == "rgb":
+        import sys
+        from pathlib import Path
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from bench_render import rgb_env_table
+
+        rgb_env_table((128, 256), 1000, args.repeats)
+        return
     steps, rgb_steps, fresh, replay, lines = [], [], [], [], []
     pool_resets, pool_steps, grid_steps = [], [], []
     size = (0, 0)

@@ -11,8 +11,11 @@ Three measurements (docs/vision.md, "The pixel parser"):
    holdings, object locations, open containers) differs from text mode's ``info``.
 2. **tracker** (``--pha SUITE...``, default ``vh-test-v4 tdw-test-v4``): PHA of
    ``belief-tracker`` with ``observe="pixels"`` on the suite played in ``rgb`` mode, beside
-   the text tracker's on the same episodes, the windows whose decisions differ, and the wall
-   time of the pixel-fed run (goal: PHA >= 99; full ``vh-test-v4`` in <= 10 min).
+   the text tracker's on the same episodes, the episodes whose decisions (tick, program) or
+   belief tables at the intervention differ, and the wall and CPU time of the pixel-fed run
+   (goal: PHA >= 99; full ``vh-test-v4`` in <= 10 min on 2 cores: the CPU seconds per
+   episode are printed with what they make for 1,000 episodes on 2 cores, which a loaded
+   machine's wall time does not show).
 3. **instruments** (``--instruments SUITE``, default ``vh-dev-v4``): the non-mind
    instruments (``physical-rules``, ``coarse-mind``) fed by pixels beside text
    (goal: within 2 PHA).
@@ -36,7 +39,7 @@ from mindhelper_env.metrics import compute_metrics
 from mindhelper_env.perception import EventScore, PixelPerception, text_view
 from mindhelper_env.scenarios.suites import SUITES, suite_references
 
-DEFAULT_FRAME_SIZE = 512
+DEFAULT_FRAME_SIZE = 768
 
 
 def _state_diffs(text_info: dict[str, Any], view_info: dict[str, Any]) -> list[str]:
@@ -107,6 +110,7 @@ def play_chunk(job: tuple[str, str, dict[str, Any], list[int], str, int]) -> lis
     """Records of agent ``name`` (with ``kwargs``) on episodes ``indices``, ``obs`` mode."""
     suite, name, kwargs, indices, obs, size = job
     env_kw = {"obs_mode": "rgb", "frame_size": size} if obs == "rgb" else {}
+    cpu = time.process_time()
     env = make_env(suite_env_id(suite), **env_kw)
     agent = make_agent(name, **kwargs)
     out = []
@@ -114,6 +118,8 @@ def play_chunk(job: tuple[str, str, dict[str, Any], list[int], str, int]) -> lis
         rec = run_episode(env, agent, options={"suite": suite, "index": i}, timing=False)
         rec["agent"] = name
         out.append(rec)
+    if out:  # this process's CPU time, on the chunk's first record (popped by the caller)
+        out[0]["_cpu_seconds"] = time.process_time() - cpu
     return out
 
 
@@ -166,12 +172,18 @@ def measure_agents(suite: str, limit: int | None, workers: int, size: int,
             jobs = [(suite, name, kwargs, ix, obs, size) for ix in _split(indices, workers)]
             recs = [r for part in _map(play_chunk, jobs, workers) for r in part]
             wall = time.perf_counter() - t0
+            cpu = sum(r.pop("_cpu_seconds", 0.0) for r in recs)
             m = compute_metrics(recs, refs, by_family=False)
-            row[obs] = {"PHA": 100 * m["PHA"], "PIA": 100 * m["PIA"], "wall_seconds": wall}
-            decisions[obs] = {r["episode_id"]: [a.get("program") for a in r.get("actions", [])]
+            row[obs] = {"PHA": 100 * m["PHA"], "PIA": 100 * m["PIA"], "wall_seconds": wall,
+                        "cpu_seconds": cpu, "cpu_seconds_per_episode": cpu / max(1, len(recs))}
+            # what the agent did and when, and its belief tables when it first acted
+            decisions[obs] = {r["episode_id"]: ([(a.get("tick"), a.get("program"))
+                                                 for a in r.get("actions", [])],
+                                                (r.get("belief") or {}).get("agent"))
                               for r in recs}
-        row["episodes_decided_apart"] = sum(
-            decisions["text"][e] != decisions["rgb"].get(e) for e in decisions["text"])
+        apart = sorted(e for e in decisions["text"] if decisions["text"][e] != decisions["rgb"].get(e))
+        row["episodes_decided_apart"] = len(apart)
+        row["apart"] = apart[:20]
         row["PHA_gap"] = row["rgb"]["PHA"] - row["text"]["PHA"]
         out["agents"][name] = row
     return out
@@ -197,8 +209,11 @@ def _print_agents(res: dict[str, Any]) -> None:
     for name, row in res["agents"].items():
         print(f"{name:<16} PHA text {row['text']['PHA']:.1f}  pixels {row['rgb']['PHA']:.1f} "
               f"(gap {row['PHA_gap']:+.1f}); episodes decided apart: "
-              f"{row['episodes_decided_apart']}; wall text {row['text']['wall_seconds']:.0f} s, "
-              f"rgb+pixels {row['rgb']['wall_seconds']:.0f} s")
+              f"{row['episodes_decided_apart']} {row['apart'][:5] or ''}; wall text {row['text']['wall_seconds']:.0f} s, "
+              f"rgb+pixels {row['rgb']['wall_seconds']:.0f} s (CPU "
+              f"{row['rgb']['cpu_seconds_per_episode']:.2f} s/episode: "
+              f"{row['rgb']['cpu_seconds_per_episode'] * 1000 / 2 / 60:.1f} min per 1,000 "
+              "episodes on 2 cores)")
 
 
 def main(argv: list[str] | None = None) -> int:

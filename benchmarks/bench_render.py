@@ -8,6 +8,14 @@ Reports the median of 5 runs at 256x256 and 512x512, excluding the first (layout
 frame, which is timed separately.
 
 Run: ``python benchmarks/bench_render.py [--frames 500] [--seed 0]``.
+
+``--rgb-env`` (or ``--only-rgb-env``) also measures the vision track end to end: env steps/s
+of ``MindHelper-VirtualHome-v2`` with ``obs_mode="rgb"`` (three frames a step, drawn by
+:class:`~mindhelper_env.render.frames.FrameRenderer`) at 128 and 256 px, with the
+``bench_core.py`` policy (80 % silence, 20 % random programs, resets included), beside
+Minigrid's ``MiniGrid-DoorKey-8x8-v0`` wrapped in ``RGBImgObsWrapper`` at the same frame
+size (``tile_size = size // 8``), random actions, resets included; the two are
+interleaved in each of ``--repeats`` runs and the medians and their ratio reported.
 """
 
 from __future__ import annotations
@@ -77,17 +85,100 @@ def bench(size: int, frames: int, seed: int) -> tuple[float, float]:
     return statistics.median(rates), statistics.median(first_ms)
 
 
+def bench_rgb_env(size: int, n_steps: int, env_id: str = "MindHelper-VirtualHome-v2") -> float:
+    """Env steps/s in ``obs_mode="rgb"`` at ``size`` px (the bench_core policy)."""
+    import gymnasium as gym
+
+    import mindhelper_env  # noqa: F401  (registers the envs)
+    from mindhelper_env.agents.simple import random_program
+
+    gym.logger.min_level = 40  # the small-frame warning: these sizes are what is measured
+    env = gym.make(env_id, obs_mode="rgb", frame_size=size)
+    rng = np.random.default_rng(0)
+    specs = []
+    for s in range(20):  # episodes generated beforehand: the timing is about stepping
+        env.reset(seed=s)
+        specs.append(env.unwrapped.episode_spec)
+    obs, info = env.reset(options={"episode": specs[0]})
+    k = 1
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        action = random_program(rng, info) if rng.random() < 0.2 else "none"
+        obs, _, term, trunc, info = env.step(action)
+        if term or trunc:
+            obs, info = env.reset(options={"episode": specs[k % len(specs)]})
+            k += 1
+    return n_steps / (time.perf_counter() - t0)
+
+
+def bench_minigrid_rgb(size: int, n_steps: int) -> float | None:
+    """Minigrid DoorKey-8x8 with ``RGBImgObsWrapper`` (``size`` px), random actions, resets
+    included; None without minigrid."""
+    try:
+        import gymnasium as gym
+        import minigrid  # noqa: F401  (registers the MiniGrid envs)
+        from minigrid.wrappers import RGBImgObsWrapper
+    except ImportError:
+        return None
+    env = RGBImgObsWrapper(gym.make("MiniGrid-DoorKey-8x8-v0"), tile_size=size // 8)
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    t0 = time.perf_counter()
+    for _ in range(n_steps):
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        if term or trunc:
+            env.reset()
+    rate = n_steps / (time.perf_counter() - t0)
+    env.close()
+    return rate
+
+
+def rgb_env_table(sizes: tuple[int, ...], n_steps: int, repeats: int) -> None:
+    """Print the rgb-mode env against Minigrid-RGB at each size (medians of ``repeats``)."""
+    ours: dict[int, list[float]] = {s: [] for s in sizes}
+    grid: dict[int, list[float]] = {s: [] for s in sizes}
+    for _ in range(repeats):
+        for size in sizes:
+            ours[size].append(bench_rgb_env(size, n_steps))
+            g = bench_minigrid_rgb(size, n_steps)
+            if g is not None:
+                grid[size].append(g)
+    med = statistics.median
+    print(f"\nobs_mode='rgb' env steps/s vs Minigrid DoorKey-8x8 + RGBImgObsWrapper, "
+          f"{n_steps} steps x {repeats} runs (median)")
+    print(f"{'size':>9} | {'rgb env':>9} | {'Minigrid':>9} | {'ratio':>6} | runs (rgb env; Minigrid)")
+    for size in sizes:
+        g = med(grid[size]) if grid[size] else float("nan")
+        print(f"{size:>4}x{size:<4} | {med(ours[size]):>9.0f} | {g:>9.0f} | "
+              f"{med(ours[size]) / g:>6.2f} | "
+              + " ".join(f"{x:.0f}" for x in ours[size]) + "; "
+              + (" ".join(f"{x:.0f}" for x in grid[size]) or "minigrid not installed"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rgb-env", action="store_true",
+                        help="also time obs_mode='rgb' env steps against Minigrid-RGB")
+    parser.add_argument("--only-rgb-env", action="store_true",
+                        help="time only obs_mode='rgb' env steps against Minigrid-RGB")
+    parser.add_argument("--steps", type=int, default=1000, help="env steps per run (rgb env)")
+    parser.add_argument("--repeats", type=int, default=5, help="runs (rgb env)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256],
+                        help="frame sizes (rgb env; Minigrid's tile_size is size // 8)")
     args = parser.parse_args()
+    if args.only_rgb_env:
+        rgb_env_table(tuple(args.sizes), args.steps, args.repeats)
+        return
     rows = [(size, *bench(size, args.frames, args.seed)) for size in (256, 512)]
     print(f"top-down renderer, seed {args.seed}, {args.frames} frames x 5 runs (median)")
     print(f"{'size':>9} | {'frames/s':>9} | {'first frame (ms)':>16}")
     print(f"{'-' * 9}-+-{'-' * 9}-+-{'-' * 16}")
     for size, fps, first in rows:
         print(f"{size:>4}x{size:<4} | {fps:>9.0f} | {first:>16.1f}")
+    if args.rgb_env:
+        rgb_env_table(tuple(args.sizes), args.steps, args.repeats)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@ matches its recorded digest (a figure changed by hand).
   TestScene1; needs ``virtualhome-eval``) and ``frame_tdw_floorplan.png`` (``tdw-dev-v4``
   episode 3; the ``tdw`` extra): the ``rgb_array`` render at 512 px, played by the oracle, at
   the end of the window holding the episode's onset (the first struggle).
+* ``vision``: ``vision_window_vh.png``: one false-belief window of ``vh-dev-v4`` episode 0
+  (the window in which someone other than the focus person moves the target object)
+  in both tracks side by side: the text track's narration on the left, the vision track's
+  three frames (``obs_mode="rgb"``, 512 px) on the right. Fast (seconds); run
+  ``--only vision``.
 * ``report``: ``report_leaderboard.png``, ``report_paired.png`` and ``report_episode.png``:
   ``mindhelper evaluate --report`` of the main job's agents and MindClaw on ``vh-dev-v4``,
   opened in headless Chromium (the ``report`` extra and Debian's ``chromium``). The episode
@@ -113,6 +118,68 @@ def make_frames(work: Path) -> dict[str, dict[str, Any]]:
         print(f"frame: {name}", flush=True)
         out[name] = _frame(suite, index, DOCS / name)
     return out
+
+
+VISION_SUITE, VISION_INDEX = "vh-dev-v4", 0
+
+
+def make_vision(work: Path) -> dict[str, dict[str, Any]]:
+    """The false-belief window of ``VISION_SUITE`` episode ``VISION_INDEX`` in both tracks."""
+    import json as _json
+    import textwrap
+
+    import gymnasium as gym
+    import numpy as np
+    from PIL import Image, ImageDraw, ImageFont
+
+    import mindhelper_env  # noqa: F401  (registers the envs)
+
+    opts = {"suite": VISION_SUITE, "index": VISION_INDEX}
+    text_env = gym.make("MindHelper-VirtualHome-v2")
+    rgb_env = gym.make("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=512)
+    obs, _ = text_env.reset(options=opts)
+    frames, _ = rgb_env.reset(options=opts)
+    truth = text_env.unwrapped.ground_truth
+    target = truth.target_object
+    window = 0
+    while True:  # silent robot: the first window in which another moves the target object
+        obs, _, term, trunc, _ = text_env.step("none")
+        frames, *_ = rgb_env.step("none")
+        window += 1
+        events = _json.loads(obs["events"])
+        if any(e["verb"] in ("putin", "putback", "move") and e["actor"] != truth.focus_actor
+               and any(a["id"] == target for a in e["args"]) for e in events):
+            break
+        if term or trunc:
+            raise SystemExit("make_figures: no window moves the target object")
+    font = ImageFont.load_default(size=18)
+    small = ImageFont.load_default(size=16)
+    text_w, gap, pad = 560, 16, 24
+    n, size = frames.shape[0], frames.shape[1]
+    width = text_w + n * (size + gap) + pad
+    height = size + 2 * pad + 40
+    img = Image.new("RGB", (width, height), (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    draw.text((pad, pad), "text track: obs['narration']", fill=(0, 0, 0), font=font)
+    y = pad + 40
+    for line in obs["narration"].splitlines():
+        for part in textwrap.wrap(line, 52):
+            draw.text((pad, y), part, fill=(30, 30, 30), font=small)
+            y += 22
+    x0 = text_w
+    draw.text((x0, pad), "vision track: obs (obs_mode='rgb'), one frame per tick",
+              fill=(0, 0, 0), font=font)
+    for k in range(n):
+        img.paste(Image.fromarray(np.asarray(frames[k])), (x0 + k * (size + gap), pad + 40))
+    out = DOCS / "vision_window_vh.png"
+    img.save(out, optimize=True)
+    ticks = f"{int(obs['tick']) - n + 1}-{int(obs['tick'])}"
+    return {"vision_window_vh.png": {
+        "shows": f"{VISION_SUITE} episode {VISION_INDEX} ({truth.family}), window {window} "
+                 f"(ticks {ticks}), the robot silent: narration beside the rgb frames (512 px)",
+        "recipe": f"reset(options={{'suite': '{VISION_SUITE}', 'index': {VISION_INDEX}}}) in "
+                  "obs_mode='text' and 'rgb', step('none') until the window in which someone "
+                  "other than the focus person moves the target object"}}
 
 
 # ------------------------------------------------------------------ the report
@@ -267,7 +334,7 @@ def make_tables(work: Path) -> dict[str, dict[str, Any]]:
 
 
 MAKERS: dict[str, Callable[[Path], dict[str, dict[str, Any]]]] = {
-    "frames": make_frames, "report": make_report, "curve": make_curve, "tables": make_tables}
+    "frames": make_frames, "vision": make_vision, "report": make_report, "curve": make_curve, "tables": make_tables}
 
 
 def _digest(name: str) -> str:

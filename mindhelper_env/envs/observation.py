@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
@@ -79,6 +80,7 @@ class RgbObservation:
         self.window_ticks = int(window_ticks)
         self._frames: list[np.ndarray] = []
         self._candidates: dict[str, Any] = {}
+        self._warned = False  # the frame-size warning, once per env
 
     def reset(self, env: Any, sim: Any) -> np.ndarray:
         """Start an episode; the initial frame repeated ``window_ticks`` times."""
@@ -97,6 +99,14 @@ class RgbObservation:
         people[robot] = "robot"
         self.renderer.begin(w, rooms=cand["rooms"], locations=cand["locations"],
                             doors=cand["doors"], objects=grabbable, people=people)
+        need = self.renderer.layout.lossless_size
+        if need > self.renderer.size and not self._warned:
+            self._warned = True
+            gym.logger.warn(
+                f"obs_mode='rgb': frame_size={self.renderer.size} is smaller than this "
+                f"house's picture ({need} px): frames are sampled down and id marks lose "
+                "pixels; use frame_size=512 (VirtualHome houses) or 672 (TDW houses) to see "
+                "every pixel (docs/vision.md)")
         first = self.renderer.frame(w, [], [], _seen_rooms(env))
         self._frames = []
         return np.repeat(first[None], self.window_ticks, axis=0)

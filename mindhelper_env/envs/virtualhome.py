@@ -162,7 +162,9 @@ class MindHelperEnv(gym.Env):
       frame of the window (``uint8``, ``frame_size`` × ``frame_size`` × 3), or the last
       ``frame_stack`` frames (``frame_stack`` × H × W × 3) when ``frame_stack > 1``.
       With ``observability="room"`` the frame shows only the robot's room (the rest greyed
-      out, no people or objects drawn there). Needs the ``video`` extra (Pillow).
+      out, no people or objects drawn there). Needs the ``video`` extra (Pillow). ``"rgb"``
+      (the vision track, docs/vision.md): ``obs`` is only the window's frames, a ``Box``
+      ``(window_ticks, S, S, 3)`` uint8, and ``info`` only ids and classes (NumPy only).
 
     * ``pool_size`` (4096): sampled episodes (``reset()`` without options) are entry
       ``np_random.integers(pool_size)`` of a pool of validated episodes cached on disk

@@ -6,7 +6,7 @@ layout, which is a pure function of the candidate lists) and the candidates' ids
 classes. It never sees the world.
 
 Per frame it rebuilds the layout's canvas from the frame (the inverse of
-:func:`~mindhelper_env.render.sprites.frame_map`; exact when ``frame_size`` is at least the
+:func:`~mindhelper_env.render.sprites.frame_scale`; exact when ``frame_size`` is at least the
 layout's ``lossless_size``), converts it to palette indices, and reads each row: the state
 cell (container open or closed, switch on or off, door open or closed), the object slots
 (icon and id mark: what lies on or in the furniture, or on the room's floor), the person
@@ -31,19 +31,27 @@ import numpy as np
 from mindhelper_env.perception.view import Perceived, SceneState
 from mindhelper_env.render import sprites as sp
 
-__all__ = ["PixelPerception", "PerceptionError", "FrameRead", "ARGS_FROM"]
+__all__ = ["PixelPerception", "PerceptionError", "FrameRead", "ARGS_FROM",
+           "READS_SPRITES_VERSION"]
+
+#: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
+#: this parser reads; a test fails when the sprites change without the parser.
+READS_SPRITES_VERSION = 2
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
-    "walk": "none while the walker is in the room's header row (under way); the furniture "
-            "row they are drawn in (arrived); a walk balloon's target (arrived at a person)",
+    "walk": "none for the walk-on glyph (a walk under way); for the walk glyph (arrived), "
+            "the walk balloon's target (a person), else the furniture row the walker is "
+            "drawn in",
+    "find": "as walk (a find under way shows the walk-on glyph and reads as walk)",
     "grab": "the object that entered the actor's hands",
     "putin": "the object that left the actor's hands, and the row it is drawn in now",
     "putback": "the object that left the actor's hands, and the row it is drawn in now",
     "drop": "the object that left the actor's hands",
     "give": "the give balloon (object, receiver)",
     "tell": "the tell balloon (listener, object, place)",
-    "open": "the actor's furniture row; contents: the objects drawn in it now",
+    "open": "the actor's furniture row; contents: the objects drawn in it now that nobody "
+            "held on the frame before",
     "close": "the actor's furniture row",
     "sit": "the actor's furniture row", "look": "the actor's furniture row",
     "chore": "the actor's furniture row", "chore_done": "the actor's furniture row",
@@ -51,6 +59,7 @@ ARGS_FROM: dict[str, str] = {
     "stretch": "the actor's furniture row, twice",
     "stand": "the actor's furniture row, then the objects in the actor's hands",
     "standup": "none", "phone": "none", "hangup": "none",
+    "move": "the move balloon (object, place; actor 0: moved by no one seen)",
 }
 #: Verbs whose only argument is the furniture the actor is drawn at.
 _AT_ROW = frozenset({"open", "close", "sit", "look", "chore", "chore_done", "switchon",
@@ -97,10 +106,7 @@ class _Tables:
         self.states = {g.tobytes(): name for name, g in sp.STATE_GLYPHS.items()}
         self.actions: dict[bytes, str] = {}
         for verb, g in sp.ACTION_GLYPHS.items():
-            key = (g != 0).tobytes()
-            if verb == "find" or key in self.actions and self.actions[key] == "walk":
-                continue
-            self.actions[key] = verb
+            self.actions.setdefault((g != 0).tobytes(), verb)
         self.sprites: dict[bytes, tuple[str, tuple[bool, ...]]] = {}
         n = len(sp.POSES)
         for kind in sp.KIND_COLORS:
@@ -143,9 +149,10 @@ class _Episode:
                 f"frames of {size} px cannot show this episode's {lay.width} x {lay.height} "
                 f"layout without losing pixels: make the env with frame_size >= "
                 f"{lay.lossless_size}")
-        rows, cols = sp.frame_map(lay, size)
-        self.rsel = self._first(rows, lay.height)
-        self.csel = self._first(cols, lay.width)
+        k, y0, x0 = sp.frame_scale(lay, size)
+        #: the frame pixels that show the canvas (one per canvas pixel: views, no copy)
+        self.rsel = slice(y0, y0 + lay.height * k, k)
+        self.csel = slice(x0, x0 + lay.width * k, k)
         self.rooms = {int(r["id"]) for r in rooms}
         self.room_of = {row.node: panel.room for panel in lay.panels for row in panel.rows
                         if row.kind in ("room", "furniture")}
@@ -159,37 +166,15 @@ class _Episode:
         self.names = {int(a["id"]): str(a.get("name", a["id"])) for a in actors}
         self.names.setdefault(self.robot_id, "Robot")
         self.cache: dict[tuple[int, int, bytes], Any] = {}
+        #: the last frame's canvas and decoded rows (in layout order)
+        self.prev_canvas: np.ndarray | None = None
+        self.prev_rows: list[Any] = [None] * sum(len(p.rows) for p in self.layout.panels)
+        self.columns = sorted({row.x for p in self.layout.panels for row in p.rows})
+        #: slots per row (the layout's own counts where it has them)
+        self.obj_slots = int(getattr(lay, "obj_slots", sp.OBJ_SLOTS))
+        self.person_slots = int(getattr(lay, "person_slots", sp.PERSON_SLOTS))
         self.parts = lay.person_parts()
         self.balloon = lay.balloon_parts()
-
-    @staticmethod
-    def _first(axis: np.ndarray, n: int) -> np.ndarray:
-        """For each canvas index 0..n-1, the first frame index that shows it."""
-        out = np.full(n, -1, dtype=np.int64)
-        idx = np.nonzero(axis >= 0)[0]
-        vals = axis[idx]
-        keep = vals < n
-        out[vals[keep][::-1]] = idx[keep][::-1]
-        if (out < 0).any():
-            raise PerceptionError("the frame does not show every canvas pixel")
-        return out
-
-
-#: Palette RGB packed as ints, sorted, and the palette index of each.
-_PACKED = (sp.PALETTE[:, 0].astype(np.int64) << 16) | (sp.PALETTE[:, 1].astype(np.int64) << 8) \
-    | sp.PALETTE[:, 2].astype(np.int64)
-_ORDER = np.argsort(_PACKED)
-_SORTED = _PACKED[_ORDER]
-_UNKNOWN = 255
-
-
-def _to_palette(rgb: np.ndarray) -> np.ndarray:
-    packed = (rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) \
-        | rgb[..., 2].astype(np.int64)
-    pos = np.clip(np.searchsorted(_SORTED, packed), 0, len(_SORTED) - 1)
-    out = _ORDER[pos].astype(np.uint8)
-    out[_SORTED[pos] != packed] = _UNKNOWN
-    return out
 
 
 class PixelPerception:
@@ -259,17 +244,35 @@ class PixelPerception:
         ep = self._ep
         assert ep is not None
         self.stats["frames"] += 1
-        canvas_rgb = frame[ep.rsel][:, ep.csel]
+        canvas_rgb = frame[ep.rsel, ep.csel]
         lay = ep.layout
         out = FrameRead()
+        prev = ep.prev_canvas
+        # the rows whose pixels changed since the last frame read are decoded again (from
+        # the cache when the row showed the same picture before)
+        canvas_rgb = np.ascontiguousarray(canvas_rgb).reshape(canvas_rgb.shape[0], -1)
+        changed: dict[int, list[bool]] | None = None
+        if prev is not None:
+            diff = canvas_rgb != prev
+            # per column of panels: which canvas rows changed
+            changed = {x: diff[:, 3 * x:3 * (x + lay.row_w)].any(axis=1).tolist()
+                       for x in ep.columns}
+        decoded = ep.prev_rows
+        k = 0
         for panel in lay.panels:
             for row in panel.rows:
-                band = canvas_rgb[row.y:row.y + sp.ROW_H - 1, row.x:row.x + lay.row_w]
-                key = (row.y, row.x, band.tobytes())
-                got = ep.cache.get(key)
-                if got is None:
-                    got = ep.cache[key] = self._row(row, _to_palette(band))
-                self._merge(out, row, panel.room, got)
+                y, x = row.y, row.x
+                if changed is None or True in changed[x][y:y + sp.ROW_H - 1]:
+                    band = canvas_rgb[y:y + sp.ROW_H - 1, 3 * x:3 * (x + lay.row_w)]
+                    key = (y, x, band.tobytes())
+                    got = ep.cache.get(key)
+                    if got is None:
+                        got = ep.cache[key] = self._row(row, sp.palette_index(band.reshape(
+                            band.shape[0], -1, 3)))
+                    decoded[k] = got
+                self._merge(out, row, panel.room, decoded[k])
+                k += 1
+        ep.prev_canvas = canvas_rgb
         return out
 
     def _mark(self, cells: np.ndarray) -> int | None:
@@ -331,7 +334,7 @@ class PixelPerception:
         if row.kind == "door":
             return (state, (), (), (), bad)
         objects = []
-        for k in range(sp.OBJ_SLOTS):
+        for k in range(ep.obj_slots):
             mx = lay.x_objects + k * lay.obj_slot_w + sp.ICON + 1
             m = self._mark(p[1:6, mx:mx + lay.mark_w])
             if m is None:
@@ -342,7 +345,7 @@ class PixelPerception:
             objects.append(m)
         people = []
         parts = lay.person_parts()
-        for k in range(sp.PERSON_SLOTS):
+        for k in range(ep.person_slots):
             px = lay.x_people + k * lay.person_slot_w
             m = self._mark(p[1:6, px + parts["mark"]:px + parts["mark"] + lay.mark_w])
             if m is None:
@@ -430,12 +433,16 @@ class PixelPerception:
             at_row = p.row if p.row != p.room else None
             args: list[int] | None = []
             extra: dict[str, Any] = {}
-            if verb == "walk":
+            if verb == "walk_on":  # a walk under way: it entered a room, no target shown
+                verb = "walk"
+            elif verb in ("walk", "find"):  # arrived
                 target = by_actor.get(("walk", pid))
                 if target is not None:
                     args = [target[1]]
                 elif at_row is not None:
                     args = [at_row]
+                else:
+                    args = None
             elif verb == "grab":
                 new = [h for h in p.held if h not in held_before]
                 args = new[:1] if len(new) == 1 else None
@@ -457,7 +464,11 @@ class PixelPerception:
             elif verb in _AT_ROW:
                 args = None if at_row is None else [at_row]
                 if verb == "open" and at_row is not None:
-                    extra["contents"] = sorted(o for o, r in cur.at.items() if r == at_row)
+                    # what it held when it opened: not what someone put in at the same tick
+                    # (held by someone on the frame before)
+                    held = {h for q in prev.people.values() for h in q.held}
+                    extra["contents"] = sorted(o for o, r in cur.at.items()
+                                               if r == at_row and o not in held)
             elif verb == "stretch":
                 args = None if at_row is None else [at_row, at_row]
             elif verb == "stand":
@@ -475,6 +486,15 @@ class PixelPerception:
                 ev["contents"] = [{"id": o, "class": self._class(o)}
                                   for o in extra.get("contents", [])]
             out.append((ep.order.get(pid, len(ep.order)), ev))
+        for room, verb, _actor, _listener, obj, place in cur.balloons:
+            if verb == "move" and obj >= 0 and place >= 0:
+                # an object moved by no one seen (actor 0; the background events of older
+                # generators): before every actor's event, as the simulation orders them
+                out.append((-1, {"tick": tick, "actor": 0, "actor_name": "Someone",
+                                 "verb": "move",
+                                 "args": [{"id": obj, "class": self._class(obj)},
+                                          {"id": place, "class": self._class(place)}],
+                                 "room": room}))
         out.sort(key=lambda x: x[0])
         return [ev for _, ev in out], bad
 

@@ -54,8 +54,9 @@ class FrameRenderer:
 
     Call :meth:`begin` at every reset (it builds the layout from the episode's public
     lists), then :meth:`frame` after every tick. The object is not thread-safe; each env
-    owns one. ``stats["overflow"]`` counts items that found no free slot in their row (none
-    in the released suites' episodes; an overflowing item is not drawn)."""
+    owns one. ``stats["overflow"]`` counts, at each redraw of a row, the items that found
+    no free slot in it (an overflowing item is not drawn; none in the v4 dev suites with
+    the robot silent)."""
 
     def __init__(self, size: int) -> None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 16:
@@ -147,7 +148,7 @@ class FrameRenderer:
         y, x = row.y, row.x
         canvas[y:y + sp.ROW_H - 1, x:x + lay.row_w] = sp.ROW_BG if row.kind != "talk" \
             else sp.PANEL
-        if row.kind == "talk":
+        if row.kind == "talk" or (row.kind == "room" and row.other > 0):
             return
         icon = (sp.room_icon(row.cls) if row.kind == "room" else sp.DOOR_ICON
                 if row.kind == "door" else sp.furniture_icon(row.cls))
@@ -283,8 +284,11 @@ class FrameRenderer:
                 if b is not None and ev.room in self._room_ids:
                     balloons.setdefault(ev.room, []).append(b)
             if a in self._people and v in sp.ACTION_GLYPHS:
-                if v in ("walk", "find") and a in acts:
-                    continue  # another verb of the same tick says more
+                if v in ("walk", "find"):
+                    if a in acts:
+                        continue  # another verb of the same tick says more
+                    if not ev.done:
+                        v = "walk_on"  # entered a room on the way: no target shown
                 acts[a] = v
                 f = flags.setdefault(a, set())
                 if v == "stretch":
@@ -340,6 +344,11 @@ class FrameRenderer:
             return
         vis, state, objs, people = key
         x_obj = x + lay.x_objects
+        if row.kind == "room":  # floor row k: the k-th group of floor objects and people
+            k = row.other
+            last = k == sp.FLOOR_ROWS - 1
+            objs = objs[k * sp.OBJ_SLOTS:None if last else (k + 1) * sp.OBJ_SLOTS]
+            people = people[k * sp.PERSON_SLOTS:None if last else (k + 1) * sp.PERSON_SLOTS]
         if not vis:
             canvas[y:y + sp.ROW_H - 1, x + lay.x_state:x + lay.row_w] = sp.UNSEEN
             return

@@ -17,13 +17,15 @@ the smallest lossless frame size).
 columns. A panel is a stack of *rows* of :data:`ROW_H` pixels:
 
 1. the room's header row: room icon, room id mark, then the objects on the floor and the
-   people in the room who stand at no piece of furniture;
+   people in the room who stand at no piece of furniture; then :data:`FLOOR_ROWS` - 1
+   continuation rows (no icon, no mark) with the next floor objects and people;
 2. one row per piece of furniture of the room, by id: furniture icon, id mark, *state cell*
    (open or closed container, switched on or off), :data:`OBJ_SLOTS` object slots (what is
    on or in it; the slot area is filled with :data:`CLOSED` while a container is closed and
    its contents are not drawn), then :data:`PERSON_SLOTS` person slots (who is at it);
-3. one row per door of the room, by id: door icon, door id mark, state cell (door open or
-   closed), then the icon and id mark of the room on the other side;
+3. one row per door whose lower-id room is this room, by id: door icon, door id mark,
+   state cell (door open or closed), then the icon and id mark of the room on the other
+   side;
 4. an *interaction row*: one speech balloon per tell, give or unseen move in the room at
    that tick (:data:`BALLOON_SLOTS`), each ``[verb glyph][actor mark][arrow][listener mark]
    [object icon][object mark][place icon][place mark]``.
@@ -55,12 +57,13 @@ __all__ = [
     "OPEN_IN", "BALLOON", "ROW_BG", "ROBOT", "KIND_COLORS", "ACTION", "DIGITS", "mark_bitmap",
     "mark_width", "OBJECT_CLASSES", "FURNITURE_CLASSES", "ROOM_CLASSES", "object_icon",
     "furniture_icon", "room_icon", "DOOR_ICON", "STATE_GLYPHS", "ACTION_GLYPHS", "ARROW",
-    "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS",
-    "Row", "Panel", "Layout", "build_layout", "frame_map", "SPRITES_VERSION",
+    "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS",
+    "Row", "Panel", "Layout", "build_layout", "frame_map", "frame_scale", "palette_index",
+    "canvas_of", "SPRITES_VERSION",
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 1
+SPRITES_VERSION = 2
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -252,10 +255,14 @@ STATE_GLYPHS: dict[str, np.ndarray] = {
 }
 
 #: The action glyph of each event verb (in :data:`ACTION`), shown in the actor's person slot
-#: at the tick of the event. ``find`` shares ``walk``'s glyph (the narration does too).
+#: at the tick of the event. ``walk`` (and ``find``) at its end (arrived: the event has its
+#: target in ``args``); ``walk_on``: a walk or find still under way (the person entered a
+#: room on the way: the event has no ``args``).
 ACTION_GLYPHS: dict[str, np.ndarray] = {
     verb: _glyph(ACTION, *rows) for verb, rows in {
         "walk": ("X....", "X..X.", "...X.", "X....", "X..X."),
+        "walk_on": ("X.X..", ".X.X.", "..X.X", ".X.X.", "X.X.."),
+        "find": ("XXX..", "X.X..", "XXX..", "...X.", "....X"),
         "open": ("X...X", "X...X", "X...X", "X...X", "XXXXX"),
         "close": ("XXXXX", "X...X", "X...X", "X...X", "XXXXX"),
         "grab": ("..X..", ".XXX.", "X.X.X", "..X..", "..X.."),
@@ -278,7 +285,6 @@ ACTION_GLYPHS: dict[str, np.ndarray] = {
         "move": ("..X..", ".XXX.", "XXXXX", ".XXX.", "..X.."),
     }.items()
 }
-ACTION_GLYPHS["find"] = ACTION_GLYPHS["walk"]
 #: The arrow between the actor's and the listener's marks in a balloon.
 ARROW = _glyph(INK, "..X..", "...X.", "XXXXX", "...X.", "..X..")
 
@@ -334,14 +340,18 @@ ROW_H = 8  #: a row: 7 pixels of content, then a 1-pixel separator
 OBJ_SLOTS = 6  #: object slots in a row
 PERSON_SLOTS = 3  #: person slots in a row
 BALLOON_SLOTS = 4  #: balloons in an interaction row
+#: rows of a room's floor: the header row, then continuation rows (no icon, no mark) for
+#: the people and floor objects beyond the header row's slots
+FLOOR_ROWS = 2
 _GAP = 2  #: columns between panels
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
     """One row of a panel: ``kind`` (``"room"``, ``"furniture"``, ``"door"``, ``"talk"``),
-    the node it shows (``-1`` for the interaction row), its class, and for a door the room on
-    the other side; ``y`` and ``x`` are the canvas coordinates of its top-left pixel."""
+    the node it shows (the room for the interaction row), its class, and ``other``: for a
+    door the room on the other side, for a room row its index among the room's floor rows
+    (0: the header); ``y`` and ``x`` are the canvas coordinates of its top-left pixel."""
 
     kind: str
     node: int
@@ -369,7 +379,7 @@ class Layout:
     height: int
     mark_w: int
     panels: tuple[Panel, ...]
-    #: furniture or room id -> its row; door id -> its rows (one per room)
+    #: furniture or room id -> its (first) row; door id -> its rows (one)
     row_of: dict[int, Row] = field(default_factory=dict)
     door_rows: dict[int, tuple[Row, ...]] = field(default_factory=dict)
     talk_row: dict[int, Row] = field(default_factory=dict)
@@ -470,9 +480,9 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
         rid = r["id"]
         fs = sorted(furn[rid])
         ds = sorted((d, next((x for x in rs if x != rid), rid)) for d, rs in door_list
-                    if rid in rs)
+                    if rid == min(rs))  # a door shows once: in its lower-id room's panel
         specs.append((rid, r["class"], fs, ds))
-    heights = [2 + ROW_H * (2 + len(fs) + len(ds)) for _, _, fs, ds in specs]
+    heights = [2 + ROW_H * (1 + FLOOR_ROWS + len(fs) + len(ds)) for _, _, fs, ds in specs]
     panel_w = rw + 2
     best = None
     for ncols in range(1, 5):
@@ -495,19 +505,20 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
         x0 = c * (panel_w + _GAP)
         rows = []
         y = y0 + 1
-        rows.append(Row("room", rid, cls, y, x0 + 1))
-        y += ROW_H
+        for k in range(FLOOR_ROWS):
+            rows.append(Row("room", rid, cls, y, x0 + 1, k))
+            y += ROW_H
         for fid, fcls in fs:
             rows.append(Row("furniture", fid, fcls, y, x0 + 1))
             y += ROW_H
         for did, other in ds:
             rows.append(Row("door", did, "door", y, x0 + 1, other))
             y += ROW_H
-        rows.append(Row("talk", -1, "", y, x0 + 1, rid))
+        rows.append(Row("talk", rid, "", y, x0 + 1, rid))
         y += ROW_H
         panels.append(Panel(rid, cls, (x0, y0, x0 + panel_w, y + 1), tuple(rows)))
         for row in rows:
-            if row.kind in ("room", "furniture"):
+            if row.kind in ("room", "furniture") and row.other <= 0:
                 lay.row_of[row.node] = row
             elif row.kind == "door":
                 lay.door_rows[row.node] = (*lay.door_rows.get(row.node, ()), row)
@@ -539,3 +550,40 @@ def frame_map(layout: Layout, size: int) -> tuple[np.ndarray, np.ndarray]:
         idx = np.floor((a + 0.5) * scale).astype(np.int64)
         return np.where((a >= 0) & (a < used) & (idx < n), idx, -1)
     return shrink(h), shrink(w)
+
+
+def frame_scale(layout: Layout, size: int) -> tuple[int, int, int]:
+    """``(k, y0, x0)``: a frame of ``size`` pixels shows canvas pixel ``(y, x)`` in the
+    ``k`` x ``k`` block whose top-left pixel is ``(y0 + k y, x0 + k x)``. ``ValueError`` when
+    ``size`` is below ``layout.lossless_size`` (the frame is then sampled down)."""
+    k = size // max(layout.width, layout.height)
+    if k < 1:
+        raise ValueError(f"a {size} px frame samples this layout's {layout.lossless_size} px "
+                         "canvas down: no exact canvas to recover")
+    return k, (size - layout.height * k) // 2, (size - layout.width * k) // 2
+
+
+_PAL_KEYS = (PALETTE[:, 0].astype(np.int64) << 16) | (PALETTE[:, 1].astype(np.int64) << 8) \
+    | PALETTE[:, 2].astype(np.int64)
+_PAL_ORDER = np.argsort(_PAL_KEYS)
+
+
+def palette_index(rgb: np.ndarray) -> np.ndarray:
+    """The palette index of each pixel of an ``(..., 3)`` uint8 array (int16; ``-1`` where
+    a pixel is not a palette colour)."""
+    a = np.asarray(rgb, dtype=np.int64)
+    key = (a[..., 0] << 16) | (a[..., 1] << 8) | a[..., 2]
+    sorted_keys = _PAL_KEYS[_PAL_ORDER]
+    pos = np.clip(np.searchsorted(sorted_keys, key), 0, len(sorted_keys) - 1)
+    idx = _PAL_ORDER[pos].astype(np.int16)
+    return np.where(sorted_keys[pos] == key, idx, np.int16(-1))
+
+
+def canvas_of(frame: np.ndarray, layout: Layout) -> np.ndarray:
+    """The ``(layout.height, layout.width)`` canvas of palette indices that a lossless frame
+    (``(S, S, 3)``, ``S >= layout.lossless_size``) shows: what the renderer drew, recovered
+    exactly (``-1`` for a pixel that is no palette colour)."""
+    frame = np.asarray(frame)
+    k, y0, x0 = frame_scale(layout, frame.shape[0])
+    block = frame[y0:y0 + layout.height * k:k, x0:x0 + layout.width * k:k]
+    return palette_index(block)
