@@ -16,8 +16,7 @@ import threading
 import time
 from typing import Any
 
-from mindhelper_env.models.base import Completion, call_client, error_kind, normalize_messages
-from mindhelper_env.models.images import image_rule_of, message_image_tokens
+from mindhelper_env.models.base import Completion, call_client, error_kind
 
 __all__ = ["accounted_call", "count_images", "reset_warnings"]
 
@@ -52,6 +51,9 @@ def count_images(client: Any, usage: Any, messages: list[dict[str, Any]]) -> Non
         return
     if not any(not isinstance(m.get("content"), str) for m in messages):
         return  # text only: nothing to count (and no normalizing cost)
+    from mindhelper_env.models.base import normalize_messages
+    from mindhelper_env.models.images import image_rule_of, message_image_tokens
+
     images, tokens = message_image_tokens(normalize_messages(messages), image_rule_of(client))
     usage.images += images
     usage.image_tokens += tokens
@@ -65,8 +67,8 @@ def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
     images of every call made and their tokens by the client's rule (``usage.images``,
     ``usage.image_tokens``: :func:`~mindhelper_env.models.images.message_image_tokens`)."""
     usage.model_calls += 1
-    count_images(client, usage, messages)
     t0 = time.perf_counter()
+    count_images(client, usage, messages)  # sent, whether the call is answered or fails
     try:
         answer = call_client(client, messages, max_tokens=max_tokens, temperature=temperature,
                              constraint=constraint)

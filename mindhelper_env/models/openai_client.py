@@ -39,7 +39,6 @@ from mindhelper_env.models.base import (
     prompt_size,
     request_key,
 )
-from mindhelper_env.models.images import check_image_rule
 from mindhelper_env.models.limits import (
     FileSemaphore,
     RunCancelled,
@@ -153,6 +152,8 @@ class OpenAIClient:
         self.structured = structured
         self.context_length = int(context_length) if context_length is not None else None
         self.chars_per_token = float(chars_per_token)
+        from mindhelper_env.models.images import check_image_rule
+
         #: the image-token rule (:mod:`mindhelper_env.models.images`)
         self.image_tokens = check_image_rule(image_tokens)
         # calibration of the estimate from answers that carried usage (chars, tokens)
