@@ -1,5 +1,9 @@
-"""One accounted model call for an agent: tokens, time, failed calls by kind, and warnings
-that never flood the log.
+"""One accounted model call for an agent: tokens, time, images, failed calls by kind, and
+warnings that never flood the log.
+
+Every call's images (sent whether it is answered or fails) go to ``usage.images`` and their
+tokens by the client's rule to ``usage.image_tokens`` (:func:`count_images`,
+:func:`~mindhelper_env.models.images.message_image_tokens`).
 
 :func:`accounted_call` is what model-backed agents (``direct-vlm``, MindClaw's modules) use
 for every call. A failed call (any exception of the client: timeout, HTTP 400 context
@@ -63,9 +67,7 @@ def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
                    max_tokens: int, temperature: float = 0.0, constraint: Any = None,
                    who: str = "agent") -> tuple[Completion | None, str | None]:
     """``(completion, None)``, or ``(None, kind)`` for a failed call (counted, see the module
-    docstring). Tokens and seconds of answered calls are added to ``usage``; so are the
-    images of every call made and their tokens by the client's rule (``usage.images``,
-    ``usage.image_tokens``: :func:`~mindhelper_env.models.images.message_image_tokens`)."""
+    docstring). Tokens and seconds of answered calls are added to ``usage``."""
     usage.model_calls += 1
     t0 = time.perf_counter()
     count_images(client, usage, messages)  # sent, whether the call is answered or fails
