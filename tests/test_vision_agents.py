@@ -446,3 +446,21 @@ def test_one_run_reports_model_eyes_beside_perfect_perception(tmp_path, capsys):
         assert {k: a["usage"][k] for k in ("model_calls", "sources", "parse_failures")} == \
             {k: b["usage"][k] for k in ("model_calls", "sources", "parse_failures")}
     assert sum(r["usage"]["model_calls"] for r in pixels) > 0
+
+
+def test_a_mindclaw_vlm_cassette_replays_bit_identically(tmp_path):
+    seen = json.dumps({"events": [], "people": [], "objects": [], "open": [], "closed": [],
+                       "doors_open": []})
+    common = ["evaluate", "--suite", SUITE, "--agents", "mindclaw-vlm", "--limit", "1",
+              "--obs", "rgb", "--frame-size", str(FRAME), "--no-timing", "--no-plots",
+              "--no-progress", "--format", "json"]
+    with ScriptedServer([Reply(text=seen), Reply(text="not json")]) as srv:
+        assert main([*common, "--model", f"openai:eyes@{srv.url}", "--out",
+                     str(tmp_path / "a"), "--record", str(tmp_path / "c.jsonl")]) == 0
+    assert main([*common, "--replay", str(tmp_path / "c.jsonl"), "--out",
+                 str(tmp_path / "b")]) == 0
+    first = (tmp_path / "a" / "mindclaw-vlm.jsonl").read_bytes()
+    assert first == (tmp_path / "b" / "mindclaw-vlm.jsonl").read_bytes()
+    [rec] = records(tmp_path / "a" / "mindclaw-vlm.jsonl")
+    assert rec["usage"]["parse_failures"] == rec["usage"]["model_calls"] - 1 > 0
+    assert rec["usage"]["images"] == 3 * rec["usage"]["model_calls"]
