@@ -250,7 +250,10 @@ class PixelPerception:
         prev = ep.prev_canvas
         # the rows whose pixels changed since the last frame read are decoded again (from
         # the cache when the row showed the same picture before)
-        canvas_rgb = np.ascontiguousarray(canvas_rgb).reshape(canvas_rgb.shape[0], -1)
+        # (h, w * 3): a view where the scale is 1 (a frame row holds a canvas row's RGB
+        # bytes in a row); frames are not written to after they are returned, so the last
+        # one is kept as it is
+        canvas_rgb = canvas_rgb.reshape(canvas_rgb.shape[0], -1)
         changed: dict[int, list[bool]] | None = None
         if prev is not None:
             diff = canvas_rgb != prev
