@@ -36,7 +36,7 @@ __all__ = ["PixelPerception", "PerceptionError", "FrameRead", "ARGS_FROM",
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
-READS_SPRITES_VERSION = 2
+READS_SPRITES_VERSION = 3
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
@@ -425,7 +425,7 @@ class PixelPerception:
                 by_actor[("tell", actor)] = (room, listener, obj, place)
             elif verb == "give":
                 by_actor[("give", actor)] = (room, listener, obj)
-            elif verb == "walk":
+            elif verb in ("walk", "find"):  # a walk that ended at a person
                 by_actor[("walk", actor)] = (room, listener)
         for pid, p in cur.people.items():
             verb = p.act
