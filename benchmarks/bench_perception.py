@@ -16,7 +16,7 @@ Three measurements (docs/vision.md, "The pixel parser"):
    (goal: PHA >= 99; full ``vh-test-v4`` in <= 10 min on 2 cores: the CPU seconds per
    episode are printed with what they make for 1,000 episodes on 2 cores, which a loaded
    machine's wall time does not show).
-3. **instruments** (``--instruments SUITE``, default ``vh-dev-v4``): the non-mind
+3. **instruments** (``--instruments SUITE...``, default ``vh-dev-v4 tdw-dev-v4``): the non-mind
    instruments (``physical-rules``, ``coarse-mind``) fed by pixels beside text
    (goal: within 2 PHA).
 
@@ -220,12 +220,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", nargs="*", default=["vh-dev-v4", "tdw-dev-v4"])
     ap.add_argument("--pha", nargs="*", default=["vh-test-v4", "tdw-test-v4"])
-    ap.add_argument("--instruments", nargs="*", default=["vh-dev-v4"])
+    ap.add_argument("--instruments", nargs="*", default=["vh-dev-v4", "tdw-dev-v4"])
     ap.add_argument("--limit", type=int, default=None, help="first N episodes of each suite")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--frame-size", type=int, default=DEFAULT_FRAME_SIZE)
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
+    # the envs and the renderer are imported here, before any worker forks: every worker
+    # measures the code this run started with
+    make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=args.frame_size).close()
     out: dict[str, Any] = {"frame_size": args.frame_size, "limit": args.limit,
                            "events": [], "tracker": [], "instruments": []}
     ok = True
