@@ -36,10 +36,10 @@ from typing import Any
 from mindhelper_env.agents import make_agent
 from mindhelper_env.evaluation.episode import make_env, run_episode, suite_env_id
 from mindhelper_env.metrics import compute_metrics
-from mindhelper_env.perception import EventScore, PixelPerception, text_view
+from mindhelper_env.perception import MIN_FRAME_SIZE, EventScore, PixelPerception, text_view
 from mindhelper_env.scenarios.suites import SUITES, suite_references
 
-DEFAULT_FRAME_SIZE = 768
+DEFAULT_FRAME_SIZE = MIN_FRAME_SIZE
 
 
 def _state_diffs(text_info: dict[str, Any], view_info: dict[str, Any]) -> list[str]:
@@ -175,6 +175,8 @@ def measure_agents(suite: str, limit: int | None, workers: int, size: int,
             cpu = sum(r.pop("_cpu_seconds", 0.0) for r in recs)
             m = compute_metrics(recs, refs, by_family=False)
             row[obs] = {"PHA": 100 * m["PHA"], "PIA": 100 * m["PIA"], "wall_seconds": wall,
+                        # acts that raised (e.g. frames below the layout's size): "none"
+                        "fallbacks": sum(r["usage"].get("fallbacks", 0) for r in recs),
                         "cpu_seconds": cpu, "cpu_seconds_per_episode": cpu / max(1, len(recs))}
             # what the agent did and when, and its belief tables when it first acted
             decisions[obs] = {r["episode_id"]: ([(a.get("tick"), a.get("program"))
@@ -208,7 +210,8 @@ def _print_agents(res: dict[str, Any]) -> None:
     print(f"\n== agents fed by pixels: {res['suite']}, {res['episodes']} episodes")
     for name, row in res["agents"].items():
         print(f"{name:<16} PHA text {row['text']['PHA']:.1f}  pixels {row['rgb']['PHA']:.1f} "
-              f"(gap {row['PHA_gap']:+.1f}); episodes decided apart: "
+              f"(gap {row['PHA_gap']:+.1f}); fallbacks {row['rgb']['fallbacks']}; "
+              "episodes decided apart: "
               f"{row['episodes_decided_apart']} {row['apart'][:5] or ''}; wall text {row['text']['wall_seconds']:.0f} s, "
               f"rgb+pixels {row['rgb']['wall_seconds']:.0f} s (CPU "
               f"{row['rgb']['cpu_seconds_per_episode']:.2f} s/episode: "

@@ -32,7 +32,11 @@ from mindhelper_env.perception.view import Perceived, SceneState
 from mindhelper_env.render import sprites as sp
 
 __all__ = ["PixelPerception", "PerceptionError", "FrameRead", "ARGS_FROM",
-           "READS_SPRITES_VERSION"]
+           "READS_SPRITES_VERSION", "MIN_FRAME_SIZE"]
+
+#: A frame size that shows every v4 house without losing a pixel (the largest layout of the
+#: released v4 suites is 690 px; a frame must be at least its episode's ``lossless_size``).
+MIN_FRAME_SIZE = 768
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
