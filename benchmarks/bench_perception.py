@@ -16,7 +16,7 @@ Three measurements (docs/vision.md, "The pixel parser"):
    (goal: PHA >= 99; full ``vh-test-v4`` in <= 10 min on 2 cores: the CPU seconds per
    episode are printed with what they make for 1,000 episodes on 2 cores, which a loaded
    machine's wall time does not show).
-3. **instruments** (``--instruments SUITE``, default ``vh-dev-v4``): the non-mind
+3. **instruments** (``--instruments SUITE...``, default ``vh-dev-v4 tdw-dev-v4``): the non-mind
    instruments (``physical-rules``, ``coarse-mind``) fed by pixels beside text
    (goal: within 2 PHA).
 
@@ -36,10 +36,10 @@ from typing import Any
 from mindhelper_env.agents import make_agent
 from mindhelper_env.evaluation.episode import make_env, run_episode, suite_env_id
 from mindhelper_env.metrics import compute_metrics
-from mindhelper_env.perception import EventScore, PixelPerception, text_view
+from mindhelper_env.perception import MIN_FRAME_SIZE, EventScore, PixelPerception, text_view
 from mindhelper_env.scenarios.suites import SUITES, suite_references
 
-DEFAULT_FRAME_SIZE = 768
+DEFAULT_FRAME_SIZE = MIN_FRAME_SIZE
 
 
 def _state_diffs(text_info: dict[str, Any], view_info: dict[str, Any]) -> list[str]:
@@ -175,6 +175,8 @@ def measure_agents(suite: str, limit: int | None, workers: int, size: int,
             cpu = sum(r.pop("_cpu_seconds", 0.0) for r in recs)
             m = compute_metrics(recs, refs, by_family=False)
             row[obs] = {"PHA": 100 * m["PHA"], "PIA": 100 * m["PIA"], "wall_seconds": wall,
+                        # acts that raised (e.g. frames below the layout's size): "none"
+                        "fallbacks": sum(r["usage"].get("fallbacks", 0) for r in recs),
                         "cpu_seconds": cpu, "cpu_seconds_per_episode": cpu / max(1, len(recs))}
             # what the agent did and when, and its belief tables when it first acted
             decisions[obs] = {r["episode_id"]: ([(a.get("tick"), a.get("program"))
@@ -208,7 +210,8 @@ def _print_agents(res: dict[str, Any]) -> None:
     print(f"\n== agents fed by pixels: {res['suite']}, {res['episodes']} episodes")
     for name, row in res["agents"].items():
         print(f"{name:<16} PHA text {row['text']['PHA']:.1f}  pixels {row['rgb']['PHA']:.1f} "
-              f"(gap {row['PHA_gap']:+.1f}); episodes decided apart: "
+              f"(gap {row['PHA_gap']:+.1f}); fallbacks {row['rgb']['fallbacks']}; "
+              "episodes decided apart: "
               f"{row['episodes_decided_apart']} {row['apart'][:5] or ''}; wall text {row['text']['wall_seconds']:.0f} s, "
               f"rgb+pixels {row['rgb']['wall_seconds']:.0f} s (CPU "
               f"{row['rgb']['cpu_seconds_per_episode']:.2f} s/episode: "
@@ -220,12 +223,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", nargs="*", default=["vh-dev-v4", "tdw-dev-v4"])
     ap.add_argument("--pha", nargs="*", default=["vh-test-v4", "tdw-test-v4"])
-    ap.add_argument("--instruments", nargs="*", default=["vh-dev-v4"])
+    ap.add_argument("--instruments", nargs="*", default=["vh-dev-v4", "tdw-dev-v4"])
     ap.add_argument("--limit", type=int, default=None, help="first N episodes of each suite")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--frame-size", type=int, default=DEFAULT_FRAME_SIZE)
     ap.add_argument("--json", default=None, metavar="FILE")
     args = ap.parse_args(argv)
+    # the envs and the renderer are imported here, before any worker forks: every worker
+    # measures the code this run started with
+    make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=args.frame_size).close()
     out: dict[str, Any] = {"frame_size": args.frame_size, "limit": args.limit,
                            "events": [], "tracker": [], "instruments": []}
     ok = True

@@ -16,9 +16,15 @@ import pytest
 from mindhelper_env.agents import make_agent
 from mindhelper_env.agents.perceive import PixelFed
 from mindhelper_env.evaluation.episode import make_env, run_episode, suite_env_id
-from mindhelper_env.perception import EventScore, PerceptionError, PixelPerception, text_view
+from mindhelper_env.perception import (
+    MIN_FRAME_SIZE,
+    EventScore,
+    PerceptionError,
+    PixelPerception,
+    text_view,
+)
 
-SIZE = 768  # at least every v4 episode's lossless frame size
+SIZE = MIN_FRAME_SIZE  # at least every v4 episode's lossless frame size
 
 
 def _state(info: dict) -> dict:

@@ -105,7 +105,7 @@ class RgbObservation:
             gym.logger.warn(
                 f"obs_mode='rgb': frame_size={self.renderer.size} is smaller than this "
                 f"house's picture ({need} px): frames are sampled down and id marks lose "
-                "pixels; use frame_size=512 (VirtualHome houses) or 672 (TDW houses) to see "
+                "pixels; use frame_size=512 (VirtualHome houses) or 768 (TDW houses) to see "
                 "every pixel (docs/vision.md)")
         first = self.renderer.frame(w, [], [], _seen_rooms(env))
         self._frames = []

@@ -14,9 +14,14 @@ nothing of the world, the actors or the scenarios (``tests/test_layout.py`` chec
   events (``benchmarks/bench_perception.py``).
 """
 
-from mindhelper_env.perception.parser import ARGS_FROM, PerceptionError, PixelPerception
+from mindhelper_env.perception.parser import (
+    ARGS_FROM,
+    MIN_FRAME_SIZE,
+    PerceptionError,
+    PixelPerception,
+)
 from mindhelper_env.perception.score import EventScore, VerbScore, event_key
 from mindhelper_env.perception.view import Perceived, SceneState, text_view
 
 __all__ = ["PixelPerception", "PerceptionError", "Perceived", "SceneState", "text_view",
-           "EventScore", "VerbScore", "event_key", "ARGS_FROM"]
+           "EventScore", "VerbScore", "event_key", "ARGS_FROM", "MIN_FRAME_SIZE"]

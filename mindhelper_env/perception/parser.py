@@ -32,11 +32,15 @@ from mindhelper_env.perception.view import Perceived, SceneState
 from mindhelper_env.render import sprites as sp
 
 __all__ = ["PixelPerception", "PerceptionError", "FrameRead", "ARGS_FROM",
-           "READS_SPRITES_VERSION"]
+           "READS_SPRITES_VERSION", "MIN_FRAME_SIZE"]
+
+#: A frame size that shows every v4 house without losing a pixel (the largest layout of the
+#: released v4 suites is 690 px; a frame must be at least its episode's ``lossless_size``).
+MIN_FRAME_SIZE = 768
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
-READS_SPRITES_VERSION = 2
+READS_SPRITES_VERSION = 3
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
@@ -250,7 +254,10 @@ class PixelPerception:
         prev = ep.prev_canvas
         # the rows whose pixels changed since the last frame read are decoded again (from
         # the cache when the row showed the same picture before)
-        canvas_rgb = np.ascontiguousarray(canvas_rgb).reshape(canvas_rgb.shape[0], -1)
+        # (h, w * 3): a view where the scale is 1 (a frame row holds a canvas row's RGB
+        # bytes in a row); frames are not written to after they are returned, so the last
+        # one is kept as it is
+        canvas_rgb = canvas_rgb.reshape(canvas_rgb.shape[0], -1)
         changed: dict[int, list[bool]] | None = None
         if prev is not None:
             diff = canvas_rgb != prev
@@ -422,7 +429,7 @@ class PixelPerception:
                 by_actor[("tell", actor)] = (room, listener, obj, place)
             elif verb == "give":
                 by_actor[("give", actor)] = (room, listener, obj)
-            elif verb == "walk":
+            elif verb in ("walk", "find"):  # a walk that ended at a person
                 by_actor[("walk", actor)] = (room, listener)
         for pid, p in cur.people.items():
             verb = p.act

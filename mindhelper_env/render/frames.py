@@ -283,6 +283,9 @@ class FrameRenderer:
                     b = None
                 if b is not None and ev.room in self._room_ids:
                     balloons.setdefault(ev.room, []).append(b)
+            if v in ("walk", "find") and ev.done and ev.args and ev.args[0] in self._people \
+                    and ev.room in self._room_ids:  # a walk that ended at a person
+                balloons.setdefault(ev.room, []).append((v, a, ev.args[0], -1, -1))
             if a in self._people and v in sp.ACTION_GLYPHS:
                 if v in ("walk", "find"):
                     if a in acts:

@@ -26,17 +26,26 @@ columns. A panel is a stack of *rows* of :data:`ROW_H` pixels:
 3. one row per door whose lower-id room is this room, by id: door icon, door id mark,
    state cell (door open or closed), then the icon and id mark of the room on the other
    side;
-4. an *interaction row*: one speech balloon per tell, give or unseen move in the room at
-   that tick (:data:`BALLOON_SLOTS`), each ``[verb glyph][actor mark][arrow][listener mark]
-   [object icon][object mark][place icon][place mark]``.
+4. an *interaction row*: one balloon per tell, give, unseen move or walk that ended at a
+   person in the room at that tick (:data:`BALLOON_SLOTS`), each ``[verb glyph][actor mark]
+   [arrow][listener mark][object icon][object mark][place icon][place mark]`` (cells the
+   event has nothing for stay empty: a give has no place; a move no actor, no listener; a
+   walk to a person only the walker and the person).
 
 An object slot is ``[object icon][id mark]``; objects fill the slots from the left by id. A
 person slot is ``[action glyph][person sprite][id mark][held icon][held mark][held icon]
-[held mark]``; people fill the slots from the left by id (the robot too). The action glyph
+[held mark]``; people fill the slots from the left by id (the robot too); the held objects
+are in ``holding`` order (right hand first, then left). The action glyph
 shows the verb of what the person did at that tick (:data:`ACTION_GLYPHS`; empty when they
 did nothing visible); the sprite shows their kind (colour and shape), the way they face
 (eyes: facing the room; no eyes: back turned, at a chore) and their pose (standing, sitting,
-reaching up, looking around, phone at the ear).
+reaching up, looking around, phone at the ear). A person is drawn in the row of the furniture
+they are at (or sit on) from the very frame they arrive; in their room's floor rows while
+they are at no furniture (a walk under way too); next to another person they walked to, in
+that person's row.
+
+Inside a row, icons, glyphs and marks start :data:`ICON_DY` pixels below its top, person
+sprites :data:`SPRITE_DY`.
 
 **Marks.** The only glyphs are the id marks: digits of :data:`DIGITS` (3 x 5 pixels, one
 pixel apart) in :data:`INK`, each mark right-aligned in a field of ``Layout.mark_w`` pixels.
@@ -57,13 +66,13 @@ __all__ = [
     "OPEN_IN", "BALLOON", "ROW_BG", "ROBOT", "KIND_COLORS", "ACTION", "DIGITS", "mark_bitmap",
     "mark_width", "OBJECT_CLASSES", "FURNITURE_CLASSES", "ROOM_CLASSES", "object_icon",
     "furniture_icon", "room_icon", "DOOR_ICON", "STATE_GLYPHS", "ACTION_GLYPHS", "ARROW",
-    "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS",
+    "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS", "ICON_DY", "SPRITE_DY",
     "Row", "Panel", "Layout", "build_layout", "frame_map", "frame_scale", "palette_index",
     "canvas_of", "SPRITES_VERSION",
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 2
+SPRITES_VERSION = 3
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -338,7 +347,9 @@ def person_sprite(kind: str, *, sit: bool = False, back: bool = False, phone: bo
 # ----------------------------------------------------------------------------- layout
 ROW_H = 8  #: a row: 7 pixels of content, then a 1-pixel separator
 OBJ_SLOTS = 6  #: object slots in a row
-PERSON_SLOTS = 3  #: person slots in a row
+PERSON_SLOTS = 4  #: person slots in a row (the robot and three people at one table)
+ICON_DY = 1  #: icons, glyphs and marks (5 px tall) start 1 px below a row's top
+SPRITE_DY = 0  #: person sprites (7 px tall) start at a row's top
 BALLOON_SLOTS = 4  #: balloons in an interaction row
 #: rows of a room's floor: the header row, then continuation rows (no icon, no mark) for
 #: the people and floor objects beyond the header row's slots
