@@ -171,7 +171,7 @@ def test_incremental_frames_equal_full_redraws(monkeypatch):
         fresh._keys = {}
         fresh._canvas = fresh._static.copy()
         full = fresh.frame(sim.world, events, seen, None)
-        assert (full == self._frames[-1]).all()
+        assert (full == self._buf[self._n - 1]).all()
         checked.append(1)
 
     monkeypatch.setattr(RgbObservation, "tick", tick)
@@ -302,6 +302,8 @@ def test_layout_from_candidates_matches_the_renderer():
 def test_bad_obs_mode():
     with pytest.raises(ValueError, match="obs_mode"):
         gym.make(VH, obs_mode="pixels")
+    with pytest.raises(ValueError, match="frame_stack"):
+        gym.make(VH, obs_mode="rgb", frame_stack=2)
 
 
 def test_episode_steps_helper_still_text():
@@ -359,3 +361,18 @@ def test_sprites_are_pairwise_distinct():
     assert sp.mark_bitmap(372).shape == (5, sp.mark_width(3))
     with pytest.raises(ValueError):
         sp.mark_bitmap(-1)
+
+
+def test_window_cut_short_repeats_its_last_frame():
+    env = gym.make(VH, obs_mode="rgb", frame_size=64, max_ticks=10, window_ticks=3)
+    env.reset(seed=3)
+    windows = []
+    while True:
+        frames, _, term, trunc, info = env.step("none")
+        windows.append(frames)
+        if term or trunc:
+            break
+    assert trunc and info["tick"] == 10 and len(windows) == 4
+    last = windows[-1]  # tick 9 only
+    assert (last[1] == last[0]).all() and (last[2] == last[0]).all()
+    assert len({id(w) for w in windows}) == 4  # every window is a new array

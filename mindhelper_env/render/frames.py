@@ -161,8 +161,10 @@ class FrameRenderer:
 
     # ------------------------------------------------------------------ frames
     def frame(self, world: World, events: Sequence[Event], seen: Sequence[Event],
-              rooms: Iterable[int] | None = None) -> np.ndarray:
-        """The RGB frame (a new ``(size, size, 3)`` uint8 array) of the world after a tick.
+              rooms: Iterable[int] | None = None, *, out: np.ndarray | None = None
+              ) -> np.ndarray:
+        """The RGB frame (a new ``(size, size, 3)`` uint8 array, or ``out`` filled) of the
+        world after a tick.
         ``events``: every event of the tick (they keep calls and chores going: a person on
         the phone is drawn so until they hang up); ``seen``: the events the robot saw (their
         action glyphs and balloons are drawn); ``rooms``: the rooms in view (None: all)."""
@@ -220,6 +222,9 @@ class FrameRenderer:
             if band.stop > band.start:
                 self._rgb[band] = _PAL[canvas[self._rows[band]][:, self._cols]]
         self.stats["frames"] += 1
+        if out is not None:
+            np.copyto(out, self._rgb)
+            return out
         return self._rgb.copy()
 
     def _static_content(self, world: World, in_view: set[int]) -> dict[tuple[str, int], Any]:
