@@ -14,6 +14,11 @@ Any name (registered or an import path) takes a hedge suffix (:mod:`~mindhelper_
 lines before each of its programs), ``+waitN`` (wait-and-see), ``+repeatN`` (act on a
 repeated struggle), ``+delayN`` (act ``N`` windows later), e.g.
 ``make_agent("reactive+prefix10")``, ``make_agent("physical-rules+wait3")``.
+
+Any agent that reads the text observation also plays the vision track (``obs_mode="rgb"``)
+with ``observe="pixels"``: ``make_agent("belief-tracker", observe="pixels")`` wraps it in
+:class:`~mindhelper_env.agents.perceive.PixelFed`, which feeds it the events and state the
+pixel-perception reference reads from the frames.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "model-backed": ("direct-vlm",),
     "learned": ("learned-trigger",),
     "privileged (oracle)": ("oracle",),
+    "vision track (obs rgb)": ("mindclaw-vlm", "mindclaw-pixels"),
 }
 #: Options every runner offers each agent (dropped for factories that do not take them).
 RUNNER_OPTIONS = frozenset({"env", "seed"})
@@ -131,13 +137,41 @@ def _direct_vlm(model: Any = None, env: Any = None, seed: int | None = None,
 AGENTS["direct-vlm"] = _direct_vlm
 
 
-def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None, **kw: Any) -> Any:
+def _mindclaw(model: Any = None, env: Any = None, seed: int | None = None,
+              observe: str = "text", **kw: Any) -> Any:
     from mindhelper_env.agents.mindclaw import MindClawAgent  # imports no SDK
 
-    return MindClawAgent(model=model, **kw)
+    # MindClaw reads ``observe`` itself ("text", "vlm": a model's eyes, "pixels"): its
+    # Observation module turns the frames into the belief table's input
+    return MindClawAgent(model=model, observe=observe, **kw)
 
 
 AGENTS["mindclaw"] = _mindclaw
+
+
+def _mindclaw_vlm(model: Any = None, env: Any = None, seed: int | None = None,
+                  **kw: Any) -> Any:
+    """MindClaw on the vision track with the model's own eyes (``observe="vlm"``)."""
+    from mindhelper_env.agents.mindclaw import MindClawAgent
+
+    agent = MindClawAgent(model=model, observe="vlm", **kw)
+    agent.name = "mindclaw-vlm"
+    return agent
+
+
+def _mindclaw_pixels(model: Any = None, env: Any = None, seed: int | None = None,
+                     **kw: Any) -> Any:
+    """MindClaw on the vision track with perfect perception (``observe="pixels"``: the
+    reference pixel parser)."""
+    from mindhelper_env.agents.mindclaw import MindClawAgent
+
+    agent = MindClawAgent(model=model, observe="pixels", **kw)
+    agent.name = "mindclaw-pixels"
+    return agent
+
+
+AGENTS["mindclaw-vlm"] = _mindclaw_vlm
+AGENTS["mindclaw-pixels"] = _mindclaw_pixels
 
 
 def _learned_trigger(model: Any = None, env: Any = None, seed: int | None = None,
@@ -203,6 +237,9 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         registered = factory
 
         def build_registered(**kwargs: Any) -> Any:
+            if "observe" in kwargs and not _takes_observe(registered):
+                observe = kwargs.pop("observe")
+                return _wrap_observe(call_factory(registered, kwargs, name), observe)
             return call_factory(registered, kwargs, name)
 
         return build_registered
@@ -211,6 +248,10 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         inner = resolve_agent(base)
 
         def hedged(**kwargs: Any) -> Any:
+            if "observe" in kwargs and not _takes_observe(AGENTS.get(strip_hedges(base)[0])):
+                # perception is outermost: the hedge reads the perceived text as well
+                observe = kwargs.pop("observe")
+                return _wrap_observe(make_hedge(inner(**kwargs), hedge, k), observe)
             return make_hedge(inner(**kwargs), hedge, k)
 
         return hedged
@@ -245,6 +286,21 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         return call_factory(obj, kwargs, name)
 
     return build
+
+
+def _takes_observe(factory: Any) -> bool:
+    """Does a factory read the ``observe`` option itself (a named parameter; MindClaw)?
+    Every other agent gets ``observe="pixels"`` from :mod:`~mindhelper_env.agents.perceive`."""
+    try:
+        return "observe" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _wrap_observe(agent: Any, observe: Any) -> Any:
+    from mindhelper_env.agents.perceive import wrap_observe
+
+    return wrap_observe(agent, observe)
 
 
 def _user_frame(err: BaseException) -> str:

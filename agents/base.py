@@ -23,6 +23,10 @@ class Usage:
     ``http_404``, ``connection``), ``error_messages`` (the first message of each kind),
     ``prompts`` (module -> prompt template version) and ``prompts_fitted`` (prompts cut to
     fit the model's context length).
+
+    ``images`` counts the frames sent to the model and ``image_tokens`` what they cost by
+    the client's image-token rule (:mod:`mindhelper_env.models.images`); the image tokens are
+    part of ``prompt_tokens`` (which is the server's count when it sends one).
     """
 
     model_calls: int = 0
@@ -38,6 +42,8 @@ class Usage:
     error_messages: dict[str, str] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)
     prompts_fitted: int = 0
+    images: int = 0
+    image_tokens: int = 0
 
     def count_source(self, source: str, n: int = 1) -> None:
         self.sources[source] = self.sources.get(source, 0) + n

@@ -17,6 +17,17 @@ Every observation window the agent sends one chat prompt to a model and acts on 
   so that consecutive prompts of an episode share a long prefix for a server's prompt
   cache (llama.cpp, vLLM's prefix caching).
 
+**Vision track** (``obs_mode="rgb"``: the observation is the window's frames, no text;
+docs/vision.md): the prompts are ``direct-vlm-rgb.<format>.txt``. The system message adds
+what the pictures show (id marks, icons, the drawn events); the user message holds the ids
+of the home (rooms, furniture, doors), the people and objects (ids, names, classes from
+``info["candidates"]``), the history of the robot's own actions (what it issued, whether its
+program is still running or failed) and the window's frames: every frame as its own image
+(``frames="all"``, default) or one contact sheet per window (``frames="sheet"``,
+:func:`mindhelper_env.agents.frames.contact_sheet`). No narration and no event list exist
+in this track. The images' tokens by the client's rule (:mod:`mindhelper_env.models.images`)
+are counted in ``usage.images`` / ``usage.image_tokens`` and in every cost estimate.
+
 Narration budget: the reset description (the home at tick 0) is always kept, cut to at most
 half of ``history_chars`` characters; then whole windows are added newest first while the
 total stays within ``history_chars``; older windows are dropped and replaced by a line
@@ -82,6 +93,7 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.agents.base import Usage
+from mindhelper_env.agents.frames import FRAME_MODES, frame_parts, id_lists, is_rgb_observation
 from mindhelper_env.models import ModelClient, make_client
 from mindhelper_env.models.accounting import accounted_call
 from mindhelper_env.models.answers import (
@@ -247,7 +259,7 @@ class DirectVLMAgent:
     def __init__(self, model: str | ModelClient | None = None, *, max_tokens: int = 256,
                  temperature: float = 0.0, history_chars: int = 6000, max_images: int = 4,
                  answer_format: str = "json", max_calls: int | None = None,
-                 **client_opts: Any) -> None:
+                 frames: str = "all", **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL")
             if not model:
@@ -267,10 +279,15 @@ class DirectVLMAgent:
                              f"{answer_format!r}")
         if max_calls is not None and int(max_calls) < 1:
             raise ValueError(f"max_calls must be at least 1, got {max_calls!r}")
+        if frames not in FRAME_MODES:
+            raise ValueError(f"frames must be one of {FRAME_MODES}, got {frames!r}")
+        self.frames = frames
         self.max_calls = None if max_calls is None else int(max_calls)
         self.answer_format = answer_format
         self.template = _template(answer_format)
         self._system = self.template.system.substitute(grammar=_grammar())
+        self.rgb_template = load_template(f"direct-vlm-rgb.{answer_format}")
+        self._rgb_system = self.rgb_template.system.substitute(grammar=_grammar())
         self.max_tokens = int(max_tokens)
         self.temperature = float(temperature)
         self.history_chars = int(history_chars)
@@ -288,6 +305,8 @@ class DirectVLMAgent:
         self._windows: list[str] = []
         self._seen_ids: set[int] = set()
         self._acted = False
+        #: the robot's own actions (rgb track's history): (window, tick, program)
+        self._own: list[tuple[int, int, str]] = []
 
     def reset(self, *, seed: int | None = None) -> None:
         self.usage = Usage()
@@ -298,6 +317,8 @@ class DirectVLMAgent:
     # -- prompt ------------------------------------------------------------------------
 
     def _observe(self, observation: dict[str, Any]) -> None:
+        if is_rgb_observation(observation):
+            return  # frames only: nothing to remember as text
         text = str(observation.get("narration", "")).strip()
         if self._scene is None:
             self._scene = text
@@ -387,10 +408,45 @@ class DirectVLMAgent:
         return [{"role": "system", "content": self._system},
                 {"role": "user", "content": [text, *frames]}]
 
+    def history(self, info: dict[str, Any]) -> str:
+        """The robot's own actions so far (the rgb track's history; no narration)."""
+        if not self._own:
+            return "You have not intervened yet."
+        lines = [f"- window {w}, tick {t}: you issued " + "; ".join(p.splitlines())
+                 for w, t, p in self._own]
+        if info.get("pending_program"):
+            lines.append("Your program is still running.")
+        if info.get("action_error"):
+            lines.append(f"Your last action failed: {info['action_error']}")
+        return "\n".join(lines)
+
+    def _rgb_messages(self, observation: Any, info: dict[str, Any],
+                      max_candidates: int | None) -> list[dict[str, Any]]:
+        places, things = id_lists(info)
+        frames, intro = frame_parts(observation, self.frames)
+        _, text = self.rgb_template.render(
+            grammar="", window=self._window - 1, tick=int(info.get("tick", 0)),
+            places=self._cut(places, max_candidates), candidates=self._cut(things, max_candidates),
+            history=self.history(info), images=f"\n{intro}\n")
+        return [{"role": "system", "content": self._rgb_system},
+                {"role": "user", "content": [text, *frames]}]
+
     def build_messages(self, observation: dict[str, Any],
                        info: dict[str, Any]) -> list[dict[str, Any]]:
         """The prompt for the current window (call after the window was observed), fitted
-        to the client's ``context_length`` when it has one (see the module docstring)."""
+        to the client's ``context_length`` when it has one (see the module docstring; in the
+        rgb track only the id lists can be cut: the frames are the observation)."""
+        if is_rgb_observation(observation):
+            messages = self._rgb_messages(observation, info, None)
+            window = getattr(self.client, "context_length", None)
+            if window:
+                budget = int(window) - self.max_tokens - 16
+                full = rows = max(len(b.splitlines()) for b in id_lists(info))
+                while prompt_tokens_estimate(self.client, messages) > budget and rows > 4:
+                    rows = max(4, rows // 2)
+                    messages = self._rgb_messages(observation, info, rows)
+                self.usage.prompts_fitted += rows != full
+            return messages
         messages = self._messages(observation, info, self.history_chars, None)
         window = getattr(self.client, "context_length", None)
         if not window:
@@ -424,7 +480,9 @@ class DirectVLMAgent:
 
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
         self.usage.decisions += 1
-        self.usage.prompts.setdefault(self.name, self.template.version)
+        rgb = is_rgb_observation(observation)
+        template = self.rgb_template if rgb else self.template
+        self.usage.prompts.setdefault(self.name, template.version)
         self._observe(observation)
         window = self._window
         self._window += 1
@@ -442,10 +500,12 @@ class DirectVLMAgent:
                                       max_tokens=self.max_tokens,
                                       temperature=self.temperature, constraint=constraint,
                                       who=self.name)
+        tick = int(info.get("tick", 0)) if rgb \
+            else int(observation.get("tick", info.get("tick", 0)))
         entry: dict[str, Any] = {
-            "window": window, "tick": int(observation.get("tick", info.get("tick", 0))),
+            "window": window, "tick": tick,
             "prompt_tokens": 0, "completion_tokens": 0, "outcome": "ok",
-            "prompt": self.template.version}
+            "prompt": template.version}
         self.trace.append(entry)
         if answer is None:
             entry["outcome"] = f"call_failed:{kind}"
@@ -465,4 +525,5 @@ class DirectVLMAgent:
         self.usage.count_source("model")
         if action != "none":
             self._acted = True
+            self._own.append((window, tick, action))
         return action

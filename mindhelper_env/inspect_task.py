@@ -4,7 +4,7 @@
 
     inspect eval mindhelper_env/inspect_task.py@mindhelper --model anthropic/claude-sonnet-4-0 \\
         -T suite=vh-dev-v4 -T agent=direct-vlm [-T limit=20] [-T seed=0] \\
-        [-T window_ticks=3] [-T agent_options='{"max_calls": 8}']
+        [-T window_ticks=3] [-T agent_options='{"max_calls": 8}'] [-T obs=rgb]
 
 One sample per suite episode (id: the episode id; metadata: suite, index, family). The
 solver plays the episode through the Gymnasium env (``MindHelper-VirtualHome-v2``) with the
@@ -15,7 +15,13 @@ episode is played as ``evaluate`` plays it (env seed ``seed + index``, agent see
 :func:`~mindhelper_env.evaluation.settings.trial_seed` of the epoch, no timing), in a
 worker thread while the task's event loop serves the model calls.
 
-The transcript has, for every window, the narration the agent saw, the model's answer (the
+``-T obs=rgb`` plays the vision track (``obs_mode="rgb"``: the agent gets the window's
+frames only, docs/vision.md; ``-T frame_size=PX``): ``direct-vlm`` and ``mindclaw-vlm`` send
+the frames as Inspect image content (``ContentImage``, PNG data URLs), so any Inspect
+provider with vision can be evaluated; the records' provenance says ``rgb`` once imported.
+
+The transcript has, for every window, the narration the agent saw (on the vision track: the
+number of frames), the model's answer (the
 model event) and the program the agent returned, then the lines the robot executed. The
 scorer's value is 1 when the episode was handled as the benchmark wants (help needed: the
 first intervention in the window, the task done, no harm; no help needed: silent), its
@@ -67,7 +73,9 @@ METRIC_KEYS = ("PHA", "PHR", "PSR", "PIR", "PIA", "TA")
 #: The scorer's name in Inspect logs.
 SCORER_NAME = "episode_scorer"
 #: Agents that take the task's model.
-MODEL_AGENTS = ("direct-vlm", "mindclaw")
+MODEL_AGENTS = ("direct-vlm", "mindclaw", "mindclaw-vlm", "mindclaw-pixels")
+#: Values of ``-T obs`` (the env's ``obs_mode``).
+OBS_CHOICES = ("text", "text+rgb", "rgb")
 
 
 def _options(agent_options: Any) -> dict[str, Any]:
@@ -87,7 +95,8 @@ def _options(agent_options: Any) -> dict[str, Any]:
 @task
 def mindhelper(suite: str = "vh-dev-v4", agent: str = "direct-vlm", limit: int | None = None,
                seed: int = 0, window_ticks: int | None = None,
-               agent_options: Any = None) -> Task:
+               agent_options: Any = None, obs: str = "text",
+               frame_size: int | None = None) -> Task:
     """MindHelper-Env's ``suite`` played by ``agent`` (see the module docstring)."""
     check_suite(suite)
     check_agents([agent])
@@ -102,7 +111,16 @@ def mindhelper(suite: str = "vh-dev-v4", agent: str = "direct-vlm", limit: int |
                       id=ids[i], metadata={"suite": suite, "index": i,
                                            "family": suite_family(suite, i)})
                for i in range(n)]
-    env_kwargs = {"window_ticks": int(window_ticks)} if window_ticks is not None else {}
+    env_kwargs: dict[str, Any] = ({"window_ticks": int(window_ticks)}
+                                  if window_ticks is not None else {})
+    if obs not in OBS_CHOICES:
+        raise ValueError(f"obs must be one of {OBS_CHOICES}, got {obs!r}")
+    if obs != "text":
+        env_kwargs["obs_mode"] = obs
+    if frame_size is not None:
+        if obs == "text":
+            raise ValueError("frame_size needs obs=rgb or obs=text+rgb")
+        env_kwargs["frame_size"] = int(frame_size)
     return Task(dataset=MemoryDataset(samples, name=suite),
                 solver=play(agent=agent, seed=int(seed), env_kwargs=env_kwargs,
                             agent_options=_options(agent_options)),
@@ -130,9 +148,12 @@ class _Narrated:
         action = self._agent.act(obs, info)
         trace = getattr(self._agent, "trace", None)
         entry = trace[-1] if isinstance(trace, list) and trace else None
-        data: dict[str, Any] = {"window": self._window, "tick": int(obs.get("tick", 0)),
-                                "narration": str(obs.get("narration", "")),
-                                "program": action if isinstance(action, str) else None}
+        data: dict[str, Any] = {"window": self._window}
+        if isinstance(obs, Mapping):
+            data.update(tick=int(obs.get("tick", 0)), narration=str(obs.get("narration", "")))
+        else:  # the vision track: frames only
+            data.update(tick=int(info.get("tick", 0)), frames=int(getattr(obs, "shape", [1])[0]))
+        data["program"] = action if isinstance(action, str) else None
         if isinstance(entry, Mapping) and entry.get("window") == self._window:
             data["model_answer"] = str(entry.get("answer", ""))
             data["outcome"] = str(entry.get("outcome", ""))

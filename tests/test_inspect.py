@@ -205,3 +205,43 @@ def test_importing_the_package_does_not_import_inspect():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_vision_track_sends_inspect_images_and_imports_as_rgb(tmp_path, monkeypatch):
+    """``-T obs=rgb``: direct-vlm sends every frame as Inspect image content (the provider
+    posts them as image parts), the transcript holds no narration, and the imported records
+    are those of ``evaluate --obs rgb`` byte for byte, stamped ``rgb``."""
+    from inspect_ai.log import read_eval_log
+    from slot_server import deterministic_answer
+
+    images: list[int] = []
+
+    def answer(body):
+        images.append(sum(1 for m in body.get("messages", []) if isinstance(m.get("content"), list)
+                          for p in m["content"] if p.get("type") == "image_url"))
+        return deterministic_answer(body)
+
+    with SlotServer(latency=0.0, slots=64, answer=answer) as srv:
+        monkeypatch.setenv("LOCAL_BASE_URL", srv.url)
+        monkeypatch.setenv("LOCAL_API_KEY", "k")
+        log_path = inspect_eval(tmp_path / "logs", "-T", "limit=2", "-T", "obs=rgb",
+                               "-T", "frame_size=64")
+        sent = list(images)
+        images.clear()
+        assert main(["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "2",
+                     "--obs", "rgb", "--frame-size", "64", "--no-timing", "--no-plots",
+                     "--no-progress", "--model", f"openai:m@{srv.url}",
+                     "--out", str(tmp_path / "native"), "--format", "json"]) == 0
+    assert sent and set(sent) == {3}  # every window: its 3 frames, as images
+    log = read_eval_log(str(log_path))
+    assert log.status == "success" and log.eval.metadata["env_kwargs"] == {
+        "obs_mode": "rgb", "frame_size": 64}
+    windows = [e.data for e in log.samples[0].events if getattr(e, "event", "") == "info"
+               and e.source == "mindhelper window"]
+    assert windows and all(w["frames"] == 3 and "narration" not in w for w in windows)
+    assert main(["import-inspect", str(log_path), "--out", str(tmp_path / "converted")]) == 0
+    converted = records(tmp_path / "converted" / "direct-vlm.jsonl")
+    assert all(r["provenance"]["obs"] == "rgb" for r in converted)
+    assert all(r["usage"]["images"] == 3 * r["usage"]["model_calls"] > 0 for r in converted)
+    assert (tmp_path / "converted" / "direct-vlm.jsonl").read_bytes() == \
+        (tmp_path / "native" / "direct-vlm.jsonl").read_bytes()

@@ -36,6 +36,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scoring", ("mindhelper_env.metrics", "mindhelper_env.similarity",
                  "mindhelper_env.scenarios.trigger_labels")),
     ("render", ("mindhelper_env.render",)),
+    # reads the frames back into events (and may import render's sprite spec); it imports
+    # nothing of world, actors or scenarios (test_perception_reads_only_pixels)
+    ("perception", ("mindhelper_env.perception",)),
     ("envs", ("mindhelper_env.envs",)),
     ("models", ("mindhelper_env.models",)),
     ("agents", ("mindhelper_env.agents", "mindhelper_env.wrappers")),
@@ -188,6 +191,27 @@ def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
 def test_module_is_at_most_900_lines(name: str) -> None:
     n = len(MODULES[name].read_text(encoding="utf-8").splitlines())
     assert n <= MAX_LINES, f"{MODULES[name].relative_to(ROOT)}: {n} lines (split it by concern)"
+
+
+def test_perception_reads_only_pixels() -> None:
+    # the pixel-perception reference reads frames and the candidates' ids and classes, never
+    # the world: nothing under world/, actors/ or scenarios/ (issue 51), also not through
+    # another module of the package that does
+    perception = sorted(n for n in GRAPH if n.startswith("mindhelper_env.perception"))
+    assert perception, "mindhelper_env.perception is missing"
+    banned = ("mindhelper_env.world", "mindhelper_env.actors", "mindhelper_env.scenarios")
+    bad = []
+    for name in perception:
+        seen, todo = {name}, [name]
+        while todo:
+            for dep in GRAPH[todo.pop()]:
+                if dep in seen:
+                    continue
+                seen.add(dep)
+                todo.append(dep)
+                if dep.startswith(banned):
+                    bad.append(f"{name} -> ... -> {dep}")
+    assert not bad, "perception/ reaches the world:\n" + "\n".join(sorted(set(bad)))
 
 
 def test_design_map_names_every_package() -> None:

@@ -97,7 +97,10 @@ def test_missing_usage_is_estimated(tmp_path):
     with ScriptedServer([Reply(text="twelve chars", usage=None)]) as srv:
         c = client_for(srv, tmp_path).complete(msgs)
     assert c.tokens_estimated
-    assert c.prompt_tokens == estimate_tokens(len("user") + 8, images=1) == 3 + 85
+    # text at 4 characters a token, the 8 x 8 image by the default rule (OpenAI high
+    # detail: 85 + one 512 px tile of 170)
+    assert c.prompt_tokens == estimate_tokens(len("user") + 8, images=1,
+                                              image_tokens=255) == 3 + 255
     assert c.completion_tokens == 3
 
 

@@ -25,6 +25,13 @@ models) or a dict ``{module: format}`` (see :data:`.reasoning.FORMATS`).
 (:mod:`.model_trigger`): a model spec such as ``"hf:CKPT"`` (a checkpoint of
 ``mindhelper train-trigger --algo sft``), a model client, or a ``WindowPlanTrigger``.
 
+Vision track (``obs_mode="rgb"``, frames only): ``observe="vlm"`` has the model turn each
+window's frames into events and a snapshot (the paper's Observation module from pixels; one
+call a window, ``frames="all"|"sheet"``), ``observe="pixels"`` uses the reference pixel
+parser (perfect perception); the belief table, Trigger, skills and reasoning then run as on
+text (:mod:`.vision`). ``mindclaw-vlm`` and ``mindclaw-pixels`` are these two, registered
+so that one run reports both rows. ``observe="text"`` (default) reads the text track.
+
 Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
 ``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
 (``[{"predicted", "window", "tick"}]`` per window up to the intervention; the agent never
@@ -39,6 +46,7 @@ import time
 from typing import Any
 
 from mindhelper_env.agents.base import Usage
+from mindhelper_env.agents.frames import is_rgb_observation
 from mindhelper_env.agents.mindclaw.engine import Engine
 from mindhelper_env.agents.mindclaw.memory import MindMemory
 from mindhelper_env.agents.mindclaw.reasoning import (
@@ -66,7 +74,7 @@ class MindClawAgent:
                  policy: Policy | None = None, features: Any = None, backends: dict[str, str] | None = None,
                  max_tokens: int = 96, fallback: str = "none",
                  formats: str | dict[str, str] | None = None, trigger: Any = None,
-                 **client_opts: Any) -> None:
+                 observe: str = "text", frames: str = "all", **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL") or None
         if model == "symbolic":
@@ -130,6 +138,11 @@ class MindClawAgent:
             trig.reset(self.usage)
         else:
             trig = Trigger(self.skills, policy, features)
+        from mindhelper_env.agents.mindclaw.vision import make_eyes
+
+        self.observe = observe
+        #: frames -> the text track's observation (None: the text track, see .vision)
+        self.eyes = make_eyes(observe, client, self.usage, frames=frames)
         self.engine = Engine(
             MindMemory(),
             trig,
@@ -159,8 +172,11 @@ class MindClawAgent:
 
     def reset(self, *, seed: int | None = None) -> None:
         self.usage = Usage()
-        for module in (self.engine.observation, self.engine.reasoning, self.engine.action):
+        for module in (self.engine.observation, self.engine.reasoning, self.engine.action,
+                       *([self.eyes] if self.eyes is not None else [])):
             module.usage = self.usage
+        if self.eyes is not None:
+            self.eyes.reset()
         self.engine.trigger.policy_errors = 0
         if hasattr(self.engine.trigger, "see"):  # a window-plan Trigger keeps episode state
             self.engine.trigger.reset(self.usage)
@@ -169,6 +185,12 @@ class MindClawAgent:
     def act(self, observation: dict[str, Any], info: dict[str, Any]) -> str:
         t0 = time.perf_counter()
         self.usage.decisions += 1
+        seen: list[Any] = []
+        if self.eyes is not None:
+            observation, info, seen = self.eyes.see(observation, info)
+        elif is_rgb_observation(observation):
+            raise ValueError("mindclaw on the rgb track (frames only) needs observe='vlm' "
+                             "(a model's eyes) or observe='pixels' (the reference parser)")
         if hasattr(self.engine.trigger, "see"):
             self.engine.trigger.see(observation, info)
         try:
@@ -176,6 +198,9 @@ class MindClawAgent:
         except (KeyError, TypeError, ValueError, IndexError):
             self.usage.fallbacks += 1
             action = "none"
+        if seen and self.engine.trace:  # the eyes' call opens the window's calls
+            entry = self.engine.trace[-1]
+            entry["calls"] = [c.to_dict() for c in seen] + entry["calls"]
         if self.client is None and not hasattr(self.engine.trigger, "see"):
             # with a model, seconds are the model calls' (as direct-vlm)
             self.usage.seconds += time.perf_counter() - t0

@@ -33,8 +33,11 @@ from mindhelper_env.evaluation.settings import (
     MAX_WORKERS,
 )
 
+#: Values of ``--obs`` (the env's ``obs_mode``; ``rgb`` is the vision track).
+OBS_CHOICES = ("text", "text+rgb", "rgb")
+
 #: Agents that take a ``model`` spec (``--model`` applies to them).
-MODEL_AGENTS = ("direct-vlm", "mindclaw", "learned-trigger")
+MODEL_AGENTS = ("direct-vlm", "mindclaw", "mindclaw-vlm", "mindclaw-pixels", "learned-trigger")
 
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -70,6 +73,13 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="run only the first N episodes of the suite")
     ev.add_argument("--window-ticks", type=int_between(1, MAX_WINDOW_TICKS), default=None,
                     help="ticks per observation window (env default: 3)")
+    ev.add_argument("--obs", choices=OBS_CHOICES, default="text",
+                    help="what the robot gets: text (narration and events, default), text+rgb "
+                         "(text and a captioned frame) or rgb (the vision track: the window's "
+                         "frames only, no text; recorded in run.json and every record, never "
+                         "scored together with the text track)")
+    ev.add_argument("--frame-size", type=int_between(32, 1024), default=None, metavar="PX",
+                    help="frame size in pixels with --obs rgb or text+rgb (env default)")
     ev.add_argument("--seed", type=int_between(0, MAX_SEED), default=0,
                     help="base seed: episode i is played with seed + i (default 0)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -160,6 +170,19 @@ def _price(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def obs_kwargs(args: argparse.Namespace, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``env_kwargs`` with ``--obs`` and ``--frame-size`` (nothing added for the text
+    default, so a text run's run.json is as before)."""
+    out = dict(env_kwargs)
+    if args.obs != "text":
+        out["obs_mode"] = args.obs
+    if args.frame_size is not None:
+        if args.obs == "text":
+            raise CLIError("argument --frame-size: only with --obs rgb or text+rgb")
+        out["frame_size"] = args.frame_size
+    return out
+
+
 def agent_kwargs_of(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """Per-agent options from --model, --agent, --record and --replay (checked here)."""
     if args.record is not None and args.replay is not None:
@@ -248,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume,
         overwrite=args.overwrite,
         limit=args.limit,
-        env_kwargs=window_kwargs(args.window_ticks),
+        env_kwargs=obs_kwargs(args, window_kwargs(args.window_ticks)),
         progress=not args.no_progress,
         seed=args.seed,
         timing=not args.no_timing,

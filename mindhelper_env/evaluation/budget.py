@@ -132,7 +132,7 @@ def model_spec_of(agent: str, agent_kwargs: Mapping[str, Mapping[str, Any]]) -> 
 
 
 #: Agents that take ``$MINDHELPER_MODEL`` when given no model.
-_ENV_MODEL_AGENTS = ("direct-vlm", "mindclaw")
+_ENV_MODEL_AGENTS = ("direct-vlm", "mindclaw", "mindclaw-vlm", "mindclaw-pixels")
 
 
 def _candidates(spec: str) -> list[str]:

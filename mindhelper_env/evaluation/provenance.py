@@ -18,6 +18,13 @@ the command line or how a model is reached, so a rerun or a replay writes the sa
 reports and ``--resume`` check each stamp (:func:`check_record`): a record made by another
 generator, on another suite digest, against another ground truth (family, needs-help,
 window), or edited after it was written is refused with one line naming both sides.
+
+Observation tracks (:data:`OBS_TRACKS`): a run on the vision track (``evaluate --obs rgb``,
+env kwarg ``obs_mode="rgb"``: frames only) says so in ``run.json``'s provenance
+(``"obs": "rgb"``) and in every record's stamp (``"obs": "rgb"``, covered by the checksum;
+a text-track record has no ``obs`` key, so text records are unchanged). Scoring, reports and
+``--resume`` never mix the tracks: records of both in one scoring or report, or kept records
+of the other track in a resumed run, are refused (:func:`check_one_track`).
 """
 
 from __future__ import annotations
@@ -36,13 +43,46 @@ from typing import Any
 __all__ = ["PROVENANCE_FORMAT", "STAMP_KEYS", "file_digest", "suite_provenance",
            "suite_generator",
            "agent_provenance", "run_provenance", "agent_key", "stamp", "check_record",
-           "record_checksum", "reference_digest", "short", "verify_records"]
+           "record_checksum", "reference_digest", "short", "verify_records", "OBS_TRACKS",
+           "obs_track", "record_track", "check_one_track"]
 
 PROVENANCE_FORMAT = 1
 #: Option names whose values never go into a file (``api_key=...``).
 _SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
-#: Keys of a record's ``provenance`` stamp.
+#: Keys of a record's ``provenance`` stamp (and ``obs`` on the vision track).
 STAMP_KEYS = ("key", "generator", "suite_digest", "reference", "checksum")
+#: The observation tracks: ``text`` (narration and events; also ``text+rgb``) and ``rgb``
+#: (the window's frames only).
+OBS_TRACKS = ("text", "rgb")
+
+
+def obs_track(env_kwargs: Mapping[str, Any] | None) -> str:
+    """The track of a run's env kwargs: ``"rgb"`` for ``obs_mode="rgb"``, else ``"text"``."""
+    return "rgb" if (env_kwargs or {}).get("obs_mode") == "rgb" else "text"
+
+
+def record_track(record: Mapping[str, Any]) -> str:
+    """The track a record was played on (its stamp's ``obs``; ``"text"`` without one)."""
+    prov = record.get("provenance")
+    track = prov.get("obs") if isinstance(prov, Mapping) else None
+    return str(track) if track else "text"
+
+
+def check_one_track(items: Sequence[tuple[str, Mapping[str, Any]]],
+                    track: str | None = None) -> str | None:
+    """The one track of ``(location, record)`` items (None for no items); ``ValueError``
+    naming a record of each side when they mix tracks (or differ from ``track``)."""
+    first: tuple[str, str] | None = (("this run", track) if track is not None else None)
+    for loc, rec in items:
+        t = record_track(rec)
+        if first is None:
+            first = (loc, t)
+        elif t != first[1]:
+            raise ValueError(
+                f"{loc}: a record of the {t} track, {first[0]} is of the {first[1]} track: "
+                "records of the text and vision (obs rgb) tracks are never mixed; score, "
+                "report or resume each track on its own")
+    return None if first is None else first[1]
 _SHORT = 16
 
 
@@ -200,6 +240,7 @@ def run_provenance(*, suite: str, env_id: str, env_kwargs: Mapping[str, Any], se
         "suite": suite_provenance(suite),
         "env_id": env_id,
         "env_kwargs": _json_safe(dict(env_kwargs)),
+        "obs": obs_track(env_kwargs),
         "seed": int(seed),
         "trials": int(trials),
         "python": platform.python_version(),
@@ -233,24 +274,32 @@ def stamp(record: dict[str, Any], run: Mapping[str, Any], label: str,
         "suite_digest": short(run["suite"].get("reference_sha256")),
         "reference": reference_digest(reference) if reference is not None else None,
     }
+    if run.get("obs", "text") != "text":
+        prov["obs"] = run["obs"]
     record["provenance"] = prov
     prov["checksum"] = record_checksum(record)
     return record
 
 
 def check_record(record: Mapping[str, Any], *, generator: str, suite_digest: str | None,
-                 reference: Mapping[str, Any] | None) -> str | None:
+                 reference: Mapping[str, Any] | None, track: str | None = None) -> str | None:
     """The first reason to refuse ``record`` (one line naming both sides), or ``None``.
+    With ``track``, a record of the other observation track is refused too.
 
     A record without a stamp (written before 0.4) passes here; callers count those."""
     prov = record.get("provenance")
     if prov is None:
+        if track not in (None, "text"):
+            return f"record of the text track (no stamp), this run is on the {track} track"
         return _reference_problem(record, reference)
     if not isinstance(prov, Mapping) or any(k not in prov for k in STAMP_KEYS):
         return "provenance stamp is malformed (tampered or truncated record)"
     if prov["checksum"] != record_checksum(record):
         return (f"checksum {record_checksum(record)} does not match the record's "
                 f"{prov['checksum']}: the record was edited after it was written")
+    if track is not None and record_track(record) != track:
+        return (f"record of the {record_track(record)} track, this run is on the {track} "
+                "track: the text and vision (obs rgb) tracks are never mixed")
     if prov["generator"] != generator:
         return (f"record made by generator {prov['generator']}, this installation runs "
                 f"{generator}; rerun the agent with this version or score with the version "
@@ -287,8 +336,9 @@ def _reference_problem(record: Mapping[str, Any],
 def verify_records(suite: str, items: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
     """Check the stamp of every ``(location, record)`` of ``suite`` against the installed
     generator, the suite's released digest and its references (:func:`check_record`);
-    ``ValueError`` ``"<location>: <reason>"`` for the first refused record. Returns the
-    number of records without a stamp."""
+    ``ValueError`` ``"<location>: <reason>"`` for the first refused record, or for records
+    of two observation tracks (:func:`check_one_track`). Returns the number of records
+    without a stamp."""
     from mindhelper_env.scenarios import releases
     from mindhelper_env.scenarios.suites import require_suite, suite_references
 
@@ -297,6 +347,7 @@ def verify_records(suite: str, items: Sequence[tuple[str, Mapping[str, Any]]]) -
     digest = rel.reference_sha256 if rel is not None else None
     generator = suite_generator(suite)
     refs = suite_references(suite)
+    check_one_track(items)
     unstamped = 0
     for loc, rec in items:
         eid = str(rec.get("episode_id"))

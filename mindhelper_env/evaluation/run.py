@@ -401,6 +401,7 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                                      repair=False)
                 for rec in kept.values():
                     problem = check_record(rec, generator=provenance["generator"],
+                                           track=provenance["obs"],
                                            suite_digest=provenance["suite"]["reference_sha256"],
                                            reference=None)
                     if problem:

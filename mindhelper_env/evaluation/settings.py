@@ -119,6 +119,15 @@ class EvalSettings:
         return dataclasses.replace(self, **changes)
 
     @property
+    def obs(self) -> str:
+        """The observation track: ``"rgb"`` (``env_kwargs["obs_mode"] == "rgb"``: frames
+        only) or ``"text"``; recorded in run.json's provenance and every rgb record's
+        stamp."""
+        from mindhelper_env.evaluation.provenance import obs_track
+
+        return obs_track(self.env_kwargs)
+
+    @property
     def out(self) -> Path:
         return Path(self.out_dir)
 
@@ -214,7 +223,7 @@ def check_agents(names: Sequence[str]) -> None:
 
 
 #: Agents that cannot run without a model spec (``model=`` or ``$MINDHELPER_MODEL``).
-NEEDS_MODEL = ("direct-vlm",)
+NEEDS_MODEL = ("direct-vlm", "mindclaw-vlm")
 
 
 def agents_without_model(agents: Sequence[str],

@@ -1,5 +1,9 @@
-"""One accounted model call for an agent: tokens, time, failed calls by kind, and warnings
-that never flood the log.
+"""One accounted model call for an agent: tokens, time, images, failed calls by kind, and
+warnings that never flood the log.
+
+Every call's images (sent whether it is answered or fails) go to ``usage.images`` and their
+tokens by the client's rule to ``usage.image_tokens`` (:func:`count_images`,
+:func:`~mindhelper_env.models.images.message_image_tokens`).
 
 :func:`accounted_call` is what model-backed agents (``direct-vlm``, MindClaw's modules) use
 for every call. A failed call (any exception of the client: timeout, HTTP 400 context
@@ -24,7 +28,7 @@ from typing import Any
 from mindhelper_env.models.base import Completion, call_client, error_kind
 from mindhelper_env.models.ledger import BudgetRefused, admit, settle
 
-__all__ = ["accounted_call", "reset_warnings"]
+__all__ = ["accounted_call", "count_images", "reset_warnings"]
 
 logger = logging.getLogger("mindhelper_env.models")
 
@@ -50,6 +54,21 @@ def _warn_once(who: str, kind: str, message: str) -> None:
         logger.debug("%s: model call failed (%s): %s", who, kind, message)
 
 
+def count_images(client: Any, usage: Any, messages: list[dict[str, Any]]) -> None:
+    """Add the images of ``messages`` and their tokens by ``client``'s rule to ``usage``
+    (a usage object without ``images`` fields is left alone)."""
+    if not hasattr(usage, "image_tokens"):
+        return
+    if not any(not isinstance(m.get("content"), str) for m in messages):
+        return  # text only: nothing to count (and no normalizing cost)
+    from mindhelper_env.models.base import normalize_messages
+    from mindhelper_env.models.images import image_rule_of, message_image_tokens
+
+    images, tokens = message_image_tokens(normalize_messages(messages), image_rule_of(client))
+    usage.images += images
+    usage.image_tokens += tokens
+
+
 def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
                    max_tokens: int, temperature: float = 0.0, constraint: Any = None,
                    who: str = "agent") -> tuple[Completion | None, str | None]:
@@ -58,6 +77,7 @@ def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
     held = admit(messages, max_tokens)  # BudgetRefused: the episode is cut
     usage.model_calls += 1
     t0 = time.perf_counter()
+    count_images(client, usage, messages)  # sent, whether the call is answered or fails
     try:
         answer = call_client(client, messages, max_tokens=max_tokens, temperature=temperature,
                              constraint=constraint)

@@ -32,10 +32,12 @@ __all__ = [
     "canonical_request",
     "request_key",
     "estimate_tokens",
+    "estimate_prompt_tokens",
     "IMAGE_TOKEN_ESTIMATE",
 ]
 
-#: Tokens assumed per image when the server reports no ``usage`` (see :func:`estimate_tokens`).
+#: Tokens per image of :func:`estimate_tokens` when no image-token count is given (the
+#: request estimates use the client's rule instead: :func:`estimate_prompt_tokens`).
 IMAGE_TOKEN_ESTIMATE = 85
 
 
@@ -203,13 +205,32 @@ def request_key(canonical: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def estimate_tokens(text_chars: int, images: int = 0, chars_per_token: float = 4.0) -> int:
+def estimate_tokens(text_chars: int, images: int = 0, chars_per_token: float = 4.0,
+                    image_tokens: int | None = None) -> int:
     """The token estimate used when no exact count is known: ``ceil(chars /
     chars_per_token)`` (4 by default; clients calibrate it, see
-    :class:`~mindhelper_env.models.openai_client.OpenAIClient`) plus
-    :data:`IMAGE_TOKEN_ESTIMATE` per image."""
+    :class:`~mindhelper_env.models.openai_client.OpenAIClient`) plus ``image_tokens`` (the
+    images' count by a rule, :mod:`.images`), or :data:`IMAGE_TOKEN_ESTIMATE` per image
+    when it is not given."""
     cpt = float(chars_per_token) if chars_per_token and chars_per_token > 0 else 4.0
-    return math.ceil(max(0, text_chars) / cpt) + IMAGE_TOKEN_ESTIMATE * max(0, images)
+    pictures = IMAGE_TOKEN_ESTIMATE * max(0, images) if image_tokens is None \
+        else max(0, int(image_tokens))
+    return math.ceil(max(0, text_chars) / cpt) + pictures
+
+
+def estimate_prompt_tokens(messages: list[dict[str, Any]], *, chars_per_token: float = 4.0,
+                           image_rule: str | None = None) -> int:
+    """The estimated prompt tokens of a request: ``ceil(chars / chars_per_token)`` of its
+    text (roles included) plus its images by ``image_rule``
+    (:func:`~mindhelper_env.models.images.message_image_tokens`). What a request is assumed
+    to cost before it is sent (a budget's reservation, the dry pass) and when the server
+    sends no ``usage``; ``messages`` may be raw or canonical."""
+    from mindhelper_env.models.images import message_image_tokens
+
+    msgs = normalize_messages(messages)
+    chars, _ = prompt_size(msgs)
+    images, pictures = message_image_tokens(msgs, image_rule)
+    return estimate_tokens(chars, images, chars_per_token, pictures)
 
 
 def prompt_size(messages: list[dict[str, Any]]) -> tuple[int, int]:
@@ -241,9 +262,12 @@ FIT_CHARS_PER_TOKEN = 2.5
 
 def prompt_tokens_estimate(client: Any, messages: list[dict[str, Any]]) -> int:
     """The token count assumed for ``messages`` when fitting them to a context length:
-    ``ceil(chars / FIT_CHARS_PER_TOKEN)`` + 85 per image + 8 per message. It depends on the
-    text only (never on the client's state), so a replayed run fits its prompts exactly as
-    the recorded run did."""
+    ``ceil(chars / FIT_CHARS_PER_TOKEN)`` + the images by the client's image-token rule
+    (:mod:`.images`) + 8 per message. It depends on the prompt and the client's options
+    only (never on its state), so a replayed run fits its prompts exactly as the recorded
+    run did."""
+    from mindhelper_env.models.images import image_rule_of
+
     msgs = normalize_messages(messages)
-    chars, images = prompt_size(msgs)
-    return estimate_tokens(chars, images, FIT_CHARS_PER_TOKEN) + 8 * len(msgs)
+    return estimate_prompt_tokens(msgs, chars_per_token=FIT_CHARS_PER_TOKEN,
+                                  image_rule=image_rule_of(client)) + 8 * len(msgs)

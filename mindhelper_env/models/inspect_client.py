@@ -38,9 +38,9 @@ from typing import Any
 from mindhelper_env.models.base import (
     Completion,
     ModelError,
+    estimate_prompt_tokens,
     estimate_tokens,
     normalize_messages,
-    prompt_size,
 )
 from mindhelper_env.models.limits import check_cancelled, current_cancel_event
 
@@ -139,7 +139,8 @@ class InspectClient:
                  timeout: float | None = None, max_retries: int | None = None,
                  context_length: int | None = None, base_url: str | None = None,
                  api_key: str | None = None, model_args: dict[str, Any] | None = None,
-                 chars_per_token: float = 4.0, _model: Any = None,
+                 chars_per_token: float = 4.0, image_tokens: str | int | None = None,
+                 _model: Any = None,
                  _loop: asyncio.AbstractEventLoop | None = None) -> None:
         if context_length is not None and int(context_length) < 256:
             raise ValueError(f"context_length must be at least 256, got {context_length!r}")
@@ -153,6 +154,9 @@ class InspectClient:
         self.model_id = f"inspect:{model}"
         self.context_length = int(context_length) if context_length is not None else None
         self.chars_per_token = float(chars_per_token)
+        from mindhelper_env.models.images import check_image_rule
+
+        self.image_tokens = check_image_rule(image_tokens)
         self._loop = _loop
 
     def _chat(self, messages: list[dict[str, Any]]) -> list[Any]:
@@ -232,8 +236,8 @@ class InspectClient:
         ct = getattr(usage, "output_tokens", None)
         if isinstance(pt, int) and isinstance(ct, int):
             return Completion(text, pt, ct, seconds, tokens_estimated=False)
-        chars, images = prompt_size(msgs)
-        return Completion(text, estimate_tokens(chars, images, self.chars_per_token),
+        return Completion(text, estimate_prompt_tokens(msgs, chars_per_token=self.chars_per_token,
+                                                       image_rule=self.image_tokens),
                           estimate_tokens(len(text), 0, self.chars_per_token), seconds,
                           tokens_estimated=True)
 

@@ -33,6 +33,7 @@ from mindhelper_env.models.base import (
     Completion,
     ModelError,
     canonical_request,
+    estimate_prompt_tokens,
     estimate_tokens,
     normalize_messages,
     prompt_size,
@@ -122,7 +123,8 @@ class OpenAIClient:
                  max_backoff: float = 30.0, concurrency: int | None = None,
                  lock_dir: str | os.PathLike[str] | None = None,
                  structured: str | None = None, context_length: int | None = None,
-                 chars_per_token: float = 4.0, rate_limit_retries: int = 16) -> None:
+                 chars_per_token: float = 4.0, rate_limit_retries: int = 16,
+                 image_tokens: str | int | None = None) -> None:
         try:
             import openai
         except ImportError as err:
@@ -151,6 +153,10 @@ class OpenAIClient:
         self.structured = structured
         self.context_length = int(context_length) if context_length is not None else None
         self.chars_per_token = float(chars_per_token)
+        from mindhelper_env.models.images import check_image_rule
+
+        #: the image-token rule (:mod:`mindhelper_env.models.images`)
+        self.image_tokens = check_image_rule(image_tokens)
         # calibration of the estimate from answers that carried usage (chars, tokens)
         self._calib = [0, 0]
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -276,5 +282,6 @@ class OpenAIClient:
                 self._calib[1] += pt
             return Completion(text, pt, ct, seconds, tokens_estimated=False)
         cpt = self.calibrated_chars_per_token
-        return Completion(text, estimate_tokens(chars, images, cpt),
+        return Completion(text, estimate_prompt_tokens(msgs, chars_per_token=cpt,
+                                                       image_rule=self.image_tokens),
                           estimate_tokens(len(text), 0, cpt), seconds, tokens_estimated=True)

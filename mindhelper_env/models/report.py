@@ -46,9 +46,10 @@ def usage_extras(raw: Mapping[str, Any]) -> dict[str, Any]:
             value = {str(k): str(v) for k, v in value.items()}
         if value:
             out[key] = dict(sorted(value.items()))
-    fitted = raw.get("prompts_fitted")
-    if isinstance(fitted, int) and not isinstance(fitted, bool) and fitted > 0:
-        out["prompts_fitted"] = fitted
+    for key in ("prompts_fitted", "images", "image_tokens"):
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            out[key] = value
     return out
 
 
@@ -57,10 +58,12 @@ def model_report(records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]]
     """Per agent that called a model: ``calls``, ``failed_calls`` (calls that raised:
     ``fallbacks`` of model agents), ``parse_failures``, ``decisions_by_source`` (counts),
     ``share_by_source`` (% of decisions), ``errors`` (kind -> ``{"count", "message"}``),
-    ``prompts`` (versions seen) and ``prompts_fitted``."""
+    ``prompts`` (versions seen), ``prompts_fitted`` and, for agents that sent frames,
+    ``images`` and ``image_tokens`` (their tokens by the clients' rule, a part of the prompt
+    tokens)."""
     out: dict[str, dict[str, Any]] = {}
     for agent, records in records_by_agent.items():
-        calls = failed = parse = fitted = 0
+        calls = failed = parse = fitted = images = image_tokens = 0
         sources: dict[str, int] = {}
         errors: dict[str, dict[str, Any]] = {}
         prompts: dict[str, set[str]] = {}
@@ -69,6 +72,8 @@ def model_report(records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]]
             calls += int(u.get("model_calls", 0) or 0)
             parse += int(u.get("parse_failures", 0) or 0)
             fitted += int(u.get("prompts_fitted", 0) or 0)
+            images += int(u.get("images", 0) or 0)
+            image_tokens += int(u.get("image_tokens", 0) or 0)
             errs = _int_map(u.get("errors"))
             failed += sum(errs.values())
             msgs = u.get("error_messages") or {}
@@ -93,6 +98,8 @@ def model_report(records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]]
             "prompts": {m: sorted(v) for m, v in sorted(prompts.items())},
             "prompts_fitted": fitted,
         }
+        if images:
+            out[agent].update(images=images, image_tokens=image_tokens)
     return out
 
 

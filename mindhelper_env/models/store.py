@@ -84,11 +84,15 @@ class ReplayClient:
 
     def __init__(self, path: str | os.PathLike[str], *, model: str | None = None,
                  context_length: int | None = None, structured: str | None = None,
-                 **_live_options: Any) -> None:
+                 image_tokens: str | int | None = None, **_live_options: Any) -> None:
         # options of the live client that do not change a request (timeout, retries,
         # concurrency ...) are accepted and ignored, so a recorded command line replays
         # with --replay; ``context_length`` must be the recorded one (prompts are fitted
         # to it), ``structured`` is read from the cassette
+        from mindhelper_env.models.images import check_image_rule
+
+        #: the image-token rule usage is counted with (as in the recording run)
+        self.image_tokens = check_image_rule(image_tokens)
         self.path = Path(path)
         if not self.path.is_file():
             raise ValueError(f"replay:{path}: no such cassette file")
@@ -139,6 +143,7 @@ class RecordClient:
         self.model_id = inner.model_id
         self.structured = getattr(inner, "structured", None)
         self.context_length = getattr(inner, "context_length", None)
+        self.image_tokens = getattr(inner, "image_tokens", None)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.touch(exist_ok=True)
@@ -207,6 +212,7 @@ class CachedClient:
         self.model_id = inner.model_id
         self.structured = getattr(inner, "structured", None)
         self.context_length = getattr(inner, "context_length", None)
+        self.image_tokens = getattr(inner, "image_tokens", None)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
 

@@ -714,7 +714,9 @@ def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
             outcome=o, outcome_label=_outcome_label(o), ok=correct(o),
             replay=replay, replay_error=replay_error,
             timeline=_timeline(replay, rec, ref, o),
-            windows=fold_quiet_windows(_windows(replay, rec, o["t_I"]), ref.get("window")),
+            windows=fold_quiet_windows(_frame_files(
+                _windows(replay, rec, o["t_I"]), out / "episodes" / slugs[a] / f"{e}-frames",
+                f"{e}-frames"), ref.get("window")),
             why_no_help=why_no_help(ref, (replay.get("target") or {}).get("name")
                                     if replay is not None else None),
             beliefs=_belief_rows(replay, rec) if replay is not None else None,
@@ -724,6 +726,24 @@ def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
             next=f"{nxt}.html" if nxt else None, **common)
         (out / "episodes" / slugs[a] / f"{e}.html").write_text(html, encoding="utf-8")
     return len(items)
+
+
+def _frame_files(windows: list[dict[str, Any]], folder: Path, href: str) -> list[dict[str, Any]]:
+    """The vision track's windows with their contact sheets written to ``folder`` (one PNG a
+    window, ``w<window>.png``; the reset view ``reset.png``) and ``"sheet"`` set to the
+    file's address from the page; text-track windows are returned as they are."""
+    out = []
+    for w in windows:
+        frames = w.get("frames")
+        if not isinstance(frames, bytes):
+            out.append(w)
+            continue
+        name = "reset.png" if w["window"] < 0 else f"w{w['window']}.png"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(frames)
+        out.append({**{k: v for k, v in w.items() if k != "frames"},
+                    "sheet": f"{href}/{name}"})
+    return out
 
 
 def _reversed(pair: Mapping[str, Any]) -> dict[str, Any]:

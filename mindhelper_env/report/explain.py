@@ -87,6 +87,8 @@ def _quiet(w: Mapping[str, Any], window: Mapping[str, Any] | None) -> bool:
         return False
     if any(line.startswith("[t=") for line in str(w.get("narration") or "").splitlines()):
         return False
+    if w.get("changed"):  # the vision track: the frames show something happen
+        return False
     if window:
         onset, deadline = int(window["onset_tick"]), int(window["deadline_tick"])
         if int(w["end"]) > onset and int(w["tick"]) <= deadline:

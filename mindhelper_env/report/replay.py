@@ -8,6 +8,12 @@ read, and tick by tick every person's true belief about the task object and wher
 really is. The env is deterministic, so the replay is the recorded episode; ``matches`` says
 whether the replayed programs, executed lines and outcome equal the record's (a record written
 by another env version may differ: the page then says so).
+
+On the vision track (a run with ``obs_mode="rgb"``) the replay re-renders the frames the
+agent saw (the env is deterministic, so they are the frames of the run): each window keeps
+one contact sheet of its frames as PNG bytes (``"frames"``, at most :data:`SHEET_WIDTH`
+pixels wide; :func:`window_sheet`) and ``"changed"`` (whether any frame differs from the last
+frame of the window before: an unchanged window is a quiet one), and no narration.
 """
 
 from __future__ import annotations
@@ -15,7 +21,47 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["replay_episode", "Replayer"]
+__all__ = ["replay_episode", "Replayer", "window_sheet", "SHEET_WIDTH"]
+
+#: The widest contact sheet the episode page shows (wider sheets are scaled down by an
+#: integer factor, nearest pixel).
+SHEET_WIDTH = 480
+
+
+def window_sheet(frames: Any) -> bytes:
+    """PNG bytes of one window's frames side by side (a row, 2 white pixels apart), scaled
+    down by the smallest integer factor that fits :data:`SHEET_WIDTH`."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    arr = np.asarray(frames, dtype=np.uint8)
+    if arr.ndim == 3:
+        arr = arr[None]
+    n, h, w = arr.shape[:3]
+    sheet = np.full((h, n * w + (n - 1) * 2, 3), 255, dtype=np.uint8)
+    for k in range(n):
+        sheet[:, k * (w + 2): k * (w + 2) + w] = arr[k]
+    step = -(-sheet.shape[1] // SHEET_WIDTH)
+    if step > 1:
+        sheet = sheet[::step, ::step]
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(sheet)).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def _window_view(obs: Any, last: Any) -> tuple[dict[str, Any], Any]:
+    """The page's view of one observation: narration (text track), or the window's sheet
+    and whether it changed (rgb track); and the frame the next window is compared with."""
+    import numpy as np
+
+    if not isinstance(obs, np.ndarray):
+        return {"narration": str(obs["narration"])}, None
+    frames = obs if obs.ndim == 4 else obs[None]
+    changed = last is None or any(not np.array_equal(f, last) for f in frames)
+    return {"narration": "", "frames": window_sheet(frames), "changed": bool(changed)}, \
+        frames[-1].copy()
 
 
 class Replayer:
@@ -86,16 +132,18 @@ def replay_episode(env: Any, record: Mapping[str, Any], *, seed: int | None = No
     people = [{"id": a.id, "name": a.name} for a in sim.actors]
     snapshot(sim)
     base.on_tick = snapshot
-    windows: list[dict[str, Any]] = [{"window": -1, "tick": 0, "end": 0,
-                                      "narration": str(obs["narration"]), "program": None}]
+    view, last = _window_view(obs, None)
+    windows: list[dict[str, Any]] = [{"window": -1, "tick": 0, "end": 0, **view,
+                                      "program": None}]
     try:
         done = False
         while not done:
             tick = int(info["tick"])
             program = programs.get(tick, "none")
             obs, _r, term, trunc, info = env.step(program)
+            view, last = _window_view(obs, last)
             windows.append({"window": int(info["window"]) - 1, "tick": tick,
-                            "end": int(info["tick"]), "narration": str(obs["narration"]),
+                            "end": int(info["tick"]), **view,
                             "program": None if program == "none" else program})
             done = term or trunc
     finally:
