@@ -313,3 +313,18 @@ def test_the_prompt_bound_counts_bytes_messages_and_images():
     # "héllo" is 6 bytes, "user" 4, and 8 a message
     assert prompt_tokens_bound([{"role": "user", "content": "héllo"}]) == 18
     assert prompt_tokens_bound([{"role": "user", "content": ["héllo", frame]}]) == 18 + 258
+
+
+def test_the_reservation_counts_the_clients_own_image_rule():
+    """A client whose images cost more than every common API's bound (``image_tokens=fixed:N``,
+    e.g. gpt-4o-mini's large counts) reserves by its own rule; a cheaper rule never lowers
+    the bound."""
+    import numpy as np
+
+    from mindhelper_env.models.ledger import image_tokens_bound, prompt_tokens_bound
+
+    frame = np.zeros((256, 256, 3), np.uint8)
+    msgs = [{"role": "user", "content": ["look", frame]}]
+    assert image_tokens_bound(256, 256, "fixed:5000") == 5000
+    assert image_tokens_bound(256, 256, "openai-low") == image_tokens_bound(256, 256)
+    assert prompt_tokens_bound(msgs, "fixed:5000") - prompt_tokens_bound(msgs) == 5000 - 258

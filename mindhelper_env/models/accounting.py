@@ -74,7 +74,10 @@ def accounted_call(client: Any, usage: Any, messages: list[dict[str, Any]], *,
                    who: str = "agent") -> tuple[Completion | None, str | None]:
     """``(completion, None)``, or ``(None, kind)`` for a failed call (counted, see the module
     docstring). Tokens and seconds of answered calls are added to ``usage``."""
-    held = admit(messages, max_tokens)  # BudgetRefused: the episode is cut
+    from mindhelper_env.models.images import image_rule_of
+
+    # BudgetRefused: the episode is cut
+    held = admit(messages, max_tokens, image_rule_of(client))
     usage.model_calls += 1
     t0 = time.perf_counter()
     count_images(client, usage, messages)  # sent, whether the call is answered or fails

@@ -76,29 +76,29 @@ class BudgetRefused(ModelError):
 # --------------------------------------------------------------------------------------
 
 
-def image_tokens_bound(height: int, width: int) -> int:
+def image_tokens_bound(height: int, width: int, rule: str | None = None) -> int:
     """Most tokens one ``height x width`` image is billed for by the common vision APIs:
-    OpenAI's high detail (fit in 2048 x 2048, shortest side to 768, 170 a 512-pixel tile plus
-    85), Anthropic's ``w * h / 750``, Gemini's 258 per 768-pixel tile and Qwen-VL's 28-pixel
-    patches, whichever is largest. (gpt-4o-mini bills images at a much larger token count
-    and a lower price: give it an image-inclusive price, or count its images yourself.)"""
+    OpenAI's high detail (:func:`~mindhelper_env.models.images.image_tokens`' ``openai``
+    rule), Anthropic's ``w * h / 750``, Gemini's 258 per 768-pixel tile and Qwen-VL's
+    28-pixel patches, and the client's own image rule ``rule`` where one is given (e.g.
+    ``fixed:N`` for a model that bills images at a larger count, such as gpt-4o-mini),
+    whichever is largest."""
+    from mindhelper_env.models.images import image_tokens
+
     h, w = max(1, int(height)), max(1, int(width))
-    scale = min(1.0, 2048 / max(h, w))
-    sh, sw = h * scale, w * scale
-    scale = min(1.0, 768 / min(sh, sw))
-    sh, sw = sh * scale, sw * scale
-    openai = 85 + 170 * math.ceil(sh / 512) * math.ceil(sw / 512)
     anthropic = math.ceil(h * w / 750)
     gemini = 258 * math.ceil(h / 768) * math.ceil(w / 768)
     qwen = math.ceil(h / 28) * math.ceil(w / 28) + 2
-    return max(openai, anthropic, gemini, qwen)
+    own = image_tokens(h, w, rule) if rule is not None else 0
+    return max(image_tokens(h, w, "openai"), anthropic, gemini, qwen, own)
 
 
-def prompt_tokens_bound(messages: list[dict[str, Any]]) -> int:
+def prompt_tokens_bound(messages: list[dict[str, Any]], image_rule: str | None = None) -> int:
     """An upper bound of the prompt tokens of ``messages`` (any form
     :func:`~mindhelper_env.models.base.normalize_messages` takes): the UTF-8 bytes of every
     text part and role, :data:`MESSAGE_OVERHEAD` a message, and :func:`image_tokens_bound`
-    of every image part. The one function a request's reservation counts its prompt with."""
+    of every image part (``image_rule``: the client's image-token rule, counted too). The
+    one function a request's reservation counts its prompt with."""
     total = 0
     for msg in normalize_messages(messages):
         total += MESSAGE_OVERHEAD + len(msg["role"].encode("utf-8"))
@@ -106,7 +106,7 @@ def prompt_tokens_bound(messages: list[dict[str, Any]]) -> int:
             if kind == "text":
                 total += len(value.encode("utf-8"))
             else:
-                total += image_tokens_bound(value.shape[0], value.shape[1])
+                total += image_tokens_bound(value.shape[0], value.shape[1], image_rule)
     return total
 
 
@@ -387,7 +387,8 @@ def _pico(price: tuple[float, float], prompt: int, completion: int) -> float:
     return (price[0] * prompt + price[1] * completion) * 1e6
 
 
-def admit(messages: list[dict[str, Any]], max_tokens: int) -> tuple[str, int, int] | None:
+def admit(messages: list[dict[str, Any]], max_tokens: int,
+          image_rule: str | None = None) -> tuple[str, int, int] | None:
     """Reserve a request's worst case on this thread's ledger: ``(id, pico, tokens)`` to
     pass to :func:`settle`, None without a ledger; :class:`BudgetRefused` when it does not
     fit (the scope is then ``cut``, and so is every later request of the episode)."""
@@ -396,7 +397,7 @@ def admit(messages: list[dict[str, Any]], max_tokens: int) -> tuple[str, int, in
         return None
     if scope.cut:
         raise BudgetRefused("not sent: an earlier request of this episode was refused")
-    tokens = prompt_tokens_bound(messages) + int(max_tokens)
+    tokens = prompt_tokens_bound(messages, image_rule) + int(max_tokens)
     pico = math.ceil(_pico(scope.price, tokens - int(max_tokens), int(max_tokens)))
     try:
         return scope.ledger.reserve(pico, tokens), pico, tokens
