@@ -310,8 +310,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
-    """Print one stderr line per agent whose act/reset raised; ``[(agent, loud)]`` where
-    ``loud``: most of its decisions raised (its numbers are a silent agent's)."""
+    """One stderr line per agent whose act/reset raised (its first traceback was logged in
+    full during the run); ``[(agent, loud)]`` where ``loud``: most of its decisions raised
+    (its numbers are a silent agent's)."""
     from mindhelper_env.evaluation.summary import mostly_raised
 
     out = []
@@ -319,14 +320,14 @@ def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
         if not counts.get("errors"):
             continue
         loud = mostly_raised(counts)
-        what = (f"{agent}: its act/reset raised {counts['errors']} time(s) in "
-                f"{counts['episodes']} episode(s) of {counts['decisions']} decisions")
+        what = (f"{agent}: its act/reset raised in {counts['errors']} of {counts['decisions']} "
+                f"decisions ({counts['episodes']} episode(s)), each played as 'none' (the "
+                "first traceback is above)")
         if loud:
-            sys.stderr.write(f"mindhelper: error: {what}: MOST OF ITS DECISIONS RAISED, so its "
-                             "row measures a silent agent, not this agent (rerun with "
-                             "--log-level debug to see the exceptions)\n")
+            sys.stderr.write(f"mindhelper: error: {what}: most of its decisions raised, so its "
+                             "row measures a silent agent, not this agent\n")
         else:
-            sys.stderr.write(f"warning: {what}; those decisions were 'none'\n")
+            sys.stderr.write(f"mindhelper: warning: {what}\n")
         out.append((agent, loud))
     return out
 

@@ -22,7 +22,7 @@ from mindhelper_env.evaluation.budget import (
     model_spec_of,
     price_of,
 )
-from mindhelper_env.evaluation.episode import make_env, suite_env_id
+from mindhelper_env.evaluation.episode import make_env, pop_agent_error, suite_env_id
 from mindhelper_env.evaluation.progress import Progress
 from mindhelper_env.evaluation.results import (
     append_line,
@@ -42,7 +42,6 @@ from mindhelper_env.evaluation.settings import (
 from mindhelper_env.evaluation.summary import (
     agent_errors,
     coverage,
-    mostly_raised,
     summarize,
     summarize_trials,
 )
@@ -425,12 +424,14 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                    spend=meter.progress_text() if any(p is not None for p in prices.values())
                    or budgeted else None)
     handles = {a: safety.open_append(files[a]) for a in agents}
+    raised: set[str] = set()  # agents whose first traceback was shown
     batches = runner.batches(job, tasks)
     try:
         for batch in batches:
             for rec, ref in batch:
                 spec = rec["agent"]
                 rec["agent"] = labels[spec]
+                pop_agent_error(rec, raised)  # its first traceback, shown once
                 stamp(rec, provenance, labels[spec], ref)
                 append_line(handles[spec], rec)
                 done[spec][(int(rec["index"]), int(rec.get("trial", 0)))] = rec
@@ -510,11 +511,6 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
     else:
         summary.update(summarize(records_by_agent, refs))
     summary["agent_errors"] = agent_errors(records_by_agent)
-    for label, counts in summary["agent_errors"].items():
-        if mostly_raised(counts):  # the row measures a silent agent, not this one
-            logger.error("agent %s: its act/reset raised %d times in %d decisions: most of "
-                         "its decisions were 'none', so its row is not this agent's score",
-                         label, counts["errors"], counts["decisions"])
     summary["coverage"] = coverage(records_by_agent, len(ids))
     summary["provenance"] = provenance
     summary["plots"] = []
