@@ -15,8 +15,10 @@ suites, a tampered suite directory ...) ends with one line on stderr in one styl
 ``mindhelper: error: <command>: <reason>`` (``<reason>`` starts with ``<file>:<line>:`` where
 a file is at fault, with ``argument --flag:`` where a flag is), and exit code 2.
 Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
-130 an interrupt (Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked
-before ``evaluate`` touches its output folder, and errors name the flag.
+4 (``evaluate``) a row that is not its agent's score or a run stopped at its budget
+(:data:`~mindhelper_env.cli.base.EXIT_CODES_HELP`, printed by ``--help``), 130 an interrupt
+(Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked before
+``evaluate`` touches its output folder, and errors name the flag.
 
 **Adding a subcommand**: write a module in this package with ``register(sub, common)``
 (``sub.add_parser(NAME, parents=[common], ...)``, then ``set_defaults(func=run)`` where
@@ -48,6 +50,7 @@ from mindhelper_env.cli import (
     train_trigger,
 )
 from mindhelper_env.cli.base import (
+    EXIT_CODES_HELP,
     EXIT_INTERNAL,
     EXIT_INTERRUPT,
     EXIT_USAGE,
@@ -55,6 +58,7 @@ from mindhelper_env.cli.base import (
     PROG,
     CLIError,
     Parser,
+    epilog,
 )
 
 __all__ = ["main", "build_parser", "COMMANDS"]
@@ -82,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     from mindhelper_env import __version__
 
     parser = Parser(prog=PROG, description="MindHelper-Env: evaluate robot helpers on "
-                    "closed-loop precision intervention, score results, manage suites.")
+                    "closed-loop precision\nintervention, score results, manage suites.",
+                    **epilog(EXIT_CODES_HELP))
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
                         help="logging verbosity on stderr (default: warning)")
