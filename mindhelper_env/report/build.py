@@ -669,6 +669,7 @@ def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping
              for a in labels for row in [agents[a].get("spend")] if isinstance(row, dict)]
     index_html = env.get_template("index.html.j2").render(
         page="index", root=".", metrics=CI_METRICS, leaderboard=leaderboard,
+        model_columns=any(row["tokens"] or row["calls"] for row in leaderboard),
         floors=_floors(scored, agents, refs), breakdown=_breakdown_rows(scored, labels),
         pairs=pairs, charts=charts, prov=prov, spend=spend, **common)
     (out / "index.html").write_text(index_html, encoding="utf-8")
