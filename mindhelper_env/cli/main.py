@@ -181,14 +181,60 @@ def _interrupted(exc: BaseException, console: bool) -> int:
                   "continue)", EXIT_INTERRUPT)
 
 
+class _ReaderMayLeave:
+    """Standard output for a reader that may stop reading (``mindhelper score | head``):
+    once the pipe is closed, what is left to print goes to ``/dev/null``, without an error
+    or a traceback, and the command ends with its own exit code (rich would exit 1)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _reader_left(self) -> None:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer ...
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mindhelper`` command with ``argv`` (default ``sys.argv[1:]``); return the
-    exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted by Ctrl-C or SIGTERM)."""
+    exit code (0 ok, 1 internal error, 2 bad input, 4 see ``--help``, 130 interrupted by
+    Ctrl-C or SIGTERM). At the console, a reader that stops reading (``| head``) ends
+    nothing: the rest of the output is dropped and the exit code is the command's (SIGPIPE
+    stays ignored, as Python sets it)."""
     console = argv is None
+    streams = (sys.stdout, sys.stderr)
+    if console:  # stderr too: ``2>&1 | head``
+        sys.stdout, sys.stderr = (s if s is None else _ReaderMayLeave(s) for s in streams)
     try:
         return _main(argv)
     except KeyboardInterrupt as exc:  # also while parsing, logging or reporting an error
         return _interrupted(exc, console)
+    finally:
+        if console:
+            for wrapped in (sys.stdout, sys.stderr):
+                if wrapped is not None:
+                    wrapped.flush()
+            sys.stdout, sys.stderr = streams
 
 
 def _main(argv: Sequence[str] | None) -> int:
