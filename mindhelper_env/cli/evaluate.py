@@ -349,8 +349,8 @@ def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
             continue
         loud = mostly_raised(counts)
         what = (f"{agent}: its act/reset raised in {counts['errors']} of {counts['decisions']} "
-                f"decisions ({counts['episodes']} episode(s)), each played as 'none' (the "
-                "first traceback is above)")
+                f"decisions ({counts['episodes']} episode(s)), each played as 'none' (its "
+                "first traceback was printed when it was raised)")
         if loud:
             sys.stderr.write(f"mindhelper: error: {what}: most of its decisions raised, so its "
                              "row measures a silent agent, not this agent\n")
