@@ -255,6 +255,9 @@ def resolve_agent(name: str) -> Callable[..., Any]:
             return make_hedge(inner(**kwargs), hedge, k)
 
         return hedged
+    file_hint = _module_not_file(name)
+    if file_hint:
+        raise ValueError(f"cannot import agent {name!r}: {file_hint}")
     if not is_import_path(name):
         import difflib
 
@@ -303,6 +306,22 @@ def _wrap_observe(agent: Any, observe: Any) -> Any:
     return wrap_observe(agent, observe)
 
 
+def _module_not_file(name: str) -> str:
+    """A hint for an agent given by its file (``myagent.py:MyAgent``,
+    ``agents/mine.py:MyAgent``) rather than its module; ``""`` for anything else."""
+    if not isinstance(name, str) or ":" not in name:
+        return ""
+    path, _, attr = name.rpartition(":")
+    if not path.endswith(".py"):
+        return ""
+    module = path[:-3].replace("\\", "/").lstrip("./").replace("/", ".")
+    suggestion = (f"{module}:{attr}" if ".." not in path
+                  and re.fullmatch(r"[A-Za-z_][\w.]*", module) else "")
+    return ("give the module, not the file: drop the .py"
+            + (f" (e.g. {suggestion}; modules are imported from the current folder)"
+               if suggestion else ""))
+
+
 def _user_frame(err: BaseException) -> str:
     """`` at FILE:LINE`` of the innermost frame of a traceback, or ``""``."""
     tb = err.__traceback__
@@ -314,14 +333,26 @@ def _user_frame(err: BaseException) -> str:
 def agent_label(spec: str, agent: Any) -> str:
     """The name of an agent's row and file (``<label>.jsonl``): the registry name for a
     registered agent (with its ``+prefixN``), else the built agent's ``name`` attribute
-    (else its class name)."""
+    (else its class name, with a warning once per agent)."""
     base, _hedges = strip_hedges(spec)
     if spec in AGENTS or base in AGENTS:
         return spec
     name = getattr(agent, "name", None)
     if isinstance(name, str) and name.strip():
         return name.strip()
-    return type(agent).__name__
+    label = type(agent).__name__
+    if spec not in _UNNAMED_WARNED:  # once per agent and process
+        _UNNAMED_WARNED.add(spec)
+        import logging
+
+        what = "no `name` attribute" if name is None else f"no usable `name` ({name!r})"
+        logging.getLogger("mindhelper_env.agents").warning(
+            "agent %s has %s: its row and result file are named after its class, %r (give "
+            "the class a `name = \"...\"` to choose)", spec, what, label)
+    return label
+
+
+_UNNAMED_WARNED: set[str] = set()
 
 
 def make_agent(name: str, **kwargs: Any) -> Any:

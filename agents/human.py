@@ -41,7 +41,8 @@ GRAMMAR = """Answer with nothing (stay silent) or script lines separated by ';',
   [tell] <character> (5) <apple> (31) <fridge> (12)
 """ + textwrap.fill("Verbs: " + ", ".join(sorted(VERB_ARITY)) + ". Walking is free; any "
                    "other line is an intervention. Commands: ? (what you can see, places by "
-                   "name), help, quit (silent to the end).", width=88)
+                   "name), help, quit (silent to the end; recorded), Ctrl-C (stop; not "
+                   "recorded).", width=88)
 
 
 def candidate_words(info: dict[str, Any]) -> list[str]:
@@ -229,8 +230,10 @@ class HumanAgent:
                     self.usage.parse_failures += 1
                     continue
                 return line
-        except (ScriptParseError, KeyboardInterrupt):
+        except ScriptParseError:
             self._quit = True
             return "none"
+        # KeyboardInterrupt (Ctrl-C) propagates: the player stopped, the episode is not played
+        # to its end and so not recorded (mindhelper play)
         finally:
             self.usage.seconds += time.perf_counter() - t0

@@ -55,7 +55,13 @@ except ImportError as err:  # pragma: no cover - the inspect extra is missing
     raise ImportError("the Inspect task needs Inspect AI: pip install "
                       "'mindhelper-env[inspect]'") from err
 
-from mindhelper_env.evaluation.episode import MAX_STEPS, make_env, play_episode, suite_env_id
+from mindhelper_env.evaluation.episode import (
+    MAX_STEPS,
+    make_env,
+    play_episode,
+    pop_agent_error,
+    suite_env_id,
+)
 from mindhelper_env.evaluation.settings import (
     check_agents,
     check_suite,
@@ -195,6 +201,7 @@ def play(agent: str = "direct-vlm", seed: int = 0, env_kwargs: dict[str, Any] | 
                     timing=False, max_steps=MAX_STEPS,
                     agent_seed=trial_seed(seed, index, trial),
                     trial=trial if trial > 0 else None)
+                pop_agent_error(record)
             finally:
                 env.close()
             return record, reference or suite_reference(suite, index)

@@ -121,8 +121,38 @@ def plot_metrics(
     return _save(plt, fig, path)
 
 
+def _fit_titles(fig: Any) -> bool:
+    """Keep every axes title inside the figure: a title wider than the room around its
+    axes (long y labels push the axes right, a few agents make the figure narrow) is
+    centred on the figure instead, and wrapped to its width. True when a title changed."""
+    import textwrap
+
+    renderer = fig.canvas.get_renderer()
+    width = fig.bbox.width
+    changed = False
+    for ax in fig.axes:
+        title = ax.title
+        text = title.get_text()
+        if not text:
+            continue
+        box = title.get_window_extent(renderer)
+        if box.x0 >= 0 and box.x1 <= width:
+            continue
+        if box.width > 0.96 * width:
+            lines = text.split("\n")
+            chars = max(16, int(max(len(line) for line in lines) * 0.96 * width / box.width))
+            title.set_text("\n".join(textwrap.fill(line, chars) for line in lines))
+        # the figure's centre, in the axes' coordinates (where a title's x is given)
+        title.set_x((width / 2 - ax.bbox.x0) / max(ax.bbox.width, 1.0))
+        changed = True
+    return changed
+
+
 def _save(plt: Any, fig: Any, path: str | os.PathLike[str]) -> Path:
     fig.tight_layout()
+    if _fit_titles(fig):  # wrapped titles take more height: lay out again, re-centre
+        fig.tight_layout()
+        _fit_titles(fig)
     out = Path(path)
     if out.suffix.lower() == ".svg":
         import matplotlib

@@ -273,7 +273,7 @@ def test_trace_and_sources_per_call(vh_env):
 
 def test_server_errors_are_never_silent(tmp_path, capsys):
     """HTTP 404 on every call: one warning line with count and message, counted in
-    summary.json, a closing note, and --strict exits 3."""
+    summary.json, a closing note, the row marked, and exit 4 (with or without --strict)."""
     from mindhelper_env.cli import main
 
     body = json.dumps({"error": {"message": "The model `nope` does not exist"}}).encode()
@@ -281,17 +281,56 @@ def test_server_errors_are_never_silent(tmp_path, capsys):
         args = ["evaluate", "--suite", "vh-dev-v2", "--agents", "direct-vlm", "--limit", "2",
                 "--model", f"openai:nope@{srv.url}", "--no-plots", "--no-progress",
                 "--out", str(tmp_path / "run")]
-        assert main(args) == 0
-        err = capsys.readouterr().err
-        assert main([*args, "--strict", "--out", str(tmp_path / "strict")]) == 3
+        assert main(args) == 4
+        captured = capsys.readouterr()
+        err = captured.err
+        assert main([*args, "--strict", "--out", str(tmp_path / "strict")]) == 4
     lines = [x for x in err.splitlines() if "failed with http_404" in x]
     assert len(lines) == 1 and "does not exist" in lines[0]
-    assert "most model calls failed" in err
+    closing = [x for x in err.splitlines() if "most of its model calls gave nothing" in x]
+    assert len(closing) == 1 and "answer_format" not in closing[0]  # not a format problem
+    assert "direct-vlm !" in captured.out and "NOT THIS AGENT'S SCORE" in captured.out
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     m = summary["models"]["direct-vlm"]
     assert m["failed_calls"] == m["calls"] > 0
     assert m["errors"]["http_404"]["count"] == m["calls"]
     assert m["decisions_by_source"] == {"failed": m["calls"]}
+
+
+def test_a_model_whose_answers_mostly_do_not_parse_is_flagged(tmp_path, capsys):
+    """Unparseable answers fall to silence, which scores PSR 100: a row most of whose model
+    calls gave nothing is marked, warned about with the formats a small model needs, and
+    exits 4, as an agent whose act raises; one failed call in many is only --strict's."""
+    from mindhelper_env.cli import main
+
+    prose = Reply(text="I think everything is fine, no need to act.")
+    with ScriptedServer([prose]) as srv:
+        args = ["evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--limit", "2",
+                "--model", f"openai:small@{srv.url}", "--no-plots", "--no-progress",
+                "--format", "csv", "--out", str(tmp_path / "run")]
+        assert main(args) == 4
+    captured = capsys.readouterr()
+    m = json.loads((tmp_path / "run" / "summary.json").read_text())["models"]["direct-vlm"]
+    assert m["parse_failures"] == m["calls"] > 0 and m["failed_calls"] == 0
+    closing = [x for x in captured.err.splitlines() if "gave nothing" in x]
+    assert len(closing) == 1 and f"{m['calls']} of {m['calls']}" in closing[0]
+    assert "answer_format=line" in closing[0] and "formats=compact" in closing[0]
+    header, row = captured.out.splitlines()[:2]
+    assert header.split(",")[-1] == "flag" and row.split(",")[-1] == "model_failed"
+
+    # a model that answers (one failed call among many): no mark; --strict exits 4
+    body = json.dumps({"error": {"message": "overloaded"}}).encode()
+    codes = {}
+    for extra in ([], ["--strict"]):
+        with ScriptedServer([Reply(status=500, raw=body), Reply()]) as srv:
+            codes[bool(extra)] = main([
+                "evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--limit", "2",
+                "--model", f"openai:small@{srv.url}", "--agent", "direct-vlm:max_retries=0",
+                "--no-plots", "--no-progress", "--format", "csv", *extra,
+                "--out", str(tmp_path / f"answers{len(extra)}")])
+        if not extra:
+            assert "flag" not in capsys.readouterr().out.splitlines()[0]
+    assert codes == {False: 0, True: 4}
 
 
 def test_efficiency_table_has_the_reduction(tmp_path, capsys):
@@ -308,10 +347,13 @@ def test_efficiency_table_has_the_reduction(tmp_path, capsys):
     assert rows["mindclaw"]["reduction_vs_baseline"] == pytest.approx(85.0)
     assert rows["direct-vlm"]["reduction_vs_baseline"] is None
     with ScriptedServer(helpful_script) as srv:
+        # mindclaw's calls get direct-vlm's answers, which it cannot parse: its row is
+        # marked and the run exits 4
         assert main(["evaluate", "--suite", "vh-dev-v2", "--agents", "direct-vlm,mindclaw",
                      "--limit", "3", "--model", f"openai:m@{srv.url}", "--no-plots",
-                     "--no-progress", "--out", str(tmp_path / "run")]) == 0
+                     "--no-progress", "--out", str(tmp_path / "run")]) == 4
     out = capsys.readouterr().out
+    assert "mindclaw !" in out and "direct-vlm !" not in out
     assert "vs direct-vlm" in out and "%" in out.split("efficiency", 1)[1]
 
 

@@ -96,7 +96,7 @@ def test_replay_spec_exactly(vh_env):
 
 @pytest.mark.parametrize(
     "action",
-    ["", "   ", "x" * 100_000, "\x00\xff\u2603", "[fly] <apple> (3)", "[grab] <apple> (999999)",
+    ["x" * 100_000, "\x00\xff\u2603", "[fly] <apple> (3)", "[grab] <apple> (999999)",
      "[putin] <apple> (1)", "[grab] <apple>", "[walk] <fridge> (12) <x> (3)",
      "[give] <apple> (1) <character> (2);;;;", b"\x89PNG\r\n".decode("latin-1")],
 )
@@ -106,6 +106,31 @@ def test_bad_actions_never_raise_and_count_as_attempts(vh_env, action):
     assert info["action_error"]
     assert vh_env.unwrapped.simulation.actions, "a non-none action is an intervention attempt"
     assert vh_env.observation_space.contains(obs)
+
+
+@pytest.mark.parametrize("env_id", ["MindHelper-VirtualHome-v0", "MindHelper-VirtualHome-v2"])
+@pytest.mark.parametrize("silence", ["", "   ", "\n\t"])
+def test_an_empty_string_is_silence_exactly_as_none(env_id, silence):
+    """``step("")`` is ``step("none")``: nothing issued, no action_error, and the robot's
+    program runs on (it used to be an "empty program" that cancelled it)."""
+    def play(action):
+        env = gym.make(env_id)
+        try:
+            obs, info = env.reset(seed=3)
+            walks = "; ".join(f"[walk] <{loc['class']}> ({loc['id']})"
+                              for loc in info["candidates"]["locations"][:6])
+            seen = [env.step(walks)[-1]["robot"]]
+            for _ in range(3):
+                obs, _r, _t, _tr, info = env.step(action)
+                seen.append((obs["narration"], info.get("action_error"), info["robot"]))
+            return seen, list(env.unwrapped.simulation.actions)
+        finally:
+            env.close()
+
+    quiet, quiet_actions = play("none")
+    empty, empty_actions = play(silence)
+    assert empty == quiet and empty_actions == quiet_actions and len(quiet_actions) == 1
+    assert all(not err for _n, err, _r in empty[1:])
 
 
 def test_unreachable_line_is_reported(vh_env):

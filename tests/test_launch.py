@@ -46,3 +46,18 @@ def test_launcher_runs_the_cli() -> None:
     proc = subprocess.run([*_command(), "list", "--json"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and '"MindHelper-VirtualHome-v0"' in proc.stdout
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "--json"], ["--help"]])
+def test_a_reader_that_stops_reading_is_not_an_error(args: list[str]) -> None:
+    """``mindhelper ... | head``: the pipe closes before the output is written; the command
+    ends with its own exit code, with nothing on stderr (rich alone would exit 1)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before the first line
+    try:
+        proc = subprocess.run([*_command(), *args], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""

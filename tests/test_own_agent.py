@@ -58,6 +58,24 @@ class Flaky:
         return "none"
 
 
+class Lookup:
+    name = "lookup"
+
+    def reset(self, seed=None):
+        pass
+
+    def act(self, obs, info):
+        return info["no-such-key"]
+
+
+class Nameless:
+    def reset(self, seed=None):
+        pass
+
+    def act(self, obs, info):
+        return "none"
+
+
 def policy(obs, info):
     return "none"
 '''
@@ -127,6 +145,8 @@ def test_a_name_clash_is_refused_before_anything_runs(home: Path,
     ("myagent:policy", [], "myagent:policy"),
     ("badsyntax:X", [], "SyntaxError at {home}/badsyntax.py:2"),
     ("silnet", [], "did you mean 'silent'?"),
+    ("myagent.py:MyAgent", [], "drop the .py (e.g. myagent:MyAgent;"),
+    ("./sub/myagent.py:MyAgent", [], "drop the .py (e.g. sub.myagent:MyAgent;"),
 ])
 def test_a_bad_agent_is_one_line_exit_2_and_no_folder(
         home: Path, agents: str, extra: list[str], expect: str,
@@ -148,7 +168,7 @@ def test_an_agent_that_raises_every_step_ends_non_zero_with_a_count(
     counts = summary["agent_errors"]["broken"]
     assert counts["errors"] == counts["decisions"] > 0 and counts["episodes"] == 2
     assert summary["agent_errors"]["silent"]["errors"] == 0
-    assert "MOST OF ITS DECISIONS RAISED" in captured.err
+    assert "most of its decisions raised, so its row measures a silent agent" in captured.err
     recs = [json.loads(x) for x in (home / "a" / "broken.jsonl").read_text().splitlines()]
     assert all(r["usage"]["agent_errors"] == r["usage"]["decisions"] for r in recs)
 
@@ -156,8 +176,38 @@ def test_an_agent_that_raises_every_step_ends_non_zero_with_a_count(
 def test_strict_fails_on_any_agent_error(home: Path, capsys: pytest.CaptureFixture[str]
                                          ) -> None:
     assert _evaluate("a", "myagent:Flaky") == 0  # one error an episode: a warning
-    assert "warning: flaky: its act/reset raised 2 time(s)" in capsys.readouterr().err
+    assert "warning: flaky: its act/reset raised in 2 of " in capsys.readouterr().err
     assert _evaluate("b", "myagent:Flaky", "--strict") == 4
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_agent_error_shows_its_first_traceback_once_then_counts(
+        home: Path, workers: int, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _evaluate("a", "myagent:Lookup", "--workers", str(workers), "--force-workers",
+                     limit=3) == 4
+    err = capsys.readouterr().err
+    # the first exception in full (its file and line), once, whatever the workers
+    assert err.count("Traceback (most recent call last)") == 1, err
+    assert f'File "{home / "myagent.py"}", line ' in err and "in act" in err
+    assert err.count("KeyError: 'no-such-key'") == 2, err  # the headline and the traceback
+    # then one line of counts; no second line saying the same (an ERROR and an error)
+    summary = json.loads((home / "a" / "summary.json").read_text())
+    counts = summary["agent_errors"]["lookup"]
+    tail = [ln for ln in err.splitlines() if "lookup:" in ln and "decisions" in ln]
+    assert len(tail) == 1 and f"raised in {counts['errors']} of {counts['decisions']}" in tail[0]
+    assert "ERROR" not in err
+    # the traceback reached the log, not the records
+    assert "_agent_error" not in (home / "a" / "lookup.jsonl").read_text()
+
+
+def test_an_agent_without_a_name_is_named_after_its_class_with_a_warning(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _evaluate("a", "myagent:Nameless", "--format", "csv") == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[1].startswith("Nameless,")
+    warned = [ln for ln in captured.err.splitlines() if "no `name` attribute" in ln]
+    assert len(warned) == 1 and "'Nameless'" in warned[0], captured.err
+    assert (home / "a" / "Nameless.jsonl").is_file()
 
 
 def test_render_imports_the_agent_from_the_current_folder(

@@ -87,3 +87,60 @@ def test_completion_words_cover_what_is_in_view():
     agent.reset()
     assert agent.act({"narration": "x"}, {"tick": 0}) == "none"
     assert agent.act({"narration": "x"}, {"tick": 3}) == "none"  # quit holds
+
+
+def test_playing_an_episode_again_replaces_its_record_and_says_where(tmp_path, capsys):
+    from mindhelper_env.cli.main import main
+
+    silent, helped = _first(False), _first(True)
+    said: list[str] = []
+    for idx in (silent, helped, silent):  # the silent one twice
+        result = play(suite=DEV, index=idx, out_dir=tmp_path, input_fn=lambda p: "quit",
+                      output_fn=said.append)
+    assert result["replaced"] and result["path"] == tmp_path / "human.jsonl"
+    records = [json.loads(x) for x in (tmp_path / "human.jsonl").read_text().splitlines()]
+    assert sorted(r["index"] for r in records) == sorted([silent, helped])
+    where = [s for s in said if s.startswith("Recorded in ")]
+    assert len(where) == 3 and str(tmp_path / "human.jsonl") in where[0]
+    assert "added; 1 episode(s)" in where[0] and "added; 2 episode(s)" in where[1]
+    assert "replaced your earlier record of this episode; 2 episode(s)" in where[2]
+    capsys.readouterr()
+    assert main(["score", str(tmp_path / "human.jsonl"), "--json"]) == 0  # no duplicate
+    assert "human" in json.loads(capsys.readouterr().out)
+
+
+def test_ctrl_c_stops_without_recording(tmp_path, monkeypatch, capsys):
+    import builtins
+
+    import pytest
+
+    from mindhelper_env.cli.main import main
+
+    def interrupt(prompt: str = "") -> str:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        play(suite=DEV, index=0, out_dir=tmp_path, input_fn=interrupt, output_fn=lambda s: None)
+    assert not (tmp_path / "human.jsonl").exists()
+    # at the command line: one line, exit 130, the file untouched
+    play(suite=DEV, index=1, out_dir=tmp_path, input_fn=lambda p: "quit",
+         output_fn=lambda s: None)
+    before = (tmp_path / "human.jsonl").read_bytes()
+    monkeypatch.setattr(builtins, "input", interrupt)
+    capsys.readouterr()
+    assert main(["play", "--suite", DEV, "--index", "2", "--out", str(tmp_path)]) == 130
+    err = capsys.readouterr().err
+    assert "the episode was not recorded" in err and len(err.strip().splitlines()) == 1
+    assert (tmp_path / "human.jsonl").read_bytes() == before
+
+
+def test_a_file_of_another_suite_is_refused_before_the_episode(tmp_path, capsys):
+    from mindhelper_env.cli.main import main
+
+    play(suite=DEV, index=0, out_dir=tmp_path, input_fn=lambda p: "quit",
+         output_fn=lambda s: None)
+    capsys.readouterr()
+    assert main(["play", "--suite", "vh-dev-v4", "--out", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "holds records of vh-dev-v2, not vh-dev-v4" in captured.err
+    assert "You are the robot" not in captured.out  # refused before the banner

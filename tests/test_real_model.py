@@ -6,7 +6,7 @@ server (``llama-cpp-python[server]``) started here on 127.0.0.1. Covers a handfu
 episodes of ``direct-vlm`` and model-backed ``mindclaw`` through ``mindhelper evaluate``
 (``--record`` then ``--replay``, byte-identical), the efficiency table, parse failures with
 the compact formats and the grammar, and a server killed mid-run (the run finishes, the
-failed calls are counted and reported, no hang, no traceback; ``--strict`` exits 3).
+failed calls are counted and reported, no hang, no traceback; ``--strict`` exits 4).
 
 Without the packages these tests skip, except with ``MINDHELPER_REQUIRE_REAL_MODEL=1``
 (set by ``.ci/run``), where they fail.
@@ -155,9 +155,8 @@ def test_a_killed_server_ends_in_counted_failures(tmp_path):
     assert m["decisions_by_source"]["failed"] >= m["failed_calls"]
     lines = [x for x in stderr.splitlines() if "failed with connection" in x]
     assert len(lines) == 1 and f"{m['errors']['connection']['count']} model call" in lines[0]
-    # most calls failed: said at the end, and --strict exits 3
-    assert "most model calls failed" in stderr
-    assert proc.returncode == 3
+    # failed calls: --strict exits 4 (and so does a run most of whose calls gave nothing)
+    assert proc.returncode == 4
 
 
 @pytest.mark.parametrize("formats", ["json", "compact"])

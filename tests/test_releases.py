@@ -322,6 +322,71 @@ def test_withdrawn_name_refused_by_every_command_with_one_line(
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.gif").exists()
 
 
+def _newest_by_line() -> dict[str, str]:
+    """The highest-numbered suite name of each line among the ledger's current entries
+    (computed here from the names, independently of releases.newest_of_line)."""
+    best: dict[str, tuple[int, str]] = {}
+    for rel in releases.releases():
+        m = re.fullmatch(r"(.+)-v(\d+)", rel.name)
+        if rel.current and m:
+            line, n = m.group(1), int(m.group(2))
+            if n > best.get(line, (-1, ""))[0]:
+                best[line] = (n, rel.name)
+    return {line: name for line, (_n, name) in best.items()}
+
+
+def test_only_the_newest_generation_is_current_and_older_ones_are_frozen(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    newest = _newest_by_line()
+    assert newest["vh-dev"] == "vh-dev-v4"  # today's generation
+    assert main(["list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    for name, info in listing["suites"].items():
+        line = re.sub(r"-v\d+$", "", name)
+        if newest[line] == name:
+            assert info["status"] == "current" and "newest" not in info, name
+        else:
+            assert info["status"] == "frozen" and info["newest"] == newest[line], name
+    assert sum(info["status"] == "current" for info in listing["suites"].values()) \
+        == len({re.sub(r"-v\d+$", "", n) for n in listing["suites"]})
+    # the withdrawn suites are listed, each with the newest generation to use instead
+    withdrawn = listing["withdrawn"]
+    assert set(withdrawn) == {r.name for r in releases.releases() if not r.current}
+    assert withdrawn["vh-dev-v1"]["use"] == ["vh-dev-v4"]
+    assert withdrawn["vh-dev-v1"]["replaced_by"] == ["vh-dev-v2"]  # the ledger, unedited
+    assert main(["list"]) == 0
+    table = capsys.readouterr().out
+    assert "withdrawn: use tdw-test-v4" in table and "frozen (newest: vh-dev-v4)" in table
+
+
+def test_a_withdrawn_suite_names_the_newest_replacement() -> None:
+    newest = _newest_by_line()
+    for rel in releases.releases():
+        if rel.current:
+            continue
+        line = re.sub(r"-v\d+$", "", rel.name)
+        message = releases.withdrawal_message(rel.name)
+        assert message is not None and f"; use {newest[line]}" in message, message
+        with pytest.raises(S.SuiteWithdrawnError) as err:
+            S.suite_episode(rel.name, 0)
+        assert str(err.value) == message
+    message = releases.withdrawal_message("vh-dev-v1")
+    assert message is not None
+    assert message.endswith("use vh-dev-v4 (the newest generation; replaced at the time by "
+                            "vh-dev-v2, frozen)")
+
+
+def test_a_newer_release_freezes_the_current_generation(released_v9: str) -> None:
+    assert releases.generation_status("vh-dev-v9") == "current"
+    assert releases.generation_status("vh-dev-v4") == "frozen"
+    assert releases.generation_status("vh-dev-v2") == "withdrawn"
+    assert releases.generation_status("vh-test-v4") == "current"  # another line
+    # v1 was replaced by v2, since withdrawn in favour of v9: the chain is followed
+    message = releases.withdrawal_message("vh-dev-v1")
+    assert message is not None and "; use vh-dev-v9 (the newest generation; replaced at the " \
+        "time by vh-dev-v2, withdrawn)" in message
+
+
 # ------------------------------------------------------------------------------ env ids
 def test_retired_env_id_is_refused_with_its_replacement(monkeypatch: pytest.MonkeyPatch
                                                         ) -> None:

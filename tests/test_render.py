@@ -391,3 +391,56 @@ def test_timeline_lanes_and_errors(tmp_path: Path) -> None:
     no_window = timeline_record()
     no_window["window"] = None
     assert plot_timeline(no_window, tmp_path / "nw.png").exists()
+
+
+# ----------------------------------------------------------------------- readable labels
+def test_short_names_are_words_or_marked_truncations() -> None:
+    """What a 256 px frame writes for a class: a word of its class name or of its long name
+    ("cabinet", "counter"), or its first letters ending in "." ("dishw."); never squeezed
+    consonants ("bcab", "cntr", "kcab")."""
+    from mindhelper_env.render import topdown_style as st
+
+    for table in (st._ROOM_NAMES, st._FURN_NAMES, st._OBJ_NAMES):
+        for key, (short, long) in table.items():
+            stem = short.rstrip(".").replace(" ", "")
+            assert stem and (stem in key or stem in long.replace(" ", "")), (key, short)
+            assert short.endswith(".") or stem in key or stem in long.split(), (key, short)
+    for key in ("kitchencounterdishwasher", "bathroomcabinet", "sofa"):
+        short = st._display({}, key, small=True)
+        assert short == key or (short.endswith(".") and key.startswith(short[:-1])), short
+
+
+def test_labels_at_256_px_keep_apart_and_the_high_mark_is_explained() -> None:
+    """Two labels on one line are at least the renderer's gap apart (they never read as one
+    word, "cntrdshw"); a frame that marks furniture "^" says what "^" means in its header."""
+    import gymnasium as gym
+
+    from mindhelper_env.render import topdown_style as st
+
+    renderer = TopDownRenderer(256)
+    env = gym.make("MindHelper-VirtualHome-v2")
+    explained = 0
+    try:
+        for index in range(4):
+            env.reset(options={"suite": "vh-dev-v4", "index": index})
+            sim = env.unwrapped.simulation
+            labels: list = []
+            renderer.render(sim.world, actors={a.id: (a.name, a.kind) for a in sim.actors},
+                            title="tick 0  window 0", labels=labels)
+            text = [lb for lb in labels if lb.kind in ("room", "furniture", "object")]
+            for i, a in enumerate(text):
+                for b in text[i + 1:]:
+                    if a.box[1] < b.box[3] and b.box[1] < a.box[3]:  # share a line
+                        apart = max(b.box[0] - a.box[2], a.box[0] - b.box[2])
+                        assert apart >= 2, (a, b)  # the gap at 256 px
+            high = any(lb.kind == "furniture" and lb.text.endswith("^") for lb in labels)
+            legend = [lb for lb in labels if lb.kind == "legend"]
+            assert bool(legend) == high
+            if legend:
+                explained += 1
+                assert legend[0].text == st.HIGH_LEGEND and legend[0].box[2] <= 256
+                title = next(lb for lb in labels if lb.kind == "title")
+                assert title.box[2] < legend[0].box[0]
+    finally:
+        env.close()
+    assert explained > 0

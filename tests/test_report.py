@@ -338,6 +338,31 @@ def test_report_shows_model_calls(run_dir, tmp_path):
     assert "reasoning" in page and "mindclaw-reasoning/v2" in page
 
 
+def test_the_leaderboard_marks_a_model_that_gave_nothing(run_dir, tmp_path):
+    """A model-backed row most of whose calls did not parse is marked and explained, as in
+    evaluate's table; a working row is not."""
+    from mindhelper_env.report import write_report
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text((run_dir / "run.json").read_text())
+    for name, unparsed in (("direct-vlm", 4), ("mindclaw", 1)):
+        lines = []
+        for line in (run_dir / "silent.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            rec["agent"] = name
+            rec["usage"].update(model_calls=4, parse_failures=unparsed)
+            lines.append(json.dumps(_resign(rec)))
+        (run / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    write_report(tmp_path / "rep", [run], resamples=200, workers=1)
+    index = (tmp_path / "rep" / "index.html").read_text(encoding="utf-8")
+    rows = {m.group(1): m.group(2) for m in re.finditer(
+        r'<tr><td><a href="[^"]*">([^<]+)</a>(.*?)</td>', index)}
+    assert 'class="tag bad"' in rows["direct-vlm"] and "tag bad" not in rows["mindclaw"]
+    assert "direct-vlm: most of its model calls gave nothing" in index
+    assert "mindclaw: most of its model calls" not in index
+
+
 # ------------------------------------------------------------------------- plots
 
 

@@ -127,6 +127,40 @@ def test_report_renders_without_console_errors(site, shots):
         assert (shots / name).stat().st_size > 10_000
 
 
+#: Text elements of the SVG open in the browser that reach outside the picture (clipped).
+_TEXT_OUTSIDE = """(() => {
+  const svg = document.querySelector('svg'), box = svg.getBoundingClientRect();
+  return Array.from(svg.querySelectorAll('text')).map(t => {
+    const r = t.getBoundingClientRect();
+    return [t.textContent.trim().slice(0, 50), Math.round(r.left - box.left),
+            Math.round(r.right - box.left)];
+  }).filter(a => a[0] && (a[1] < -1 || a[2] > box.width + 1));
+})()"""
+
+
+def test_the_report_fits_a_1280_px_window_and_no_chart_text_is_clipped(site, shots, tmp_path):
+    from mindhelper_env.plots import plot_family
+
+    with Browser(width=1280, height=900) as b:
+        b.open((site / "index.html").as_uri())
+        width = b.evaluate("document.documentElement.clientWidth")
+        assert b.evaluate("document.documentElement.scrollWidth") <= width
+        assert b.evaluate("document.getElementById('board').getBoundingClientRect().right") \
+            <= width
+        b.screenshot(shots / "index-1280.png")
+        # every chart's text lies inside its picture; also a narrow one (one agent, whose
+        # long family labels push the heatmap right, under a long title)
+        summary = json.loads((site.parent / "summary.json").read_text())
+        first = next(iter(summary["metrics"]))
+        narrow = plot_family({first: summary["metrics"][first]}, tmp_path / "one.svg",
+                             subtitle="vh-dev-v2, 6 episodes")
+        charts = [*sorted((site / "charts").glob("*.svg")), narrow]
+        assert len(charts) >= 3
+        for svg in charts:
+            b.open(svg.as_uri())
+            assert b.evaluate(_TEXT_OUTSIDE) == [], svg.name
+
+
 def test_the_checks_catch_errors_and_remote_resources(tmp_path):
     """The detector itself: a page with a console error, an exception and a remote script
     fails every check the report passes."""

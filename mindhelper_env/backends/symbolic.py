@@ -212,14 +212,14 @@ class Simulation:
         """Give the robot a new program (replacing what is left of the old one).
 
         Returns the ``(line, reason)`` pairs that could not be parsed (they are skipped).
-        ``none`` keeps the current program running. With ``max_lines`` the program is cut
+        ``none`` (or an empty string) keeps the current program running. With ``max_lines`` the program is cut
         to its first ``max_lines`` parsed lines (:attr:`program_cut` says so). A program
         whose kept lines include an acting line (any verb but walk, find, standup) is an
         intervention, from this tick on (:attr:`intervention_tick`); its action entry
         records that as ``"acts"``.
         """
         self.program_cut = False
-        if is_silence(action):
+        if is_silence(action) or not action.strip():  # "" is silence, as "none"
             return []
         lines, errors = parse_program(action)
         if not lines and not errors:

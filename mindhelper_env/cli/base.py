@@ -13,15 +13,27 @@ from typing import Any, NoReturn
 from mindhelper_env.evaluation.settings import MAX_SEED, MAX_VIDEOS, MAX_WORKERS
 
 __all__ = ["CLIError", "Parser", "PROG", "EXIT_OK", "EXIT_INTERNAL", "EXIT_USAGE",
-           "EXIT_INTERRUPT", "EXIT_MODEL_FAILED", "EXIT_AGENT_ERRORS", "agents_from_cwd", "flag", "console", "print_json", "MAX_SEED",
+           "EXIT_INTERRUPT", "EXIT_MODEL_FAILED", "EXIT_AGENT_ERRORS", "EXIT_NOT_MEASURED",
+           "EXIT_CODES_HELP", "epilog", "agents_from_cwd", "flag", "console", "print_json", "MAX_SEED",
            "MAX_VIDEOS", "MAX_WORKERS"]
 
 PROG = "mindhelper"
 EXIT_OK, EXIT_INTERNAL, EXIT_USAGE, EXIT_INTERRUPT = 0, 1, 2, 130
-#: ``evaluate --strict``: most of an agent's model calls failed.
-EXIT_MODEL_FAILED = 3
-#: ``evaluate``: most of an agent's decisions raised (with ``--strict``: any raised).
-EXIT_AGENT_ERRORS = 4
+#: ``evaluate``: a row that is not its agent's score, because most of the agent's decisions
+#: raised or most of its model calls failed or did not parse (with ``--strict``: any act or
+#: reset raised, any model call failed); also a run stopped at its budget.
+EXIT_NOT_MEASURED = 4
+EXIT_AGENT_ERRORS = EXIT_NOT_MEASURED
+#: The same code (earlier releases gave 3, and only with ``--strict``); 3 is no longer used.
+EXIT_MODEL_FAILED = EXIT_NOT_MEASURED
+#: The exit codes, for ``--help`` (docs/evaluation.md, "Exit codes", says the same).
+EXIT_CODES_HELP = (
+    "exit codes: 0 done; 1 an internal error (--log-level debug prints its traceback); 2 bad "
+    "input (one line naming the flag or file; evaluate writes nothing); 4 (evaluate) a row "
+    "is not its agent's score: most of an agent's decisions raised, or most of its model "
+    "calls failed or did not parse (with --strict: any act/reset raised, any model call "
+    "failed), or the run stopped at its budget (--resume continues); 130 interrupted "
+    "(Ctrl-C or SIGTERM; evaluate --resume continues). 3 is no longer used.")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
 # Bounds of numeric flags (MAX_WORKERS, MAX_SEED, MAX_VIDEOS, MAX_TRIALS: the evaluation's own).
@@ -30,6 +42,15 @@ MIN_FPS, MAX_FPS = 0.1, 120.0
 TRAIN_ALGOS = ("maskable-ppo", "ppo", "dqn")
 MAX_TIMESTEPS = 10**9
 MAX_BC_EPISODES = 100_000
+
+
+def epilog(*paragraphs: str) -> dict[str, Any]:
+    """``add_parser``/``ArgumentParser`` keywords for a ``--help`` epilog of ``paragraphs``,
+    each wrapped, a blank line between them."""
+    import textwrap
+
+    return {"epilog": "\n\n".join(textwrap.fill(p, 79) for p in paragraphs),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 class CLIError(Exception):

@@ -7,8 +7,8 @@ import sys
 from typing import Any
 
 from mindhelper_env.cli.base import (
-    EXIT_AGENT_ERRORS,
-    EXIT_MODEL_FAILED,
+    EXIT_CODES_HELP,
+    EXIT_NOT_MEASURED,
     EXIT_OK,
     MAX_WINDOW_TICKS,
     CLIError,
@@ -16,13 +16,20 @@ from mindhelper_env.cli.base import (
     agent_option,
     agents_from_cwd,
     console,
+    epilog,
     flag,
     int_between,
     path_arg,
     positive_int,
     window_kwargs,
 )
-from mindhelper_env.cli.tables import FORMATS, model_warnings, print_efficiency, print_results
+from mindhelper_env.cli.tables import (
+    FORMATS,
+    model_warnings,
+    print_efficiency,
+    print_results,
+    unmeasured,
+)
 from mindhelper_env.evaluation.settings import (
     BACKENDS,
     MAX_CONCURRENCY,
@@ -42,7 +49,8 @@ MODEL_AGENTS = ("direct-vlm", "mindclaw", "mindclaw-vlm", "mindclaw-pixels", "le
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("evaluate", parents=[common],
-                        help="run agents on a suite and write result records")
+                        help="run agents on a suite and write result records",
+                        **epilog(SMALL_MODEL_HELP, EXIT_CODES_HELP))
     ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v4")
     ev.add_argument("--agents", required=True, type=agent_list,
                     help="comma-separated agents: built-in names (mindhelper list), e.g. "
@@ -90,9 +98,10 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                     help="also save a GIF and a timeline PNG of the first K episodes per agent "
                          "in OUT/videos (needs the video extra)")
     ev.add_argument("--strict", action="store_true",
-                    help="exit with code 3 when most of an agent's model calls failed, and "
-                         "with code 4 when an agent's act/reset raised at all (without "
-                         "--strict: code 4 when most of an agent's decisions raised)")
+                    help="exit with code 4 when an agent's act/reset raised at all or any "
+                         "model call failed (without --strict: code 4 when most of an "
+                         "agent's decisions raised or most of its model calls failed or did "
+                         "not parse: its row is marked, it measures the fallback)")
     ev.add_argument("--format", choices=FORMATS, default="rich", dest="format",
                     help="rich tables (default), markdown, csv or json")
     ev.add_argument("--json", action="store_const", const="json", dest="format",
@@ -100,7 +109,8 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev.add_argument("--model", default=None, metavar="SPEC",
                     help="model for the model-backed agents (direct-vlm, mindclaw): "
                          "openai:MODEL[@URL], inspect:PROVIDER/MODEL (inspect extra), "
-                         "hf:NAME_OR_PATH, replay:FILE")
+                         "hf:NAME_OR_PATH, replay:FILE; a small model needs the compact "
+                         "answer formats (see below)")
     ev.add_argument("--agent", action="append", default=[], type=agent_option,
                     metavar="NAME:KEY=VALUE",
                     help="options of one agent, e.g. --agent mindclaw:model=openai:m@http://"
@@ -143,7 +153,14 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 #: Exit code of a run stopped at its budget (``--resume`` continues it).
-EXIT_BUDGET = 4
+EXIT_BUDGET = EXIT_NOT_MEASURED
+
+#: What ``evaluate --help`` says of small models (docs/models.md, "Answer formats").
+SMALL_MODEL_HELP = (
+    "small models (a few hundred million parameters, e.g. SmolLM2-135M): the default json "
+    "answer formats mostly fail to parse, and an unparsed answer is silence; give them the "
+    "compact formats: --agent direct-vlm:answer_format=line, --agent mindclaw:formats=compact "
+    "(plus structured=gbnf where the server supports a grammar).")
 
 
 def _usd(text: str) -> float:
@@ -316,8 +333,7 @@ def run(args: argparse.Namespace) -> int:
                 _print_spend_line(exc.summary)
         print(f"mindhelper: {exc}; continue with: {resume_command(args)}", file=sys.stderr)
         return EXIT_BUDGET
-    failed = model_warnings(summary.get("models"))
-    code = EXIT_MODEL_FAILED if failed and args.strict else EXIT_OK
+    model_warnings(summary.get("models"))
     if args.report:  # the HTML report of this run, in OUT/report
         from mindhelper_env.report.cli import after_evaluate
 
@@ -331,10 +347,22 @@ def run(args: argparse.Namespace) -> int:
                         + (f", {extras}" if extras else "")
                         + f"  ({summary['played']} episodes played in "
                           f"{summary['wall_seconds']:.1f} s)", soft_wrap=True)
-    raised = agent_error_lines(summary.get("agent_errors") or {})
-    if any(loud for _, loud in raised) or (raised and args.strict):
-        code = EXIT_AGENT_ERRORS
-    return code
+    agent_error_lines(summary.get("agent_errors") or {})
+    return exit_code(summary, strict=args.strict)
+
+
+def exit_code(summary: dict[str, Any], *, strict: bool = False) -> int:
+    """:data:`EXIT_NOT_MEASURED` when a row measures its agent's fallback, not the agent
+    (:func:`~mindhelper_env.cli.tables.unmeasured`), or, with ``strict``, when any act or
+    reset raised or any model call failed; else :data:`EXIT_OK`."""
+    if unmeasured(summary):
+        return EXIT_NOT_MEASURED
+    if strict:
+        raised = any(c.get("errors") for c in (summary.get("agent_errors") or {}).values())
+        failed = any(r.get("failed_calls") for r in (summary.get("models") or {}).values())
+        if raised or failed:
+            return EXIT_NOT_MEASURED
+    return EXIT_OK
 
 
 def _print_spend_line(summary: dict[str, Any]) -> None:
@@ -374,8 +402,9 @@ def resume_command(args: argparse.Namespace) -> str:
 
 
 def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
-    """Print one stderr line per agent whose act/reset raised; ``[(agent, loud)]`` where
-    ``loud``: most of its decisions raised (its numbers are a silent agent's)."""
+    """One stderr line per agent whose act/reset raised (its first traceback was logged in
+    full during the run); ``[(agent, loud)]`` where ``loud``: most of its decisions raised
+    (its numbers are a silent agent's)."""
     from mindhelper_env.evaluation.summary import mostly_raised
 
     out = []
@@ -383,14 +412,14 @@ def agent_error_lines(errors: dict[str, Any]) -> list[tuple[str, bool]]:
         if not counts.get("errors"):
             continue
         loud = mostly_raised(counts)
-        what = (f"{agent}: its act/reset raised {counts['errors']} time(s) in "
-                f"{counts['episodes']} episode(s) of {counts['decisions']} decisions")
+        what = (f"{agent}: its act/reset raised in {counts['errors']} of {counts['decisions']} "
+                f"decisions ({counts['episodes']} episode(s)), each played as 'none' (its "
+                "first traceback was printed when it was raised)")
         if loud:
-            sys.stderr.write(f"mindhelper: error: {what}: MOST OF ITS DECISIONS RAISED, so its "
-                             "row measures a silent agent, not this agent (rerun with "
-                             "--log-level debug to see the exceptions)\n")
+            sys.stderr.write(f"mindhelper: error: {what}: most of its decisions raised, so its "
+                             "row measures a silent agent, not this agent\n")
         else:
-            sys.stderr.write(f"warning: {what}; those decisions were 'none'\n")
+            sys.stderr.write(f"mindhelper: warning: {what}\n")
         out.append((agent, loud))
     return out
 

@@ -43,7 +43,37 @@ def listing_of() -> dict[str, Any]:
         "agents": sorted(AGENTS),
         "agent_groups": agent_groups(),
         "suites": suites,
+        "withdrawn": withdrawn_suites(),
     }
+
+
+def withdrawn_suites() -> dict[str, dict[str, Any]]:
+    """Every withdrawn suite of the release ledger: ``released``, ``use`` (the newest
+    generation of what replaced it), ``replaced_by`` (the ledger's) and ``note``."""
+    from mindhelper_env.scenarios import releases
+
+    return {r.name: {"released": r.released, "use": releases.newest_replacements(r.name),
+                     "replaced_by": list(r.replaced_by), "note": r.note}
+            for r in releases.releases() if not r.current}
+
+
+def _brief(info: Mapping[str, Any]) -> str:
+    if "error" in info:
+        return str(info["error"])
+    parts = [f"{info.get('n')} episodes ({info.get('help_episodes')} help / "
+             f"{info.get('silent_episodes')} silent)", str(info.get("generator"))]
+    if info.get("house"):
+        parts.append(f"house {info['house']}")
+    if info.get("generator_ok") is False:
+        parts.append("not buildable by this install")
+    return ", ".join(parts)
+
+
+def _status_cell(info: Mapping[str, Any]) -> str:
+    status = str(info.get("status") or "")
+    if status == "frozen" and info.get("newest"):
+        return f"frozen (newest: {info['newest']})"
+    return status
 
 
 
@@ -65,16 +95,23 @@ def run(args: argparse.Namespace) -> int:
     out.print("[bold]Agents[/bold] (or your own: --agents module:Class)")
     for group, names in listing["agent_groups"].items():
         out.print(f"  {group}: " + ", ".join(names))
-    st = Table(title="Suites", caption="released: the release date in the suite ledger; a "
-               "released suite's episodes never change (every release, withdrawn ones too: "
+    st = Table(title="Suites", caption="current: the newest generation of its suite, the one "
+               "to report on; frozen: an older generation, played unchanged to reproduce "
+               "earlier results; released: the release date in the ledger; a released "
+               "suite's episodes never change (every release, withdrawn ones too: "
                "mindhelper_env/scenarios/suites/releases.json)")
     st.add_column("suite")
+    st.add_column("status")
     st.add_column("released")
     st.add_column("info")
-    for name, info in listing["suites"].items():
-        brief = ", ".join(f"{k}={v}" for k, v in info.items()
-                          if isinstance(v, (str, int, float, bool))
-                          and k not in ("released", "name"))
-        st.add_row(name, str(info.get("released") or info.get("status") or ""), brief)
+    order = {"current": 0, "unreleased": 1, "frozen": 2}
+    rows = sorted(listing["suites"].items(),
+                  key=lambda kv: (order.get(str(kv[1].get("status")), 3),
+                                  -int(kv[1].get("version") or 0)))
+    for name, info in rows:
+        st.add_row(name, _status_cell(info), str(info.get("released") or ""), _brief(info))
+    for name, w in listing["withdrawn"].items():
+        st.add_row(name, f"withdrawn: use {' or '.join(w['use'])}", str(w["released"]),
+                   w["note"])
     out.print(st)
     return EXIT_OK

@@ -15,8 +15,10 @@ suites, a tampered suite directory ...) ends with one line on stderr in one styl
 ``mindhelper: error: <command>: <reason>`` (``<reason>`` starts with ``<file>:<line>:`` where
 a file is at fault, with ``argument --flag:`` where a flag is), and exit code 2.
 Exit code 1 means an internal error (rerun with ``--log-level debug`` for the traceback),
-130 an interrupt (Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked
-before ``evaluate`` touches its output folder, and errors name the flag.
+4 (``evaluate``) a row that is not its agent's score or a run stopped at its budget
+(:data:`~mindhelper_env.cli.base.EXIT_CODES_HELP`, printed by ``--help``), 130 an interrupt
+(Ctrl-C or SIGTERM; ``evaluate --resume`` continues). Every flag is checked before
+``evaluate`` touches its output folder, and errors name the flag.
 
 **Adding a subcommand**: write a module in this package with ``register(sub, common)``
 (``sub.add_parser(NAME, parents=[common], ...)``, then ``set_defaults(func=run)`` where
@@ -48,6 +50,7 @@ from mindhelper_env.cli import (
     train_trigger,
 )
 from mindhelper_env.cli.base import (
+    EXIT_CODES_HELP,
     EXIT_INTERNAL,
     EXIT_INTERRUPT,
     EXIT_USAGE,
@@ -55,6 +58,7 @@ from mindhelper_env.cli.base import (
     PROG,
     CLIError,
     Parser,
+    epilog,
 )
 
 __all__ = ["main", "build_parser", "COMMANDS"]
@@ -82,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     from mindhelper_env import __version__
 
     parser = Parser(prog=PROG, description="MindHelper-Env: evaluate robot helpers on "
-                    "closed-loop precision intervention, score results, manage suites.")
+                    "closed-loop precision\nintervention, score results, manage suites.",
+                    **epilog(EXIT_CODES_HELP))
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="warning",
                         help="logging verbosity on stderr (default: warning)")
@@ -176,14 +181,60 @@ def _interrupted(exc: BaseException, console: bool) -> int:
                   "continue)", EXIT_INTERRUPT)
 
 
+class _ReaderMayLeave:
+    """Standard output for a reader that may stop reading (``mindhelper score | head``):
+    once the pipe is closed, what is left to print goes to ``/dev/null``, without an error
+    or a traceback, and the command ends with its own exit code (rich would exit 1)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _reader_left(self) -> None:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, self._stream.fileno())
+        finally:
+            os.close(devnull)
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            self._reader_left()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._reader_left()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer ...
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mindhelper`` command with ``argv`` (default ``sys.argv[1:]``); return the
-    exit code (0 ok, 1 internal error, 2 bad input, 130 interrupted by Ctrl-C or SIGTERM)."""
+    exit code (0 ok, 1 internal error, 2 bad input, 4 see ``--help``, 130 interrupted by
+    Ctrl-C or SIGTERM). At the console, a reader that stops reading (``| head``) ends
+    nothing: the rest of the output is dropped and the exit code is the command's (SIGPIPE
+    stays ignored, as Python sets it)."""
     console = argv is None
+    streams = (sys.stdout, sys.stderr)
+    if console:  # stderr too: ``2>&1 | head``
+        sys.stdout, sys.stderr = (s if s is None else _ReaderMayLeave(s) for s in streams)
     try:
         return _main(argv)
     except KeyboardInterrupt as exc:  # also while parsing, logging or reporting an error
         return _interrupted(exc, console)
+    finally:
+        if console:
+            for wrapped in (sys.stdout, sys.stderr):
+                if wrapped is not None:
+                    wrapped.flush()
+            sys.stdout, sys.stderr = streams
 
 
 def _main(argv: Sequence[str] | None) -> int:

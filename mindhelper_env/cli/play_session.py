@@ -1,9 +1,12 @@
 """``mindhelper play``: a person is the robot, recorded and scored like any agent.
 
 :func:`play` runs one suite episode (or a sampled one) with a
-:class:`~mindhelper_env.agents.human.HumanAgent`, appends the result record to
+:class:`~mindhelper_env.agents.human.HumanAgent` and writes the result record to
 ``<out>/human.jsonl`` (the same format ``mindhelper evaluate`` writes, so ``mindhelper
-score`` reads it) and returns the record with its scored outcome.
+score`` reads it): a new episode is appended, an episode played again replaces its earlier
+record (``score`` refuses two records of one episode), and the player is told where the
+record went. Ctrl-C stops the episode and records nothing. A file that holds another suite's
+records is refused before the episode starts (``score`` reads one suite per file).
 """
 
 from __future__ import annotations
@@ -46,10 +49,13 @@ def play(
     input_fn: Callable[[str], str] | None = None,
     output_fn: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Play one episode as the robot; returns ``{"record", "outcome", "verdict"}``.
+    """Play one episode as the robot; returns ``{"record", "outcome", "verdict"}`` (and,
+    with ``out_dir``, ``path`` and ``replaced``).
 
     ``suite``/``index`` pick a suite episode; ``suite=None`` samples one with ``seed``.
-    With ``out_dir`` the record is appended to ``<out_dir>/human.jsonl``.
+    With ``out_dir`` the record goes to ``<out_dir>/human.jsonl``: appended, or replacing
+    the record of the same episode. ``KeyboardInterrupt`` (Ctrl-C) propagates and nothing
+    is written.
     """
 
     import mindhelper_env  # noqa: F401 - registers the env
@@ -66,6 +72,8 @@ def play(
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
             raise ValueError(f"episode index {index!r} is out of range for {suite} "
                              f"(0..{n - 1})")
+    if out_dir is not None:
+        check_out_file(out_dir, suite)
     env = make_env(suite_env_id(suite), **(env_kwargs or {}))
     try:
         say(INTRO + "\n\n" + GRAMMAR)
@@ -77,11 +85,65 @@ def play(
     outcome = episode_outcome(record, reference)
     verdict = describe_outcome(outcome, reference)
     say(verdict)
+    out: dict[str, Any] = {"record": record, "outcome": outcome, "verdict": verdict}
     if out_dir is not None:
-        path = Path(out_dir)
-        path.mkdir(parents=True, exist_ok=True)
-        with open(path / "human.jsonl", "a", encoding="utf-8") as fh:
+        path, replaced, total = _write_record(Path(out_dir) / RESULT_FILE, record)
+        out.update(path=path, replaced=replaced)
+        what = "replaced your earlier record of this episode" if replaced else "added"
+        say(f"Recorded in {path} ({what}; {total} episode(s) in the file). Score it with: "
+            f"mindhelper score {path}")
+    return out
+
+
+#: The file ``play`` writes in its output folder.
+RESULT_FILE = "human.jsonl"
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    out = []
+    for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{k}: not a result record ({err.msg}); give --out "
+                             "another folder") from None
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{k}: not a result record; give --out another folder")
+        out.append(rec)
+    return out
+
+
+def check_out_file(out_dir: str | os.PathLike[str], suite: str | None) -> None:
+    """``ValueError`` (before the episode starts) when ``<out_dir>/human.jsonl`` cannot take
+    a record of ``suite``: it is not a result file, or it holds another suite's records."""
+    path = Path(out_dir) / RESULT_FILE
+    suites = {rec.get("suite") for rec in _read_records(path)}
+    others = sorted(str(s) for s in suites - {suite})
+    if others:
+        raise ValueError(f"{path} holds records of {', '.join(others)}, not {suite}: a result "
+                         f"file holds one suite; give --out another folder")
+
+
+def _write_record(path: Path, record: dict[str, Any]) -> tuple[Path, bool, int]:
+    """Write ``record`` into ``path``: replace the record of the same episode (and trial)
+    if there is one, else append. Returns ``(path, replaced, records in the file)``."""
+    from mindhelper_env.evaluation import safety
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = (record.get("episode_id"), record.get("trial"))
+    kept = _read_records(path)
+    rest = [r for r in kept if (r.get("episode_id"), r.get("trial")) != key]
+    replaced = len(rest) < len(kept)
+    if replaced:  # rewrite the whole file at once (a temporary file, renamed)
+        lines = [json.dumps(r, sort_keys=True) for r in [*rest, record]]
+        safety.atomic_write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))
+    else:
+        with open(path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, sort_keys=True) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
-    return {"record": record, "outcome": outcome, "verdict": verdict}
+    return path, replaced, len(rest) + 1

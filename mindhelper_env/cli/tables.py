@@ -13,7 +13,7 @@ from typing import Any
 from mindhelper_env.cli.base import console, print_json
 
 __all__ = ["FORMATS", "print_table", "print_breakdown", "print_efficiency", "print_trials",
-           "model_warnings", "print_results", "main_rows"]
+           "model_warnings", "print_results", "main_rows", "unmeasured", "MARK"]
 
 #: ``--format`` values (``rich``: the terminal tables).
 FORMATS = ("rich", "markdown", "csv", "json")
@@ -105,8 +105,12 @@ def print_results(fmt_name: str, title: str, result: Mapping[str, Any]) -> None:
         print_json(result["table"])
         return
     errors = {a: c.get("errors", 0) for a, c in (result.get("agent_errors") or {}).items()}
+    flags = unmeasured(result)
     if fmt_name in ("markdown", "csv"):
         header, rows = main_rows(result["table"], result["metrics"])
+        if flags:  # the column appears when some row measures a fallback, not its agent
+            header = [*header, "flag"]
+            rows = [[*r, "+".join(flags.get(r[0], []))] for r in rows]
         if any(errors.values()):  # the column appears when some agent's code raised
             header = [*header, "agent_errors"]
             rows = [[*r, str(errors.get(r[0], 0))] for r in rows]
@@ -129,7 +133,7 @@ def print_results(fmt_name: str, title: str, result: Mapping[str, Any]) -> None:
         return
     if isinstance(result.get("trials"), Mapping):
         title += f" (mean of {result['trials']['k']} trials; episodes per trial)"
-    print_table(title, result["table"], result["metrics"], errors)
+    print_table(title, result["table"], result["metrics"], errors, flags)
     if isinstance(result.get("trials"), Mapping):
         print_trials(result["trials"])
     print_breakdown(result["metrics"])
@@ -185,21 +189,28 @@ def fmt(value: Any) -> str:
 
 def print_table(title: str, table: Mapping[str, Mapping[str, Any]],
                 metrics: Mapping[str, Mapping[str, Any]],
-                errors: Mapping[str, int] | None = None) -> None:
+                errors: Mapping[str, int] | None = None,
+                flags: Mapping[str, Sequence[str]] | None = None) -> None:
     """A rich table: the headline PHA and PHR, the paper's Table II, silent-all and harm;
-    an ``Agent errors`` column (exceptions of the agent's act/reset) when some agent raised."""
+    an ``Agent errors`` column (exceptions of the agent's act/reset) when some agent raised;
+    the agents in ``flags`` (:func:`unmeasured`) marked :data:`MARK`."""
     from rich.table import Table
 
     errors = errors or {}
+    flags = flags or {}
     shown = any(errors.values())
     t = Table(title=title, caption="percentages; PHA = (PHR + PSR) / 2, PHR = precise, "
               "successful and harmless help; TA SR AC = action evaluation, PIR PSR PIA = "
               "precision intervention; n/a: no episode to measure"
               + ("; agent errors: exceptions raised by the agent's act/reset (each decision "
-                 "became 'none')" if shown else ""))
+                 "became 'none')" if shown else "")
+              + (f"; {MARK}: NOT THIS AGENT'S SCORE, the row measures its fallback (silence): "
+                 "most of its decisions raised or most of its model calls failed or did not "
+                 "parse (see the warnings)" if flags else ""))
     header = ["Agent", *MAIN_COLUMNS, "Episodes (help/silent)",
               *(["Agent errors"] if shown else [])]
-    rows = [[agent, *(fmt(row.get(k)) for k in MAIN_KEYS), episodes_cell(metrics.get(agent, {})),
+    rows = [[f"{agent} {MARK}" if agent in flags else agent, *(fmt(row.get(k)) for k in MAIN_KEYS),
+             episodes_cell(metrics.get(agent, {})),
              *([str(errors.get(agent, 0))] if shown else [])]
             for agent, row in table.items()]
     print_rich(t, header, rows, bold_first=True)
@@ -288,10 +299,31 @@ def print_efficiency(metrics: Mapping[str, Mapping[str, Any]],
 
 
 def model_warnings(models: Mapping[str, Mapping[str, Any]] | None) -> bool:
-    """Print one warning line per agent and model error kind; True when most of some agent's
-    calls failed."""
+    """Print one warning line per agent and model error kind, and one per agent most of
+    whose model calls failed or did not parse; True when there is such an agent."""
     from mindhelper_env.models.report import mostly_failed, warning_lines
 
     for line in warning_lines(models or {}):
-        sys.stderr.write(f"warning: {line}\n")
+        sys.stderr.write(f"mindhelper: warning: {line}\n")
     return any(mostly_failed(r) for r in (models or {}).values())
+
+
+#: The mark of a row that does not measure its agent (:func:`unmeasured`).
+MARK = "!"
+
+
+def unmeasured(result: Mapping[str, Any]) -> dict[str, list[str]]:
+    """``{agent: reasons}`` for the rows that measure a fallback (silence), not the agent:
+    ``"agent_errors"`` (most of its decisions raised) and ``"model_failed"`` (most of its
+    model calls failed or did not parse)."""
+    from mindhelper_env.evaluation.summary import mostly_raised
+    from mindhelper_env.models.report import mostly_failed
+
+    out: dict[str, list[str]] = {}
+    for agent, counts in (result.get("agent_errors") or {}).items():
+        if counts.get("errors") and mostly_raised(counts):
+            out.setdefault(agent, []).append("agent_errors")
+    for agent, rep in (result.get("models") or {}).items():
+        if mostly_failed(rep):
+            out.setdefault(agent, []).append("model_failed")
+    return out

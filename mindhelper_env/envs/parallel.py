@@ -113,7 +113,7 @@ class _Puppet:
             self.errors.append(f"action must be a string ('none' or script lines), got "
                                f"{type(action).__name__}; skipped")
             return
-        if is_silence(action):
+        if is_silence(action) or not action.strip():  # "" is silence, as "none"
             return
         if len(action) > ACTION_MAX:
             self.invalid += 1

@@ -78,6 +78,8 @@ class MindHelperEnv(gym.Env):
 
     ``Text(max_length=4096, charset=string.printable)``: ``"none"`` (silence) or script lines
     separated by newlines or ``;``, e.g. ``"[walk] <fridge> (132); [open] <fridge> (132)"``.
+    An empty (or blank) string is silence too, exactly as ``"none"``: nothing is issued, the
+    robot's current program runs on, and no ``action_error`` is reported.
     Verbs: walk, find, open, close, grab, putback, putin, drop, switchon, switchoff, sit,
     standup, give (``[give] <apple> (31) <character> (2)``) and tell
     (``[tell] <character> (2) <apple> (31) <fridge> (12)``). The robot executes one line per
@@ -548,7 +550,7 @@ class MindHelperEnv(gym.Env):
             raise TypeError(f"action must be a string ('none' or script lines), got {type(action).__name__}")
         reward = 0.0
         errors: list[str] = []
-        if not is_silence(action):
+        if not is_silence(action) and action.strip():  # "" (or blank) is silence, as "none"
             raw = action[:ACTION_MAX]
             if len(action) > ACTION_MAX:
                 errors.append(f"action longer than {ACTION_MAX} characters; the rest was ignored")

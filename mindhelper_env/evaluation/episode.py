@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["DEFAULT_ENV_ID", "SUITE_ENV_IDS", "MAX_STEPS", "make_env", "suite_env_id",
-           "run_episode", "play_episode"]
+           "run_episode", "play_episode", "pop_agent_error"]
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
@@ -108,6 +108,45 @@ def _warn_fallback(agent: str, message: str, *args: Any) -> None:
         logger.debug(message, *args)
 
 
+#: Key of the transient field that carries, from the process that played an episode to the
+#: one that writes its record, the traceback of the first exception the agent raised in it;
+#: :func:`pop_agent_error` removes it before the record is written.
+AGENT_ERROR_KEY = "_agent_error"
+_tracebacks_shown: set[str] = set()
+
+
+def _agent_raised(agent: str, method: str, exc: BaseException) -> str:
+    """Log one line at debug level (with the file and line the exception came from) and
+    return the exception's traceback, from the agent's own frame down."""
+    import traceback
+
+    tb = exc.__traceback__
+    tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb  # skip our frame
+    frames = traceback.extract_tb(tb) if tb is not None else []
+    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    logger.debug("agent %s: %s raised %s: %s%s (counted; played as 'none')", agent, method,
+                 type(exc).__name__, exc, where)
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    return f"{method} raised {type(exc).__name__}: {exc}{where}\n{text}"
+
+
+def pop_agent_error(record: dict[str, Any], shown: set[str] | None = None) -> None:
+    """Remove the transient traceback from ``record``; the first one of each agent (per
+    ``shown``, the agents already reported: one set per evaluation; default: this process)
+    is logged in full, once, as a warning: later exceptions are only counted
+    (``usage.agent_errors``; one line each at debug level where they were raised)."""
+    text = record.pop(AGENT_ERROR_KEY, None)
+    agent = str(record.get("agent"))
+    shown = _tracebacks_shown if shown is None else shown
+    if not isinstance(text, str) or agent in shown:
+        return
+    shown.add(agent)
+    headline, _, trace = text.partition("\n")
+    logger.warning("agent %s: %s; each decision that raises is played as 'none' and counted "
+                   "(usage.agent_errors). The first traceback (later ones are only counted):"
+                   "\n%s", agent, headline, trace.rstrip())
+
+
 def run_episode(
     env: Any,
     agent: Any,
@@ -122,8 +161,10 @@ def run_episode(
 
     The loop is the plain Gymnasium one: ``reset``, then ``agent.act(obs, info)`` and
     ``env.step(action)`` until ``terminated or truncated``. An exception raised by the agent
-    (or a non-string action) never stops the episode: it is logged, replaced by ``"none"``
-    and counted in ``usage.fallbacks``. Errors of the env itself propagate.
+    (or a non-string action) never stops the episode: it is replaced by ``"none"`` and
+    counted in ``usage.fallbacks`` (exceptions also in ``usage.agent_errors``); the first
+    traceback of each agent is logged in full, once, as a warning. Errors of the env itself
+    propagate.
 
     ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v4", "index": 3}``);
     the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
@@ -132,6 +173,7 @@ def run_episode(
     """
     record, _reference = play_episode(env, agent, seed=seed, options=options,
                                       agent_name=agent_name, timing=timing, max_steps=max_steps)
+    pop_agent_error(record)
     return record
 
 
@@ -159,6 +201,7 @@ def play_episode(
     options = dict(options or {})
     obs, info = env.reset(seed=seed, options=options or None)
     fallbacks = errors = 0
+    first_error: str | None = None
     try:
         agent.reset(seed=seed if agent_seed is _UNSET else agent_seed)
     except Exception as exc:  # an agent bug must not stop the evaluation
@@ -166,7 +209,7 @@ def play_episode(
             raise
         fallbacks += 1
         errors += 1
-        _warn_fallback(name, "agent %s: reset raised %s: %s", name, type(exc).__name__, exc)
+        first_error = first_error or _agent_raised(name, "reset", exc)
     decisions = 0
     seconds = 0.0
     steps = 0
@@ -180,8 +223,7 @@ def play_episode(
                 raise
             fallbacks += 1
             errors += 1
-            _warn_fallback(name, "agent %s: act raised %s: %s (counted fallback to 'none')",
-                           name, type(exc).__name__, exc)
+            first_error = first_error or _agent_raised(name, "act", exc)
             action = "none"
         seconds += time.perf_counter() - t0
         decisions += 1
@@ -231,6 +273,8 @@ def play_episode(
         _attach_labels(out, env)
     if belief:
         out["belief"] = belief
+    if first_error is not None:  # not written: the runner reports it once (pop_agent_error)
+        out[AGENT_ERROR_KEY] = first_error
     trace = getattr(agent, "trace", None)
     if isinstance(trace, list) and trace:
         out["trace"] = _plain(trace, timing)

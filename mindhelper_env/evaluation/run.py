@@ -25,7 +25,7 @@ from mindhelper_env.evaluation.budget import (
     price_of,
     scale_estimate,
 )
-from mindhelper_env.evaluation.episode import make_env, suite_env_id
+from mindhelper_env.evaluation.episode import make_env, pop_agent_error, suite_env_id
 from mindhelper_env.evaluation.progress import Progress
 from mindhelper_env.evaluation.results import (
     append_line,
@@ -45,7 +45,6 @@ from mindhelper_env.evaluation.settings import (
 from mindhelper_env.evaluation.summary import (
     agent_errors,
     coverage,
-    mostly_raised,
     summarize,
     summarize_trials,
 )
@@ -502,6 +501,7 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
     bar = Progress(settings.progress, suite, already + len(tasks), already,
                    spend=meter.progress_text() if _shows_spend(settings, prices) else None)
     handles = {a: safety.open_append(files[a]) for a in agents}
+    raised: set[str] = set()  # agents whose first traceback was shown
     batches = runner.batches(job, tasks)
     if budgeted and hasattr(batches, "max_in_flight"):  # episodes it can pay for
         batches.max_in_flight = meter.in_flight_cap(estimate)
@@ -517,6 +517,7 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
                 written_now += 1
                 spec = rec["agent"]
                 rec["agent"] = labels[spec]
+                pop_agent_error(rec, raised)  # its first traceback, shown once
                 stamp(rec, provenance, labels[spec], ref)
                 append_line(handles[spec], rec)
                 done[spec][(int(rec["index"]), int(rec.get("trial", 0)))] = rec
@@ -600,11 +601,6 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
     else:
         summary.update(summarize(records_by_agent, refs))
     summary["agent_errors"] = agent_errors(records_by_agent)
-    for label, counts in summary["agent_errors"].items():
-        if mostly_raised(counts):  # the row measures a silent agent, not this one
-            logger.error("agent %s: its act/reset raised %d times in %d decisions: most of "
-                         "its decisions were 'none', so its row is not this agent's score",
-                         label, counts["errors"], counts["decisions"])
     summary["coverage"] = coverage(records_by_agent, len(ids))
     summary["provenance"] = provenance
     summary["plots"] = []

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["usage_extras", "model_report", "efficiency_rows", "warning_lines",
-           "mostly_failed", "SOURCES"]
+           "mostly_failed", "unusable_calls", "SOURCES"]
 
 #: Decision sources, in report order.
 SOURCES = ("model", "skill", "symbolic", "fallback", "failed")
@@ -103,10 +103,20 @@ def model_report(records_by_agent: Mapping[str, Sequence[Mapping[str, Any]]]
     return out
 
 
-def mostly_failed(report: Mapping[str, Any]) -> bool:
-    """True when more than half of an agent's model calls failed."""
+def unusable_calls(report: Mapping[str, Any]) -> int:
+    """An agent's model calls that gave it nothing: calls that failed (``failed_calls``) and
+    answers that could not be parsed (``parse_failures``), at most ``calls``."""
     calls = int(report.get("calls") or 0)
-    return calls > 0 and 2 * int(report.get("failed_calls") or 0) > calls
+    return min(calls, int(report.get("failed_calls") or 0)
+               + int(report.get("parse_failures") or 0))
+
+
+def mostly_failed(report: Mapping[str, Any]) -> bool:
+    """True when more than half of an agent's model calls failed or were answered with
+    something that could not be parsed: its decisions are mostly the fallback's (silence),
+    so its row does not measure the model."""
+    calls = int(report.get("calls") or 0)
+    return calls > 0 and 2 * unusable_calls(report) > calls
 
 
 def warning_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -119,9 +129,18 @@ def warning_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
                          f"{e.get('message') or '(no message)'}")
     for agent, rep in models.items():
         if mostly_failed(rep):
-            lines.append(f"{agent}: most model calls failed ({rep['failed_calls']} of "
-                         f"{rep['calls']}); its scores measure the fallback, not the model")
+            lines.append(f"{agent}: most of its model calls gave nothing ("
+                         f"{unusable_calls(rep)} of {rep['calls']}: {rep.get('failed_calls', 0)}"
+                         f" failed, {rep.get('parse_failures', 0)} unparseable), so its row "
+                         "measures the fallback (silence), not the model"
+                         + (_FORMAT_HINT if int(rep.get("parse_failures") or 0)
+                            >= int(rep.get("failed_calls") or 0) else ""))
     return lines
+
+
+#: What to try when a small model's answers do not parse (docs/models.md, answer formats).
+_FORMAT_HINT = ("; a small model needs the compact answer formats: --agent "
+                "direct-vlm:answer_format=line, --agent mindclaw:formats=compact")
 
 
 def efficiency_rows(metrics: Mapping[str, Mapping[str, Any]],

@@ -101,6 +101,8 @@ class TopDownRenderer(_People):
         self._inks: dict[int, tuple[int, int]] = {}
         self._layouts: OrderedDict[tuple[int, Hashable], geo._Layout] = OrderedDict()
         self._line_h = self._font_px + 2
+        # the least room between two labels on one line, so that they never read as one word
+        self._gap = max(2, round(2 * u))
         self._line_big = self._font_big_px + 3
         self._header_h = self._line_big + 2
 
@@ -175,8 +177,19 @@ class TopDownRenderer(_People):
             for rid, box in layout.rooms.items():
                 if rid not in seen:
                     draw.rectangle(box, fill=st._UNSEEN)
+        room = self.size - 8
+        if any(lb.kind == "furniture" and lb.text.endswith("^") for lb in shown):
+            legend = self._text(st.HIGH_LEGEND, self._font_px)  # what "^" means, top right
+            top, ih = self._ink(self._font_px)
+            lx = self.size - 4 - legend.w
+            ly = max(1, (self._header_h - ih) // 2 - top)
+            img.paste(st._ROOM_TEXT, (lx, ly), legend.mask)
+            room = lx - 4 - 8
+            if labels is not None:
+                labels.append(geo.LabelBox("legend", st.HIGH_LEGEND,
+                                           (lx, ly + top, lx + legend.w, ly + top + ih)))
         if title:
-            t = self._fit_text(str(title), self._font_big_px, self.size - 8)
+            t = self._fit_text(str(title), self._font_big_px, max(room, 16))
             img.paste(st._HEADER_TEXT, (4, 1), t.mask)
             if labels is not None:
                 top, ih = self._ink(self._font_big_px)
@@ -444,7 +457,7 @@ class TopDownRenderer(_People):
             x, y = geo._first_free(occ, cands, t.w, ih)
             img.paste(st._ROOM_TEXT, (x, y - top), t.mask)
             geo._mark(occ, (x, y, x + t.w, y + ih))
-            geo._mark(txt, (x, y, x + t.w, y + ih))
+            geo._mark(txt, (x - self._gap, y, x + t.w + self._gap, y + ih))
             room_labels.append(geo.LabelBox("room", g.nodes[r].class_name, (x, y, x + t.w, y + ih)))
 
         # furniture labels: inside the rectangle when they fit, else next to it
@@ -472,7 +485,7 @@ class TopDownRenderer(_People):
                     continue
                 x, y = pos
                 geo._mark(occ, (x, y, x + t.w, y + th))
-            geo._mark(txt, (x, y, x + t.w, y + th))
+            geo._mark(txt, (x - self._gap, y, x + t.w + self._gap, y + th))
             f.label, f.label_pos, f.label_inside = t, (x, y - top), inside
             f.label_box, f.label_text = (x, y, x + t.w, y + th), name
         # labels that a container (redrawn every frame) could cover are drawn per frame too
@@ -680,7 +693,7 @@ class TopDownRenderer(_People):
                         occ, rect, w, h, inward, step=max(1, lh // 5), reach=3 * lh, bounds=bounds)
                 x, y = pos  # type: ignore[misc]
                 geo._mark(occ, (x, y, x + w, y + h))
-                geo._mark(txt, (x, y, x + w, y + h))
+                geo._mark(txt, (x - self._gap, y, x + w + self._gap, y + h))
                 cy = y + h // 2
                 items.append(((x, cy - dot_r, x + 2 * dot_r, cy + dot_r), t,
                               (x + 2 * dot_r + 2, y + (h - th) // 2 - top)))

@@ -70,6 +70,9 @@ _ROOM_TINT: dict[str, Color] = {
 _ROOM_TINT_DEFAULT = (244, 244, 240)
 
 # -- display names: (short for small frames, longer for large frames) -------------------------
+# A short name is a word of the class name or of the long name (``cabinet``, ``counter``), or
+# its first letters ending in "." (``dishw.``): never squeezed consonants, which read as noise
+# at 256 px. Furniture above :data:`_HIGH` gets "^", explained by a legend in the header.
 _ROOM_NAMES: dict[str, tuple[str, str]] = {
     "kitchen": ("kitchen", "kitchen"),
     "livingroom": ("living", "living room"),
@@ -79,31 +82,31 @@ _ROOM_NAMES: dict[str, tuple[str, str]] = {
     "homeoffice": ("office", "home office"),
     "office": ("office", "office"),
     "hallway": ("hall", "hallway"),
-    "entrance": ("entry", "entrance"),
+    "entrance": ("entrance", "entrance"),
 }
 _FURN_NAMES: dict[str, tuple[str, str]] = {
     "fridge": ("fridge", "fridge"),
-    "kitchencabinet": ("kcab", "kitchen cab."),
-    "kitchencounter": ("cntr", "counter"),
-    "microwave": ("mwave", "microwave"),
-    "dishwasher": ("dishw", "dishwasher"),
+    "kitchencabinet": ("cabinet", "kitchen cabinet"),
+    "kitchencounter": ("counter", "counter"),
+    "microwave": ("microw.", "microwave"),
+    "dishwasher": ("dishw.", "dishwasher"),
     "kitchentable": ("table", "table"),
     "wallshelf": ("shelf", "wall shelf"),
     "sofa": ("sofa", "sofa"),
-    "coffeetable": ("ctbl", "coffee tbl"),
-    "tvstand": ("tvst", "tv stand"),
+    "coffeetable": ("table", "coffee table"),
+    "tvstand": ("tv stand", "tv stand"),
     "tv": ("tv", "tv"),
-    "cabinet": ("cab", "cabinet"),
-    "bookshelf": ("books", "bookshelf"),
+    "cabinet": ("cabinet", "cabinet"),
+    "bookshelf": ("shelf", "bookshelf"),
     "bed": ("bed", "bed"),
-    "nightstand": ("nstd", "nightstand"),
+    "nightstand": ("nightst.", "nightstand"),
     "closet": ("closet", "closet"),
     "desk": ("desk", "desk"),
     "chair": ("chair", "chair"),
-    "bathroomcabinet": ("bcab", "bath cab."),
+    "bathroomcabinet": ("cabinet", "bath cabinet"),
     "bathroomcounter": ("sink", "sink"),
-    "toilet": ("wc", "toilet"),
-    "computer": ("pc", "computer"),
+    "toilet": ("toilet", "toilet"),
+    "computer": ("computer", "computer"),
 }
 _OBJ_NAMES: dict[str, tuple[str, str]] = {
     "apple": ("apple", "apple"),
@@ -118,18 +121,20 @@ _OBJ_NAMES: dict[str, tuple[str, str]] = {
     "remotecontrol": ("remote", "remote"),
     "book": ("book", "book"),
     "cellphone": ("phone", "cellphone"),
-    "glasses": ("specs", "glasses"),
+    "glasses": ("glasses", "glasses"),
     "towel": ("towel", "towel"),
     "toothbrush": ("brush", "toothbrush"),
     "toothpaste": ("paste", "toothpaste"),
     "pillow": ("pillow", "pillow"),
     "folder": ("folder", "folder"),
-    "magazine": ("mag", "magazine"),
+    "magazine": ("mag.", "magazine"),
     "wallet": ("wallet", "wallet"),
 }
 _FURNITURE_CATEGORIES = frozenset({"furniture", "appliances", "electronics"})
 _FURNITURE_PROPS = frozenset({"CONTAINERS", "SURFACES", "SITTABLE"})
 _HIGH = 1.3  # metres: furniture centred above this is marked "^"
+#: The header's explanation of the "^" mark (drawn when a label carries it).
+HIGH_LEGEND = "^ = high up"
 _ROOM_FALLBACK = 5.0  # metres: cell size for rooms without a bounding box
 _MAX_TEXT_CACHE = 4096
 _MAX_LAYOUTS = 16
@@ -148,19 +153,19 @@ def _require_pil() -> Any:
 
 
 def _abbrev(key: str, limit: int) -> str:
-    """A short deterministic abbreviation for class names without a table entry."""
+    """A short deterministic abbreviation for class names without a table entry: the name,
+    or its first ``limit - 1`` letters and "." (``kitchencounterdishwasher`` ->
+    ``kitch.``)."""
     if len(key) <= limit:
         return key
-    head, rest = key[0], key[1:]
-    consonants = "".join(c for c in rest if c not in "aeiou")
-    return (head + consonants)[:limit]
+    return key[:max(1, limit - 1)] + "."
 
 
 def _display(table: Mapping[str, tuple[str, str]], key: str, small: bool) -> str:
     names = table.get(key)
     if names is not None:
         return names[0] if small else names[1]
-    return _abbrev(key, 5 if small else 12)
+    return _abbrev(key, 6 if small else 12)
 
 
 def actor_labels(actors: Iterable[Any]) -> dict[int, tuple[str, str]]:

@@ -644,6 +644,9 @@ def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping
                  common: Mapping[str, Any], all_ids: Sequence[str]) -> None:
     """``index.html`` (leaderboard, floors, charts, breakdowns, paired comparisons) and
     ``episodes.html`` (every episode, with filters)."""
+    from mindhelper_env.report.provenance import provenance_context, write_provenance
+
+    prov = provenance_context(agents)
     leaderboard = []
     for a in labels:
         m = scored[a]["metrics"]
@@ -657,10 +660,8 @@ def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping
             "belief": belief.get("accuracy"), "belief_task": belief.get("task_accuracy"),
             "belief_episodes": belief.get("episodes"),
             "tokens": eff.get("tokens_per_episode"), "calls": eff.get("model_calls_per_episode"),
+            "unmeasured": a in prov["unmeasured"],
         })
-    from mindhelper_env.report.provenance import provenance_context, write_provenance
-
-    prov = provenance_context(agents)
     write_provenance(out, env, prov, common)
     # what each model-backed agent spent (summary.json's spend, written with --price)
     spend = [{"agent": a, "usd": float(row.get("usd") or 0.0),
@@ -669,6 +670,7 @@ def _write_index(env: Any, out: Path, scored: Mapping[str, Any], agents: Mapping
              for a in labels for row in [agents[a].get("spend")] if isinstance(row, dict)]
     index_html = env.get_template("index.html.j2").render(
         page="index", root=".", metrics=CI_METRICS, leaderboard=leaderboard,
+        model_columns=any(row["tokens"] or row["calls"] for row in leaderboard),
         floors=_floors(scored, agents, refs), breakdown=_breakdown_rows(scored, labels),
         pairs=pairs, charts=charts, prov=prov, spend=spend, **common)
     (out / "index.html").write_text(index_html, encoding="utf-8")

@@ -36,7 +36,9 @@ def _agent_rows(label: str, info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def provenance_context(agents: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``{"rows": [...], "line": str, "errors": [str]}`` for the templates."""
+    """``{"rows": [...], "line": str, "errors": [str], "unmeasured": [agent]}`` for the
+    templates; ``unmeasured``: the rows that measure a fallback (most decisions raised, or
+    most model calls failed or did not parse), marked on the leaderboard."""
     rows = [_agent_rows(label, info) for label, info in agents.items()]
     packages = sorted({str(r["package"]) for r in rows if r["package"]})
     gens = sorted({str(r["generator"]) for r in rows if r["generator"]})
@@ -49,7 +51,20 @@ def provenance_context(agents: Mapping[str, Mapping[str, Any]]) -> dict[str, Any
     errors = [f"{r['agent']}: its act/reset raised {r['errors']} time(s) in "
               f"{r['decisions']} decisions (those decisions were 'none')"
               for r in rows if r["errors"]]
-    return {"rows": rows, "line": line, "errors": errors}
+    from mindhelper_env.evaluation.summary import mostly_raised
+    from mindhelper_env.models.report import model_report, mostly_failed, unusable_calls
+
+    unmeasured = {r["agent"] for r in rows if r["errors"] and mostly_raised(
+        {"errors": r["errors"], "decisions": r["decisions"]})}
+    models = model_report({label: list(info.get("records", []))
+                           for label, info in agents.items()})
+    for label, rep in models.items():
+        if mostly_failed(rep):
+            unmeasured.add(label)
+            errors.append(f"{label}: most of its model calls gave nothing ({unusable_calls(rep)}"
+                          f" of {rep['calls']} failed or did not parse), so its row measures "
+                          "the fallback (silence), not the model")
+    return {"rows": rows, "line": line, "errors": errors, "unmeasured": sorted(unmeasured)}
 
 
 def write_provenance(out: Path, env: Any, context: Mapping[str, Any],

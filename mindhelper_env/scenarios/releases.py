@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from mindhelper_env.scenarios import spec as _spec
 
 __all__ = ["LEDGER_FILE", "LEDGER_FORMAT", "STATUSES", "Release", "SuiteVersionError",
            "SuiteWithdrawnError", "ledger", "release_of", "releases", "withdrawal_message",
+           "suite_line", "newest_of_line", "generation_status", "newest_replacements",
            "check_generator", "running_generator", "running_generators", "append_release",
            "withdraw"]
 
@@ -165,13 +167,73 @@ def running_generators() -> tuple[str, ...]:
     return tuple(str(g) for g in several) if several else (running_generator(),)
 
 
+def suite_line(name: str) -> str:
+    """The line a suite name belongs to: the name without its ``-vN`` generation suffix
+    (``vh-dev-v4`` -> ``vh-dev``); generations of a line are versions of one suite."""
+    m = re.fullmatch(r"(.+)-v(\d+)", name)
+    return m.group(1) if m else name
+
+
+def _generation(name: str) -> int:
+    m = re.fullmatch(r".+-v(\d+)", name)
+    return int(m.group(1)) if m else -1
+
+
+def newest_of_line(name: str) -> str | None:
+    """The newest generation of ``name``'s line among the suites the ledger holds as
+    current (not withdrawn), or ``None`` when the line has none."""
+    line = suite_line(name)
+    current = [r.name for r in releases() if r.current and suite_line(r.name) == line]
+    return max(current, key=_generation) if current else None
+
+
+def generation_status(name: str) -> str:
+    """``"current"`` (the newest generation of its line), ``"frozen"`` (an older generation
+    that is not withdrawn: it still plays, unchanged, to reproduce its results),
+    ``"withdrawn"`` or ``"unreleased"``."""
+    rel = release_of(name)
+    if rel is None:
+        return "unreleased"
+    if not rel.current:
+        return "withdrawn"
+    return "current" if newest_of_line(name) == name else "frozen"
+
+
+def newest_replacements(name: str) -> list[str]:
+    """What to use instead of a withdrawn suite today: its ledger replacements, followed
+    through later withdrawals, each advanced to the newest generation of its line."""
+    out: list[str] = []
+    seen: set[str] = set()
+    rel = release_of(name)
+    todo = list(rel.replaced_by) if rel is not None else []
+    while todo:
+        new = todo.pop(0)
+        if new in seen:
+            continue
+        seen.add(new)
+        rel = release_of(new)
+        if rel is not None and not rel.current:
+            todo.extend(rel.replaced_by)
+            continue
+        newest = newest_of_line(new) or new
+        if newest not in out:
+            out.append(newest)
+    return out
+
+
 def withdrawal_message(name: str) -> str | None:
-    """The one-line refusal of a withdrawn suite (``None`` if ``name`` is not withdrawn)."""
+    """The one-line refusal of a withdrawn suite (``None`` if ``name`` is not withdrawn): it
+    names the newest generation of the suites that replaced it (and, when that is not the
+    replacement the ledger recorded, that one too)."""
     rel = release_of(name)
     if rel is None or rel.current:
         return None
     note = rel.note.rstrip(".")
-    return f"suite {name!r} was withdrawn ({note}); use {' or '.join(rel.replaced_by)}"
+    newest = newest_replacements(name) or list(rel.replaced_by)
+    then = [f"{r}, {generation_status(r)}" for r in rel.replaced_by if r not in newest]
+    return (f"suite {name!r} was withdrawn ({note}); use {' or '.join(newest)}"
+            + (f" (the newest generation; replaced at the time by {'; '.join(then)})"
+               if then else ""))
 
 
 def check_generator(name: str, generator: str | None = None) -> None:

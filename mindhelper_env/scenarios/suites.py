@@ -363,10 +363,17 @@ def suite_info(name: str) -> dict[str, Any]:
 
 
 def _release_info(name: str) -> dict[str, Any]:
+    """``released`` (date) and ``status``: ``current`` (the newest generation of its line),
+    ``frozen`` (an older one, still played unchanged, with ``newest`` naming the current
+    one) or ``unreleased`` (:func:`~mindhelper_env.scenarios.releases.generation_status`)."""
     rel = _releases.release_of(name)
     if rel is None:
         return {"released": None, "status": "unreleased"}
-    return {"released": rel.released, "status": rel.status}
+    status = _releases.generation_status(name)
+    out = {"released": rel.released, "status": status}
+    if status == "frozen":
+        out["newest"] = _releases.newest_of_line(name)
+    return out
 
 
 def _dumps(obj: Any) -> str:
