@@ -38,10 +38,9 @@ def _rewrite(path: Path, edit) -> None:
     path.write_bytes(lzma.compress(edit(lzma.decompress(path.read_bytes()))))
 
 
-def test_every_suite_of_the_running_generator_ships_its_references():
-    names = [r.name for r in releases.releases()
-             if r.current and r.generator == GENERATOR_VERSION]
-    assert names
+def test_every_current_suite_ships_its_references():
+    names = [r.name for r in releases.releases() if r.current]
+    assert any(releases.release_of(n).generator == GENERATOR_VERSION for n in names)
     ok = shipped.shipped_suites()
     assert [n for n in names if "reference" not in ok.get(n, ())] == []
     assert [n for n in EPISODE_SUITES if "episodes" not in ok.get(n, ())] == []

@@ -4,7 +4,9 @@
     python -m mindhelper_env.scenarios.ship vh-dev-v4 vh-test-v4 tdw-dev-v4 tdw-test-v4 \\
         vh-scene1-dev-v4 --episodes vh-dev-v4,vh-test-v4
 
-Every suite is generated (the shipped files turned off) and its reference checked against
+What ships: the references of every current released suite (the v2, v3 and v4 ones) and
+the episodes of vh-dev-v4 and vh-test-v4. Every suite is generated (the shipped files
+turned off) and its reference checked against
 the ledger's digest before anything is written.
 """
 
