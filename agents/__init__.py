@@ -3,7 +3,8 @@
 >>> from mindhelper_env.agents import make_agent
 >>> agent = make_agent("random", p=0.1)
 
-``direct-vlm`` (model-backed, needs the ``llm`` extra) is imported only when built:
+``direct-vlm`` (model-backed, needs the ``api`` extra for
+``openai:`` models, ``local`` for ``hf:``) is imported only when built:
 ``make_agent("direct-vlm", model="openai:MODEL@http://host:port/v1")``. ``mindclaw`` (the
 MindClaw agent, :mod:`mindhelper_env.agents.mindclaw`) runs without a model, or with one
 given the same way; ``learned-trigger`` is MindClaw whose Trigger is a learned policy run

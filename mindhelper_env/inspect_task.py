@@ -2,9 +2,12 @@
 
 ::
 
-    inspect eval mindhelper_env/inspect_task.py@mindhelper --model anthropic/claude-sonnet-4-0 \\
+    inspect eval mindhelper_env/mindhelper --model anthropic/claude-sonnet-4-0 \\
         -T suite=vh-dev-v4 -T agent=direct-vlm [-T limit=20] [-T seed=0] \\
-        [-T window_ticks=3] [-T agent_options='{"max_calls": 8}'] [-T obs=rgb]
+        [-T window_ticks=3] [-T agent_options='{"max_calls": 8}'] [-T obs=rgb] --log-dir runs/logs
+
+The package registers this module as an Inspect extension (``[project.entry-points.
+inspect_ai]`` in pyproject.toml), so Inspect finds the task by name from any folder.
 
 One sample per suite episode (id: the episode id; metadata: suite, index, family). The
 solver plays the episode through the Gymnasium env (``MindHelper-VirtualHome-v2``) with the

@@ -22,11 +22,14 @@ from tests.loopback import LoopbackServer
 
 
 def need(module: str) -> Any:
-    """Import an ``llm``-extra module; skip without it, but fail when
-    ``MINDHELPER_REQUIRE_LLM=1`` (set by ``.ci/run``, so CI never skips these tests)."""
+    """Import an ``llm``-extra module (``openai``: the ``api`` extra; the others: ``local``);
+    skip without it, but fail when ``MINDHELPER_REQUIRE_LLM=1`` (set by ``.ci/run``, so CI
+    never skips these tests)."""
     if os.environ.get("MINDHELPER_REQUIRE_LLM") == "1":
         return importlib.import_module(module)
-    return pytest.importorskip(module, reason="needs the llm extra: pip install -e '.[llm]'")
+    extra = "api" if module.split(".")[0] == "openai" else "local"
+    return pytest.importorskip(module, reason=f"needs the {extra} extra: pip install -e "
+                                              f"'.[{extra}]'")
 
 
 @dataclass

@@ -53,16 +53,22 @@ def server(monkeypatch):
         yield srv
 
 
-def inspect_eval(logs: Path, *extra: str) -> Path:
+def inspect_eval(logs: Path, *extra: str, task: str | None = None,
+                 cwd: Path | None = None) -> Path:
     """``inspect eval`` of the task on SUITE with direct-vlm against the stdlib server (the
-    ``server`` fixture's environment), ``extra`` arguments added; the log's path."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ``server`` fixture's environment), ``extra`` arguments added; the log's path. ``task``:
+    the task as Inspect is told it (default: the task file of this checkout, found through
+    ``PYTHONPATH``); ``cwd``: the folder it runs in."""
+    if task is None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        task = str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper"
+    else:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
-        [sys.executable, "-m", "inspect_ai", "eval",
-         str(ROOT / "mindhelper_env" / "inspect_task.py") + "@mindhelper",
+        [sys.executable, "-m", "inspect_ai", "eval", task,
          "--model", "openai-api/local/m", "-T", f"suite={SUITE}", "-T", "agent=direct-vlm",
          *extra, "--log-dir", str(logs), "--display", "none", "--log-format", "json"],
-        env=env, capture_output=True, text=True, timeout=600)
+        env=env, capture_output=True, text=True, timeout=600, cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     [log_path] = list(logs.glob("*.json"))
     return log_path
@@ -115,6 +121,29 @@ def test_inspect_eval_of_the_task_scores_like_mindhelper_score(tmp_path, server,
     assert expected["PSR"] is not None and expected["episodes"] == LIMIT
     summary = json.loads((tmp_path / "converted" / "summary.json").read_text())
     assert summary["table"]["direct-vlm"]["PHA"] == scored["PHA"]
+
+
+def test_the_installed_task_runs_from_any_folder(tmp_path, server):
+    """The package registers the task as an Inspect extension (the ``inspect_ai`` entry
+    point), so ``inspect eval mindhelper_env/mindhelper`` works from a folder outside the
+    checkout, with nothing on ``PYTHONPATH``, and writes only into ``--log-dir``."""
+    from importlib.metadata import entry_points
+
+    from inspect_ai.log import read_eval_log
+
+    eps = {ep.name: ep.value for ep in entry_points(group="inspect_ai")}
+    assert eps.get("mindhelper_env") == "mindhelper_env.inspect_task", (
+        "the installed metadata lacks the inspect_ai entry point: reinstall (pip install -e .)")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert ROOT not in elsewhere.parents
+    log_path = inspect_eval(tmp_path / "logs", "-T", "limit=2",
+                            task="mindhelper_env/mindhelper", cwd=elsewhere)
+    log = read_eval_log(str(log_path))
+    assert log.status == "success" and len(log.samples) == 2
+    assert log.eval.task == "mindhelper_env/mindhelper"
+    assert [s.id for s in log.samples] == [f"{SUITE}-0000", f"{SUITE}-0001"]
+    assert list(elsewhere.iterdir()) == []  # no logs/ where it ran
 
 
 def test_epochs_import_as_trials(tmp_path, server):

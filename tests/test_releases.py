@@ -19,7 +19,7 @@ import pytest
 import mindhelper_env
 from mindhelper_env.cli.main import main
 from mindhelper_env.envs import registration
-from mindhelper_env.scenarios import releases, spec
+from mindhelper_env.scenarios import releases, shipped, spec
 from mindhelper_env.scenarios import suites as S
 from tests.conftest import require_tdw
 
@@ -193,8 +193,16 @@ def _require_houses(name: str) -> None:
 
 
 def _export_digests(name: str, out: Path) -> dict[str, str]:
+    """The digests of ``name`` exported from the generator (the shipped files turned off:
+    they are checked against the generator in test_releases_shipped.py)."""
     _require_houses(name)
-    folder = S.export_suite(name, out / name)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(shipped.OFF_VARIABLE, "1")
+        S._episode_json.cache_clear()
+        try:
+            folder = S.export_suite(name, out / name)
+        finally:
+            S._episode_json.cache_clear()
     return {f: hashlib.sha256((folder / f).read_bytes()).hexdigest()
             for f in (S.PUBLIC_FILE, S.REFERENCE_FILE)}
 

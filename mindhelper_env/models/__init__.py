@@ -7,7 +7,7 @@
 Spec strings
 ------------
 ``openai:MODEL`` / ``openai:MODEL@http://host:port/v1``
-    An OpenAI-compatible chat-completions server through the ``openai`` SDK (``llm`` extra).
+    An OpenAI-compatible chat-completions server through the ``openai`` SDK (``api`` extra).
     Base URL: the ``@URL`` suffix, else ``base_url=``, else ``$OPENAI_BASE_URL``, else
     OpenAI. Key: ``api_key=`` or ``$OPENAI_API_KEY`` (any dummy value for local servers; with
     a base URL and no key a dummy is used). Options: ``timeout`` (60 s per attempt),
@@ -23,8 +23,8 @@ Spec strings
     prompts to it), ``chars_per_token`` (4; the token estimate when the server sends no
     ``usage``, replaced by the ratio measured on answers that had one).
 ``hf:NAME_OR_PATH`` / ``hf:FILE.gguf``
-    Local ``transformers`` generation with the tokenizer's chat template (``llm`` extra plus
-    torch). A path ending in ``.gguf`` is loaded from that file (``gguf`` extra:
+    Local ``transformers`` generation with the tokenizer's chat template (``local``
+    extra: transformers and torch). A path ending in ``.gguf`` is loaded from that file (``gguf`` extra:
     ``gguf`` and ``accelerate``; no compiler needed). Options: ``device`` (cuda if
     available, else cpu), ``dtype`` (e.g. ``"bfloat16"``), ``download`` (False: local files
     / the local HF cache only), ``seed``, ``context_length`` (default: the model's

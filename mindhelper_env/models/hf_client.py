@@ -20,9 +20,9 @@ __all__ = ["HFClient", "check_hf_source"]
 
 logger = logging.getLogger(__name__)
 
-_GGUF_HINT = "pip install 'mindhelper-env[llm,gguf]'"
+_GGUF_HINT = "pip install 'mindhelper-env[local,gguf]'"
 _INSTALL_HINT = ("pip install torch==2.13.0 (CPU build) and then "
-                 "pip install 'mindhelper-env[llm]'")
+                 "pip install 'mindhelper-env[local]'")
 
 
 def check_hf_source(name: str, download: bool = False) -> None:

@@ -53,15 +53,16 @@ __all__ = ["OpenAIClient", "png_data_url"]
 
 logger = logging.getLogger(__name__)
 
-_INSTALL_HINT = "pip install 'mindhelper-env[llm]'"
+_INSTALL_HINT = "pip install 'mindhelper-env[api]'"
 
 
 def png_data_url(frame: np.ndarray) -> str:
     """``data:image/png;base64,...`` of a uint8 H x W x 3 frame (needs Pillow)."""
     try:
         from PIL import Image
-    except ImportError as err:  # pragma: no cover - Pillow comes with the llm/video extras
-        raise ImportError(f"sending images needs Pillow: {_INSTALL_HINT}") from err
+    except ImportError as err:  # pragma: no cover - frames come from the video extra's renderer
+        raise ImportError("sending images needs Pillow: pip install "
+                          "'mindhelper-env[video]'") from err
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(frame)).save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")

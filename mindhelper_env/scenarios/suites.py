@@ -84,6 +84,7 @@ from pathlib import Path
 from typing import Any
 
 from mindhelper_env.scenarios import releases as _releases
+from mindhelper_env.scenarios import shipped as _shipped
 from mindhelper_env.scenarios.generator import GENERATORS, generate_episode
 from mindhelper_env.scenarios.jsonl import (
     _iter_jsonl,
@@ -384,6 +385,9 @@ def _dumps(obj: Any) -> str:
 @lru_cache(maxsize=4096)
 def _episode_json(name: str, index: int) -> str:
     s = require_suite(name)
+    shipped = _shipped.episode_lines(name)  # released and shipped: read, not generated
+    if shipped is not None:
+        return shipped[index]
     family = suite_family(name, index)
     seed = s["seed_base"] + index
     try:
@@ -409,11 +413,13 @@ def suite_specs(name: str) -> list[dict[str, Any]]:
     return [suite_episode(name, i) for i in range(_suite(name)["n"])]
 
 
-@cache
-def _references_json(name: str) -> str:
+@lru_cache(maxsize=64)
+def _references_json(name: str, shipped: bool) -> str:
     refs = {}
+    lines = _shipped.reference_lines(name) if shipped else None  # the ledger's bytes
     for i in range(SUITES[name]["n"]):
-        rec = reference_record(json.loads(_episode_json(name, i)))
+        rec = json.loads(lines[i]) if lines else reference_record(
+            json.loads(_episode_json(name, i)))
         refs[rec["episode_id"]] = rec
     return _dumps(refs)
 
@@ -424,7 +430,7 @@ def suite_references(name: str) -> dict[str, dict[str, Any]]:
     Cached per process; every call returns a fresh copy.
     """
     require_suite(name)
-    return json.loads(_references_json(name))
+    return json.loads(_references_json(name, _shipped.enabled()))
 
 
 # ---------------------------------------------------------------------------------- records
