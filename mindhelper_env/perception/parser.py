@@ -49,7 +49,8 @@ ARGS_FROM: dict[str, str] = {
             "drawn in",
     "find": "as walk (a find under way shows the walk-on glyph and reads as walk)",
     "grab": "the object that entered the actor's hands",
-    "putin": "the object that left the actor's hands, and the row it is drawn in now",
+    "putin": "the object that left the actor's hands, and the row it is drawn in now (the "
+             "actor's row when it is not drawn: the container was closed at the same tick)",
     "putback": "the object that left the actor's hands, and the row it is drawn in now",
     "drop": "the object that left the actor's hands",
     "give": "the give balloon (object, receiver)",
@@ -460,7 +461,9 @@ class PixelPerception:
                 elif verb == "drop":
                     args = gone
                 else:
-                    place = cur.at.get(gone[0])
+                    # where it is drawn now; where it is not (someone closed the container at
+                    # the same tick), the furniture the actor stands at
+                    place = cur.at.get(gone[0], at_row)
                     args = None if place is None else [gone[0], place]
             elif verb == "give":
                 b = by_actor.get(("give", pid))
