@@ -67,9 +67,13 @@ def _lockstep(suite: str, index: int) -> tuple[EventScore, list[str], int]:
     return score, state_errors, events
 
 
-@pytest.mark.parametrize("index", [0, 2, 4])
-def test_the_parser_reads_every_event_and_the_state_of_vh_dev_v4(index: int) -> None:
-    score, state_errors, events = _lockstep("vh-dev-v4", index)
+# vh-dev-v4 #0, #2: the robot walks to a person (a walk balloon); #4: four people in one
+# room at reset; vh-test-v4 #233: a wineglass put in a fridge that someone closes at the
+# same tick (not drawn afterwards)
+@pytest.mark.parametrize("suite,index", [("vh-dev-v4", 0), ("vh-dev-v4", 2), ("vh-dev-v4", 4),
+                                         ("vh-test-v4", 233)])
+def test_the_parser_reads_every_event_and_the_state(suite: str, index: int) -> None:
+    score, state_errors, events = _lockstep(suite, index)
     assert events > 10  # the episode has something to read
     assert not score.missed, f"text events the parser missed: {score.missed}"
     assert not score.spurious, f"events the parser made up: {score.spurious}"
