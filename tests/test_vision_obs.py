@@ -171,7 +171,7 @@ def test_incremental_frames_equal_full_redraws(monkeypatch):
         fresh._keys = {}
         fresh._canvas = fresh._static.copy()
         full = fresh.frame(sim.world, events, seen, None)
-        assert (full == self._frames[-1]).all()
+        assert (full == self._buf[self._n - 1]).all()
         checked.append(1)
 
     monkeypatch.setattr(RgbObservation, "tick", tick)
@@ -259,7 +259,12 @@ def test_text_modes_unchanged_by_rgb_mode():
 
 
 def test_window_image_wrapper_with_gymnasium_image_wrappers():
-    pytest.importorskip("cv2", reason="gymnasium's ResizeObservation needs opencv")
+    import importlib.util
+    import os
+
+    if os.environ.get("MINDHELPER_REQUIRE_RL") != "1" and importlib.util.find_spec("cv2") is None:
+        pytest.skip("gymnasium's ResizeObservation needs opencv: the rl extra "
+                    "(CI sets MINDHELPER_REQUIRE_RL=1)")
     from gymnasium.wrappers import FrameStackObservation, GrayscaleObservation, ResizeObservation
 
     from mindhelper_env.wrappers import WindowImage
@@ -302,6 +307,8 @@ def test_layout_from_candidates_matches_the_renderer():
 def test_bad_obs_mode():
     with pytest.raises(ValueError, match="obs_mode"):
         gym.make(VH, obs_mode="pixels")
+    with pytest.raises(ValueError, match="frame_stack"):
+        gym.make(VH, obs_mode="rgb", frame_stack=2)
 
 
 def test_episode_steps_helper_still_text():
@@ -359,3 +366,18 @@ def test_sprites_are_pairwise_distinct():
     assert sp.mark_bitmap(372).shape == (5, sp.mark_width(3))
     with pytest.raises(ValueError):
         sp.mark_bitmap(-1)
+
+
+def test_window_cut_short_repeats_its_last_frame():
+    env = gym.make(VH, obs_mode="rgb", frame_size=64, max_ticks=10, window_ticks=3)
+    env.reset(seed=3)
+    windows = []
+    while True:
+        frames, _, term, trunc, info = env.step("none")
+        windows.append(frames)
+        if term or trunc:
+            break
+    assert trunc and info["tick"] == 10 and len(windows) == 4
+    last = windows[-1]  # tick 9 only
+    assert (last[1] == last[0]).all() and (last[2] == last[0]).all()
+    assert len({id(w) for w in windows}) == 4  # every window is a new array

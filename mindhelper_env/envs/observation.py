@@ -39,6 +39,10 @@ def observation_space(obs_mode: str, *, max_ticks: int, frame_size: int, frame_s
     """The observation space of a mode: a ``Dict`` for ``text`` and ``text+rgb``, a plain
     ``Box(0, 255, (window_ticks, S, S, 3), uint8)`` for ``rgb``."""
     if obs_mode == "rgb":
+        if frame_stack != 1:
+            raise ValueError("frame_stack is for obs_mode='text+rgb'; with 'rgb' obs holds "
+                             "every frame of the window (stack windows with gymnasium's "
+                             "FrameStackObservation over mindhelper_env.wrappers.WindowImage)")
         return spaces.Box(0, 255, (window_ticks, frame_size, frame_size, 3), np.uint8)
     charset = "".join(sorted(CHARSET))
     space = spaces.Dict({
@@ -78,7 +82,9 @@ class RgbObservation:
 
         self.renderer = FrameRenderer(frame_size)
         self.window_ticks = int(window_ticks)
-        self._frames: list[np.ndarray] = []
+        self._shape = (self.window_ticks, frame_size, frame_size, 3)
+        self._buf: np.ndarray | None = None  # the window being drawn (handed out at its end)
+        self._n = 0
         self._candidates: dict[str, Any] = {}
         self._warned = False  # the frame-size warning, once per env
 
@@ -107,24 +113,28 @@ class RgbObservation:
                 f"house's picture ({need} px): frames are sampled down and id marks lose "
                 "pixels; use frame_size=512 (VirtualHome houses) or 768 (TDW houses) to see "
                 "every pixel (docs/vision.md)")
-        first = self.renderer.frame(w, [], [], _seen_rooms(env))
-        self._frames = []
-        return np.repeat(first[None], self.window_ticks, axis=0)
+        first = np.empty(self._shape, np.uint8)
+        self.renderer.frame(w, [], [], _seen_rooms(env), out=first[0])
+        first[1:] = first[0]
+        self._buf, self._n = None, 0
+        return first
 
     def tick(self, env: Any, sim: Any, events: list[Any], seen: list[Any]) -> None:
         """Draw the frame of the tick just played."""
-        self._frames.append(self.renderer.frame(sim.world, events, seen, _seen_rooms(env)))
+        if self._buf is None:
+            self._buf, self._n = np.empty(self._shape, np.uint8), 0
+        self.renderer.frame(sim.world, events, seen, _seen_rooms(env), out=self._buf[self._n])
+        self._n += 1
 
     def window(self) -> np.ndarray:
         """The window's frames, ``(window_ticks, S, S, 3)``; a window cut short repeats its
         last frame."""
-        frames = self._frames
-        self._frames = []
-        if not frames:  # pragma: no cover - a window always plays at least one tick
+        frames, n = self._buf, self._n
+        self._buf, self._n = None, 0
+        if frames is None or n == 0:  # pragma: no cover - a window plays at least one tick
             raise RuntimeError("no frame was drawn in this window")
-        while len(frames) < self.window_ticks:
-            frames.append(frames[-1])
-        return np.stack(frames)
+        frames[n:] = frames[n - 1]
+        return frames
 
     def info(self, env: Any, sim: Any, action_error: str | None) -> dict[str, Any]:
         """``info`` in ``rgb`` mode: ``tick``, ``window``, ``pending_program``,

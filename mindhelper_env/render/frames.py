@@ -161,8 +161,10 @@ class FrameRenderer:
 
     # ------------------------------------------------------------------ frames
     def frame(self, world: World, events: Sequence[Event], seen: Sequence[Event],
-              rooms: Iterable[int] | None = None) -> np.ndarray:
-        """The RGB frame (a new ``(size, size, 3)`` uint8 array) of the world after a tick.
+              rooms: Iterable[int] | None = None, *, out: np.ndarray | None = None
+              ) -> np.ndarray:
+        """The RGB frame (a new ``(size, size, 3)`` uint8 array, or ``out`` filled) of the
+        world after a tick.
         ``events``: every event of the tick (they keep calls and chores going: a person on
         the phone is drawn so until they hang up); ``seen``: the events the robot saw (their
         action glyphs and balloons are drawn); ``rooms``: the rooms in view (None: all)."""
@@ -220,6 +222,9 @@ class FrameRenderer:
             if band.stop > band.start:
                 self._rgb[band] = _PAL[canvas[self._rows[band]][:, self._cols]]
         self.stats["frames"] += 1
+        if out is not None:
+            np.copyto(out, self._rgb)
+            return out
         return self._rgb.copy()
 
     def _static_content(self, world: World, in_view: set[int]) -> dict[tuple[str, int], Any]:
@@ -389,7 +394,7 @@ class FrameRenderer:
         assert lay is not None
         verb, actor, listener, obj, place = b
         w = lay.balloon_w
-        canvas[y:y + sp.ROW_H - 1, x:x + w] = sp.INK
+        canvas[y:y + sp.ROW_H - 1, x:x + w] = sp.BORDER  # the balloon outline
         canvas[y + 1:y + sp.ROW_H - 2, x + 1:x + w - 1] = sp.BALLOON
         parts = lay.balloon_parts()
         self._blit(canvas, y + 1, x + parts["verb"], sp.ACTION_GLYPHS[verb])

@@ -28,7 +28,8 @@ columns. A panel is a stack of *rows* of :data:`ROW_H` pixels:
    side;
 4. an *interaction row*: one balloon per tell, give, unseen move or walk that ended at a
    person in the room at that tick (:data:`BALLOON_SLOTS`), each ``[verb glyph][actor mark]
-   [arrow][listener mark][object icon][object mark][place icon][place mark]`` (cells the
+   [arrow][listener mark][object icon][object mark][place icon][place mark]`` on
+   :data:`BALLOON`, outlined in :data:`BORDER` (:meth:`Layout.balloon_parts`; cells the
    event has nothing for stay empty: a give has no place; a move no actor, no listener; a
    walk to a person only the walker and the person).
 
@@ -72,7 +73,7 @@ __all__ = [
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 3
+SPRITES_VERSION = 4
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
