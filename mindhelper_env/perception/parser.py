@@ -40,7 +40,7 @@ MIN_FRAME_SIZE = 768
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
-READS_SPRITES_VERSION = 3
+READS_SPRITES_VERSION = 4
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
@@ -66,6 +66,9 @@ ARGS_FROM: dict[str, str] = {
     "standup": "none", "phone": "none", "hangup": "none",
     "move": "the move balloon (object, place; actor 0: moved by no one seen)",
 }
+#: The pixel rows of a layout row that hold icons, glyphs and marks; and person sprites.
+_IC = slice(sp.ICON_DY, sp.ICON_DY + sp.ICON)
+_SP = slice(sp.SPRITE_DY, sp.SPRITE_DY + 7)
 #: Verbs whose only argument is the furniture the actor is drawn at.
 _AT_ROW = frozenset({"open", "close", "sit", "look", "chore", "chore_done", "switchon",
                      "switchoff"})
@@ -318,14 +321,16 @@ class PixelPerception:
             bw, parts = lay.balloon_w, ep.balloon
             for k in range(sp.BALLOON_SLOTS):
                 bx = k * (bw + 1)
-                if p[0, bx] != sp.INK:
+                # the balloons fill the row from the left; the column after the verb glyph is
+                # the balloon's own colour
+                if p[sp.ICON_DY, bx + parts["verb"] + sp.ICON] != sp.BALLOON:
                     break
-                verb = t.actions.get((p[1:6, bx + parts["verb"]:bx + parts["verb"] + 5]
+                verb = t.actions.get((p[_IC, bx + parts["verb"]:bx + parts["verb"] + 5]
                                       == sp.ACTION).tobytes())
                 ids = []
                 for name in ("actor", "listener", "object_mark", "place_mark"):
                     x = bx + parts[name]
-                    m = self._mark(p[1:6, x:x + lay.mark_w])
+                    m = self._mark(p[_IC, x:x + lay.mark_w])
                     ids.append(-1 if m is None else m)
                 if verb is None or -2 in ids:
                     bad += 1
@@ -334,7 +339,7 @@ class PixelPerception:
             return (None, (), (), tuple(balloons), bad)
         state = None
         if row.kind in ("furniture", "door"):
-            cell = p[1:6, lay.x_state:lay.x_state + sp.ICON]
+            cell = p[_IC, lay.x_state:lay.x_state + sp.ICON]
             if (cell != sp.ROW_BG).any():
                 state = t.states.get(_bg_key(cell, sp.ROW_BG))
                 if state is None:
@@ -344,7 +349,7 @@ class PixelPerception:
         objects = []
         for k in range(ep.obj_slots):
             mx = lay.x_objects + k * lay.obj_slot_w + sp.ICON + 1
-            m = self._mark(p[1:6, mx:mx + lay.mark_w])
+            m = self._mark(p[_IC, mx:mx + lay.mark_w])
             if m is None:
                 break
             if m < 0:
@@ -355,12 +360,12 @@ class PixelPerception:
         parts = lay.person_parts()
         for k in range(ep.person_slots):
             px = lay.x_people + k * lay.person_slot_w
-            m = self._mark(p[1:6, px + parts["mark"]:px + parts["mark"] + lay.mark_w])
+            m = self._mark(p[_IC, px + parts["mark"]:px + parts["mark"] + lay.mark_w])
             if m is None:
                 break
-            sprite = t.sprites.get(_bg_key(p[0:7, px + parts["sprite"]:px + parts["sprite"] + 5],
+            sprite = t.sprites.get(_bg_key(p[_SP, px + parts["sprite"]:px + parts["sprite"] + 5],
                                            sp.ROW_BG))
-            act_cell = p[1:6, px + parts["action"]:px + parts["action"] + sp.ICON]
+            act_cell = p[_IC, px + parts["action"]:px + parts["action"] + sp.ICON]
             act = None
             if (act_cell == sp.ACTION).any():
                 act = t.actions.get((act_cell == sp.ACTION).tobytes())
@@ -369,7 +374,7 @@ class PixelPerception:
             held = []
             for h in (0, 1):
                 x = px + parts[f"held{h}_mark"]
-                hm = self._mark(p[1:6, x:x + lay.mark_w])
+                hm = self._mark(p[_IC, x:x + lay.mark_w])
                 if hm is None:
                     break
                 if hm < 0:
