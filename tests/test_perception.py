@@ -173,3 +173,22 @@ def test_the_parser_reads_the_sprites_version_the_renderer_draws() -> None:
     assert sprites.SPRITES_VERSION == READS_SPRITES_VERSION, (
         "render/sprites.py changed its picture language: update perception/parser.py and "
         "READS_SPRITES_VERSION")
+
+
+def test_the_frames_show_kinds_and_poses_as_the_candidates_and_events_say() -> None:
+    env = make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=SIZE)
+    frames, info = env.reset(options={"suite": "vh-dev-v4", "index": 0})
+    p = PixelPerception()
+    state = p.reset(frames, info).state
+    kinds = {a["id"]: a["kind"] for a in info["candidates"]["actors"]}
+    assert {pid: state.kinds[pid] for pid in kinds} == kinds
+    assert state.kinds[info["robot"]["id"]] == "robot"
+    phone_seen = False
+    for _ in range(8):  # Tara takes a call at tick 9 and hangs up at tick 22
+        frames, _, _, _, info = env.step("none")
+        seen = p.observe(frames, info)
+        calls = {e["actor"] for e in seen.events if e["verb"] == "phone"}
+        for pid in calls:
+            assert "phone" in seen.state.poses[pid].split("+")
+            phone_seen = True
+    assert phone_seen

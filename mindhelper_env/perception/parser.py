@@ -416,7 +416,9 @@ class PixelPerception:
             st.rooms[pid] = p.room
             st.near[pid] = p.row if p.row != p.room else None
             st.holding[pid] = list(p.held)
-            st.poses[pid] = "sit" if p.pose[0] else "stand"
+            st.poses[pid] = "+".join(f for f, on in zip(sp.POSES, p.pose, strict=True)
+                                     if on) or "stand"
+            st.kinds[pid] = p.kind
         st.location = dict(read.at)
         st.open = dict(read.open)
         st.switched = dict(read.switched)
