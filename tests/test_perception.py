@@ -192,3 +192,21 @@ def test_the_frames_show_kinds_and_poses_as_the_candidates_and_events_say() -> N
             assert "phone" in seen.state.poses[pid].split("+")
             phone_seen = True
     assert phone_seen
+
+
+def test_a_move_balloon_is_an_event_of_no_one_seen() -> None:
+    # no v4 episode moves an object unseen (older generators' background events do): the
+    # balloon alone, with no actor, makes the event
+    from mindhelper_env.perception.parser import FrameRead
+
+    env = make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=SIZE)
+    frames, info = env.reset(options={"suite": "vh-dev-v4", "index": 0})
+    p = PixelPerception()
+    p.reset(frames, info)
+    before = FrameRead()
+    after = FrameRead(balloons=[(203, "move", -1, -1, 19, 13)])
+    events, bad = p._events(before, after, 7)
+    assert bad == 0
+    assert events == [{"tick": 7, "actor": 0, "actor_name": "Someone", "verb": "move",
+                       "args": [{"id": 19, "class": "glasses"},
+                                {"id": 13, "class": "bathroomcounter"}], "room": 203}]
