@@ -210,3 +210,8 @@ def test_a_move_balloon_is_an_event_of_no_one_seen() -> None:
     assert events == [{"tick": 7, "actor": 0, "actor_name": "Someone", "verb": "move",
                        "args": [{"id": 19, "class": "glasses"},
                                 {"id": 13, "class": "bathroomcounter"}], "room": 203}]
+
+
+def test_a_user_agent_by_import_path_takes_observe_too() -> None:
+    agent = make_agent("mindhelper_env.agents.belief:BeliefTrackerAgent", observe="pixels")
+    assert isinstance(agent, PixelFed) and agent.name == "belief-tracker"
