@@ -215,3 +215,24 @@ def test_a_move_balloon_is_an_event_of_no_one_seen() -> None:
 def test_a_user_agent_by_import_path_takes_observe_too() -> None:
     agent = make_agent("mindhelper_env.agents.belief:BeliefTrackerAgent", observe="pixels")
     assert isinstance(agent, PixelFed) and agent.name == "belief-tracker"
+
+
+def test_a_window_cut_short_reads_only_the_ticks_that_happened() -> None:
+    # max_ticks cuts the last window: the frames after the end repeat the last one, glyphs
+    # and all, and must not read as events again
+    opts = {"suite": "vh-dev-v4", "index": 0}
+    text_env = make_env("MindHelper-VirtualHome-v2", max_ticks=10)
+    rgb_env = make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=SIZE, max_ticks=10)
+    text_env.reset(options=opts)
+    frames, info = rgb_env.reset(options=opts)
+    p = PixelPerception()
+    p.reset(frames, info)
+    score = EventScore()
+    while True:
+        _, _, t1, t2, tinfo = text_env.step("none")
+        frames, _, _, _, info = rgb_env.step("none")
+        score.add(tinfo["events"], p.observe(frames, info).events)
+        if t1 or t2:
+            break
+    assert info["tick"] == 10 and p.stats["frames"] == 1 + 10
+    assert not score.missed and not score.spurious and score.total.tp > 0

@@ -223,7 +223,10 @@ class PixelPerception:
             raise RuntimeError("PixelPerception.reset() must be called before observe()")
         frames = self._check(frames)
         tick = info.get("tick")
-        n = len(frames) if not isinstance(tick, int) else max(0, min(len(frames), tick - self._tick))
+        if isinstance(tick, (int, np.integer)) and not isinstance(tick, bool):
+            n = max(0, min(len(frames), int(tick) - self._tick))
+        else:  # no tick to go by: every frame is a tick of its own
+            n = len(frames)
         events: list[dict[str, Any]] = []
         unreadable = 0
         prev = self._last
