@@ -287,6 +287,9 @@ def resolve_agent(name: str) -> Callable[..., Any]:
         raise ValueError(f"agent {name!r} is not a class or a factory")
 
     def build(**kwargs: Any) -> Any:
+        if "observe" in kwargs and not _takes_observe(obj):
+            observe = kwargs.pop("observe")
+            return _wrap_observe(call_factory(obj, kwargs, name), observe)
         return call_factory(obj, kwargs, name)
 
     return build

@@ -186,6 +186,10 @@ def measure_agents(suite: str, limit: int | None, workers: int, size: int,
         apart = sorted(e for e in decisions["text"] if decisions["text"][e] != decisions["rgb"].get(e))
         row["episodes_decided_apart"] = len(apart)
         row["apart"] = apart[:20]
+        # of which: the interventions (tick, program) differ; only the belief tables differ
+        row["interventions_apart"] = sum(
+            decisions["text"][e][0] != decisions["rgb"].get(e, (None,))[0] for e in apart)
+        row["beliefs_apart"] = row["episodes_decided_apart"] - row["interventions_apart"]
         row["PHA_gap"] = row["rgb"]["PHA"] - row["text"]["PHA"]
         out["agents"][name] = row
     return out
@@ -212,7 +216,9 @@ def _print_agents(res: dict[str, Any]) -> None:
         print(f"{name:<16} PHA text {row['text']['PHA']:.1f}  pixels {row['rgb']['PHA']:.1f} "
               f"(gap {row['PHA_gap']:+.1f}); fallbacks {row['rgb']['fallbacks']}; "
               "episodes decided apart: "
-              f"{row['episodes_decided_apart']} {row['apart'][:5] or ''}; wall text {row['text']['wall_seconds']:.0f} s, "
+              f"{row['episodes_decided_apart']} {row['apart'][:5] or ''} "
+              f"(interventions {row.get('interventions_apart', '?')}, belief tables only "
+              f"{row.get('beliefs_apart', '?')}); wall text {row['text']['wall_seconds']:.0f} s, "
               f"rgb+pixels {row['rgb']['wall_seconds']:.0f} s (CPU "
               f"{row['rgb']['cpu_seconds_per_episode']:.2f} s/episode: "
               f"{row['rgb']['cpu_seconds_per_episode'] * 1000 / 2 / 60:.1f} min per 1,000 "

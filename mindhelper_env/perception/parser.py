@@ -40,7 +40,7 @@ MIN_FRAME_SIZE = 768
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
-READS_SPRITES_VERSION = 3
+READS_SPRITES_VERSION = 4
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
@@ -49,7 +49,8 @@ ARGS_FROM: dict[str, str] = {
             "drawn in",
     "find": "as walk (a find under way shows the walk-on glyph and reads as walk)",
     "grab": "the object that entered the actor's hands",
-    "putin": "the object that left the actor's hands, and the row it is drawn in now",
+    "putin": "the object that left the actor's hands, and the row it is drawn in now (the "
+             "actor's row when it is not drawn: the container was closed at the same tick)",
     "putback": "the object that left the actor's hands, and the row it is drawn in now",
     "drop": "the object that left the actor's hands",
     "give": "the give balloon (object, receiver)",
@@ -65,6 +66,9 @@ ARGS_FROM: dict[str, str] = {
     "standup": "none", "phone": "none", "hangup": "none",
     "move": "the move balloon (object, place; actor 0: moved by no one seen)",
 }
+#: The pixel rows of a layout row that hold icons, glyphs and marks; and person sprites.
+_IC = slice(sp.ICON_DY, sp.ICON_DY + sp.ICON)
+_SP = slice(sp.SPRITE_DY, sp.SPRITE_DY + 7)
 #: Verbs whose only argument is the furniture the actor is drawn at.
 _AT_ROW = frozenset({"open", "close", "sit", "look", "chore", "chore_done", "switchon",
                      "switchoff"})
@@ -219,7 +223,10 @@ class PixelPerception:
             raise RuntimeError("PixelPerception.reset() must be called before observe()")
         frames = self._check(frames)
         tick = info.get("tick")
-        n = len(frames) if not isinstance(tick, int) else max(0, min(len(frames), tick - self._tick))
+        if isinstance(tick, (int, np.integer)) and not isinstance(tick, bool):
+            n = max(0, min(len(frames), int(tick) - self._tick))
+        else:  # no tick to go by: every frame is a tick of its own
+            n = len(frames)
         events: list[dict[str, Any]] = []
         unreadable = 0
         prev = self._last
@@ -317,14 +324,16 @@ class PixelPerception:
             bw, parts = lay.balloon_w, ep.balloon
             for k in range(sp.BALLOON_SLOTS):
                 bx = k * (bw + 1)
-                if p[0, bx] != sp.INK:
+                # the balloons fill the row from the left; the column after the verb glyph is
+                # the balloon's own colour
+                if p[sp.ICON_DY, bx + parts["verb"] + sp.ICON] != sp.BALLOON:
                     break
-                verb = t.actions.get((p[1:6, bx + parts["verb"]:bx + parts["verb"] + 5]
+                verb = t.actions.get((p[_IC, bx + parts["verb"]:bx + parts["verb"] + 5]
                                       == sp.ACTION).tobytes())
                 ids = []
                 for name in ("actor", "listener", "object_mark", "place_mark"):
                     x = bx + parts[name]
-                    m = self._mark(p[1:6, x:x + lay.mark_w])
+                    m = self._mark(p[_IC, x:x + lay.mark_w])
                     ids.append(-1 if m is None else m)
                 if verb is None or -2 in ids:
                     bad += 1
@@ -333,7 +342,7 @@ class PixelPerception:
             return (None, (), (), tuple(balloons), bad)
         state = None
         if row.kind in ("furniture", "door"):
-            cell = p[1:6, lay.x_state:lay.x_state + sp.ICON]
+            cell = p[_IC, lay.x_state:lay.x_state + sp.ICON]
             if (cell != sp.ROW_BG).any():
                 state = t.states.get(_bg_key(cell, sp.ROW_BG))
                 if state is None:
@@ -343,7 +352,7 @@ class PixelPerception:
         objects = []
         for k in range(ep.obj_slots):
             mx = lay.x_objects + k * lay.obj_slot_w + sp.ICON + 1
-            m = self._mark(p[1:6, mx:mx + lay.mark_w])
+            m = self._mark(p[_IC, mx:mx + lay.mark_w])
             if m is None:
                 break
             if m < 0:
@@ -354,12 +363,12 @@ class PixelPerception:
         parts = lay.person_parts()
         for k in range(ep.person_slots):
             px = lay.x_people + k * lay.person_slot_w
-            m = self._mark(p[1:6, px + parts["mark"]:px + parts["mark"] + lay.mark_w])
+            m = self._mark(p[_IC, px + parts["mark"]:px + parts["mark"] + lay.mark_w])
             if m is None:
                 break
-            sprite = t.sprites.get(_bg_key(p[0:7, px + parts["sprite"]:px + parts["sprite"] + 5],
+            sprite = t.sprites.get(_bg_key(p[_SP, px + parts["sprite"]:px + parts["sprite"] + 5],
                                            sp.ROW_BG))
-            act_cell = p[1:6, px + parts["action"]:px + parts["action"] + sp.ICON]
+            act_cell = p[_IC, px + parts["action"]:px + parts["action"] + sp.ICON]
             act = None
             if (act_cell == sp.ACTION).any():
                 act = t.actions.get((act_cell == sp.ACTION).tobytes())
@@ -368,7 +377,7 @@ class PixelPerception:
             held = []
             for h in (0, 1):
                 x = px + parts[f"held{h}_mark"]
-                hm = self._mark(p[1:6, x:x + lay.mark_w])
+                hm = self._mark(p[_IC, x:x + lay.mark_w])
                 if hm is None:
                     break
                 if hm < 0:
@@ -410,7 +419,9 @@ class PixelPerception:
             st.rooms[pid] = p.room
             st.near[pid] = p.row if p.row != p.room else None
             st.holding[pid] = list(p.held)
-            st.poses[pid] = "sit" if p.pose[0] else "stand"
+            st.poses[pid] = "+".join(f for f, on in zip(sp.POSES, p.pose, strict=True)
+                                     if on) or "stand"
+            st.kinds[pid] = p.kind
         st.location = dict(read.at)
         st.open = dict(read.open)
         st.switched = dict(read.switched)
@@ -460,7 +471,9 @@ class PixelPerception:
                 elif verb == "drop":
                     args = gone
                 else:
-                    place = cur.at.get(gone[0])
+                    # where it is drawn now; where it is not (someone closed the container at
+                    # the same tick), the furniture the actor stands at
+                    place = cur.at.get(gone[0], at_row)
                     args = None if place is None else [gone[0], place]
             elif verb == "give":
                 b = by_actor.get(("give", pid))

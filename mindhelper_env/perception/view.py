@@ -25,8 +25,11 @@ class SceneState:
     ``rooms``: actor or robot id -> room id; ``near``: person -> the furniture (or person)
     they stand at; ``holding``: actor or robot id -> held object ids (right hand first, as
     text mode lists them); ``location``: every visible object -> furniture, holder or room;
-    ``open``: container -> open; ``doors``: door -> open; ``poses``: person -> pose name
-    (``stand``, ``sit``, ``phone``, ``chore``); ``switched``: switchable furniture -> on.
+    ``open``: container -> open; ``doors``: door -> open; ``poses``: person -> the pose
+    flags their sprite shows, joined by ``+`` (of ``sit``, ``back``: at a chore, ``phone``,
+    ``reach``, ``look``; ``stand`` for none); ``kinds``: person -> the kind their sprite
+    shows (``adult``, ``child``, ``wheelchair``, ``robot``); ``switched``: switchable
+    furniture -> on.
     """
 
     rooms: dict[int, int | None] = field(default_factory=dict)
@@ -36,6 +39,7 @@ class SceneState:
     open: dict[int, bool] = field(default_factory=dict)
     doors: dict[int, bool] = field(default_factory=dict)
     poses: dict[int, str] = field(default_factory=dict)
+    kinds: dict[int, str] = field(default_factory=dict)
     switched: dict[int, bool] = field(default_factory=dict)
 
 
