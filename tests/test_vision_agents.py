@@ -464,3 +464,12 @@ def test_a_mindclaw_vlm_cassette_replays_bit_identically(tmp_path):
     [rec] = records(tmp_path / "a" / "mindclaw-vlm.jsonl")
     assert rec["usage"]["parse_failures"] == rec["usage"]["model_calls"] - 1 > 0
     assert rec["usage"]["images"] == 3 * rec["usage"]["model_calls"]
+
+
+def test_a_pixel_fed_agent_off_the_vision_track_is_refused_before_out(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["evaluate", "--suite", SUITE, "--agents", "belief-tracker", "--agent",
+                 "belief-tracker:observe=pixels", "--limit", "1", "--no-progress",
+                 "--out", str(out)])
+    assert code == 2 and not out.exists()
+    assert "--obs rgb" in capsys.readouterr().err

@@ -79,6 +79,16 @@ def _class_name_attr(spec: str) -> str | None:
     return name if isinstance(name, str) and name.strip() else obj.__name__
 
 
+def _check_eyes(spec: str, agent: Any, env_kwargs: Mapping[str, Any]) -> None:
+    """An agent that reads the frames with the reference pixel parser (``observe="pixels"``)
+    is refused off the vision track, rather than failing on every window. (Frames smaller
+    than the episode's drawing fail on the first window with the size to use, counted and
+    flagged like any agent error: the size needed depends on the house.)"""
+    if getattr(agent, "observe", None) == "pixels" and env_kwargs.get("obs_mode") != "rgb":
+        raise ValueError(f"agent {spec!r} reads frames (observe='pixels'): play it on the "
+                         "vision track (--obs rgb --frame-size 768)")
+
+
 def build_roster(agents: list[str], agent_kwargs: Mapping[str, Mapping[str, Any]],
                  env_id: str, env_kwargs: Mapping[str, Any],
                  seed: int) -> dict[str, RosterEntry]:
@@ -108,6 +118,7 @@ def build_roster(agents: list[str], agent_kwargs: Mapping[str, Mapping[str, Any]
                 if env is None:
                     env = make_env(env_id, **dict(env_kwargs))
                 agent = build_agent(spec, options, env, seed)
+                _check_eyes(spec, agent, env_kwargs)
                 label = agent_label(spec, agent)
             if "\n" in label or not label.strip():
                 raise ValueError(f"agent {spec!r}: its name {label!r} cannot name a row")
