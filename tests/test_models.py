@@ -317,11 +317,12 @@ def test_hf_client_with_a_tiny_local_model(tmp_path):
         make_client(f"hf:{tmp_path / 'missing'}")
 
 
-@pytest.mark.parametrize("spec, module", [("openai:m@http://127.0.0.1:9/v1", "openai"),
-                                          ("hf:/nonexistent", "transformers")])
-def test_missing_extra_says_what_to_install(monkeypatch, spec, module):
+@pytest.mark.parametrize("spec, module, extra", [
+    ("openai:m@http://127.0.0.1:9/v1", "openai", "api"),
+    ("hf:/nonexistent", "transformers", "local")])
+def test_missing_extra_says_what_to_install(monkeypatch, spec, module, extra):
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
-    with pytest.raises(ImportError, match=r"mindhelper-env\[llm\]"):
+    with pytest.raises(ImportError, match=rf"mindhelper-env\[{extra}\]"):
         make_client(spec)
 
 

@@ -105,6 +105,9 @@ class Eyes:
     mode = "text"
     uses_model = False
 
+    def __init__(self) -> None:
+        """Eyes are built by :func:`make_eyes`; a subclass keeps its own state."""
+
     def reset(self) -> None:
         pass
 

@@ -53,8 +53,6 @@ version.
 :func:`validate_suite_dir` compares a directory against them, so an installed user can check
 that a suite rebuilt on their machine is the published one.
 
-**Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v2-0003``).
-
 **Versions.** Each suite records the generator version it was released with. If
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION` changes, the suite can no longer be
 rebuilt and :func:`suite_episode` raises :class:`SuiteVersionError` saying what to do:
@@ -64,7 +62,7 @@ release new suite names instead of silently changing the episodes of a released 
 :func:`public_record`), ``reference.jsonl`` (ground truth, see :func:`reference_record`) and
 ``manifest.json`` (counts, versions, sha256 of both files). Files are byte-for-byte
 deterministic. :func:`validate_suite_dir` checks an exported directory and returns a list
-of problems, each naming the file and line.
+of problems, each naming the file and line. Episode ids are ``f"{suite}-{index:04d}"``.
 """
 
 from __future__ import annotations
@@ -364,17 +362,13 @@ def suite_info(name: str) -> dict[str, Any]:
 
 
 def _release_info(name: str) -> dict[str, Any]:
-    """``released`` (date) and ``status``: ``current`` (the newest generation of its line),
-    ``frozen`` (an older one, still played unchanged, with ``newest`` naming the current
-    one) or ``unreleased`` (:func:`~mindhelper_env.scenarios.releases.generation_status`)."""
+    """``released`` (date) and ``status``: current, frozen (+ ``newest``) or unreleased."""
     rel = _releases.release_of(name)
     if rel is None:
         return {"released": None, "status": "unreleased"}
     status = _releases.generation_status(name)
-    out = {"released": rel.released, "status": status}
-    if status == "frozen":
-        out["newest"] = _releases.newest_of_line(name)
-    return out
+    newest = {"newest": _releases.newest_of_line(name)} if status == "frozen" else {}
+    return {"released": rel.released, "status": status, **newest}
 
 
 def _dumps(obj: Any) -> str:
