@@ -423,10 +423,12 @@ def test_one_run_reports_model_eyes_beside_perfect_perception(tmp_path, capsys):
         requests = list(srv.requests)
         table = json.loads(capsys.readouterr().out)
         text = tmp_path / "text"  # MindClaw on the text track with the same model
+        # exit 4: the scripted model answers every reasoning question unusably, so the
+        # mindclaw-pixels row (like MindClaw on text) is flagged as measuring the fallback
         assert main(["evaluate", "--suite", SUITE, "--agents", "mindclaw", "--limit", "2",
                      "--no-timing", "--no-plots", "--no-progress", "--out", str(text),
-                     "--model", f"openai:eyes@{srv.url}", "--format", "json"]) == 0
-    assert code == 0
+                     "--model", f"openai:eyes@{srv.url}", "--format", "json"]) == 4
+    assert code == 4
     assert set(table) == {"mindclaw-vlm", "mindclaw-pixels"}
     vlm = records(tmp_path / "run" / "mindclaw-vlm.jsonl")
     pixels = records(tmp_path / "run" / "mindclaw-pixels.jsonl")
@@ -454,11 +456,12 @@ def test_a_mindclaw_vlm_cassette_replays_bit_identically(tmp_path):
     common = ["evaluate", "--suite", SUITE, "--agents", "mindclaw-vlm", "--limit", "1",
               "--obs", "rgb", "--frame-size", str(FRAME), "--no-timing", "--no-plots",
               "--no-progress", "--format", "json"]
+    # exit 4 both times: all but the first answer do not parse, so the row is flagged
     with ScriptedServer([Reply(text=seen), Reply(text="not json")]) as srv:
         assert main([*common, "--model", f"openai:eyes@{srv.url}", "--out",
-                     str(tmp_path / "a"), "--record", str(tmp_path / "c.jsonl")]) == 0
+                     str(tmp_path / "a"), "--record", str(tmp_path / "c.jsonl")]) == 4
     assert main([*common, "--replay", str(tmp_path / "c.jsonl"), "--out",
-                 str(tmp_path / "b")]) == 0
+                 str(tmp_path / "b")]) == 4
     first = (tmp_path / "a" / "mindclaw-vlm.jsonl").read_bytes()
     assert first == (tmp_path / "b" / "mindclaw-vlm.jsonl").read_bytes()
     [rec] = records(tmp_path / "a" / "mindclaw-vlm.jsonl")
