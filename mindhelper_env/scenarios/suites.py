@@ -51,7 +51,10 @@ version.
 **Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
 ``reference.jsonl`` ship with the package (the release ledger):
 :func:`validate_suite_dir` compares a directory against them, so an installed user can check
-that a suite rebuilt on their machine is the published one.
+that a suite rebuilt on their machine is the published one. Those two files hold no
+schedules, so from the v4 suites on the ledger also pins the full episode specs
+(:func:`spec_digest`, ``spec_sha256``): a generator change that only moves a call or a tell
+by a tick changes it.
 
 **Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v2-0003``).
 
@@ -119,6 +122,7 @@ __all__ = [
     "require_suite",
     "pinned_digests",
     "pin_digests",
+    "spec_digest",
     "apportion",
     "no_duplicate_keys",
     "perceived_graph",
@@ -488,6 +492,21 @@ def pinned_digests(name: str) -> dict[str, str] | None:
     return rel.digests() or None
 
 
+def spec_digest(name: str, limit: int | None = None) -> str:
+    """The sha256 that pins suite ``name``'s whole episodes: of every episode spec (the
+    canonical JSON of :func:`suite_episode`, one line each, in index order; the first
+    ``limit`` only when given). A spec holds the house graph, the people and their schedules
+    (activities, calls, chores), the events, the doors, the switch's timings and the
+    reference, so a change to any of them changes this digest, even one that leaves
+    ``public.jsonl`` and ``reference.jsonl`` byte-identical. The ledger's ``spec_sha256``."""
+    require_suite(name)
+    n = _suite(name)["n"] if limit is None else min(int(limit), _suite(name)["n"])
+    h = hashlib.sha256()
+    for i in range(n):
+        h.update((_episode_json(name, i) + "\n").encode())
+    return h.hexdigest()
+
+
 def pin_digests(names: list[str] | None = None, note: str = "released",
                 date: str | None = None) -> dict[str, dict[str, str]]:
     """Release the suites ``names`` (default: every suite of :data:`SUITES` not yet in the
@@ -506,7 +525,7 @@ def pin_digests(names: list[str] | None = None, note: str = "released",
         _releases.append_release(_releases.Release(
             name, str(s["generator"]), int(s["n"]), int(s["seed_base"]), s.get("house"),
             date or datetime.date.today().isoformat(), dig[PUBLIC_FILE], dig[REFERENCE_FILE],
-            "current", (), note))
+            "current", (), note, spec_digest(name)))
     return {n: _releases.ledger()[n].digests() for n in todo}
 
 
