@@ -51,10 +51,7 @@ version.
 **Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
 ``reference.jsonl`` ship with the package (the release ledger):
 :func:`validate_suite_dir` compares a directory against them, so an installed user can check
-that a suite rebuilt on their machine is the published one. Those two files hold no
-schedules, so from the v4 suites on the ledger also pins the full episode specs
-(:func:`spec_digest`, ``spec_sha256``): a generator change that only moves a call or a tell
-by a tick changes it.
+that a suite rebuilt on their machine is the published one (and :func:`spec_digest`).
 
 **Ids.** Episode ids are ``f"{suite}-{index:04d}"`` (e.g. ``vh-dev-v2-0003``).
 
@@ -121,8 +118,7 @@ __all__ = [
     "WITHDRAWN",
     "require_suite",
     "pinned_digests",
-    "pin_digests",
-    "spec_digest",
+    "pin_digests", "spec_digest",
     "apportion",
     "no_duplicate_keys",
     "perceived_graph",
@@ -139,8 +135,7 @@ __all__ = [
     "reference_record",
     "export_suite",
     "validate_suite_dir",
-    "load_jsonl",
-    "validate_result_record",
+    "load_jsonl", "validate_result_record",
 ]
 
 logger = logging.getLogger(__name__)
@@ -493,18 +488,12 @@ def pinned_digests(name: str) -> dict[str, str] | None:
 
 
 def spec_digest(name: str, limit: int | None = None) -> str:
-    """The sha256 that pins suite ``name``'s whole episodes: of every episode spec (the
-    canonical JSON of :func:`suite_episode`, one line each, in index order; the first
-    ``limit`` only when given). A spec holds the house graph, the people and their schedules
-    (activities, calls, chores), the events, the doors, the switch's timings and the
-    reference, so a change to any of them changes this digest, even one that leaves
-    ``public.jsonl`` and ``reference.jsonl`` byte-identical. The ledger's ``spec_sha256``."""
-    require_suite(name)
-    n = _suite(name)["n"] if limit is None else min(int(limit), _suite(name)["n"])
-    h = hashlib.sha256()
-    for i in range(n):
-        h.update((_episode_json(name, i) + "\n").encode())
-    return h.hexdigest()
+    """The ledger's ``spec_sha256``: sha256 of every episode spec of ``name`` (canonical JSON
+    lines, index order; the first ``limit`` when given): graph, people, schedules, doors, the
+    switch's timings and the reference (docs/data-format.md)."""
+    n = min(require_suite(name)["n"], _suite(name)["n"] if limit is None else int(limit))
+    return hashlib.sha256("".join(_episode_json(name, i) + "\n" for i in range(n)).encode()
+                          ).hexdigest()
 
 
 def pin_digests(names: list[str] | None = None, note: str = "released",
@@ -530,7 +519,7 @@ def pin_digests(names: list[str] | None = None, note: str = "released",
 
 
 def reference_record(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The ground truth of an episode (its ``reference`` dict, with the spec's ``episode_id``)."""
+    """The ground truth of an episode (its ``reference``, with the spec's ``episode_id``)."""
     rec = copy.deepcopy(dict(spec["reference"]))
     rec["episode_id"] = spec["episode_id"]
     return rec
