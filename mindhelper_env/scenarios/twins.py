@@ -1,4 +1,4 @@
-"""Scenario families of generators ``mh-gen-3.0`` and ``mh-gen-3.1``: twins from one base draft.
+"""Scenario families of generators ``mh-gen-3.0`` to ``mh-gen-3.2``: twins from one base draft.
 
 Up to ``mh-gen-2.5`` every family was drafted by its own procedure and validated alone, so
 what was built, and what survived validation, differed between a help family and its twins,
@@ -34,7 +34,9 @@ People perceive by **attention** in these episodes (the spec's ``"perception":
 ``mh-gen-3.1`` (the drafts' ``sight``) adds **sight perception** (``"perception": "sight"``):
 a chore done facing away blinds like a call, and an open door lets one see what is taken and
 put in the next room; the blocks of the focus person's timeline are then drawn among
-realisations that look alike from outside (:func:`_block`).
+realisations that look alike from outside (:func:`_block`). ``mh-gen-3.2`` (``timed``) draws
+in the base every timing the switch does not need: where the switch block sits, so the
+switched event comes at the same tick on both sides (:func:`_blocks`, :func:`_in_stay`).
 """
 
 from __future__ import annotations
