@@ -192,7 +192,8 @@ def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int
     out = []
     rooms: set[int] = set()
     for i, kind in enumerate(order):
-        k = int(d.rng.integers(*length)) if not told or i == 0 else int(d.rng.integers(5, 8))
+        # mh-gen-3.2: every tell-length block fits the tell (no rejection that sees the side)
+        k = int(d.rng.integers(*length if not told or i == 0 else (6, 9) if d.timed else (5, 8)))
         out.append((kind, _block(d, a, kind, r1, d.pick(spots), k, doors, rooms)))
     base = 1 if told else 0
     switch = base + (0 if first else 1) if d.timed else next(
