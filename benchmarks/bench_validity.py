@@ -33,8 +33,8 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator
    the suite's generator (and of ``--timing-generators``) on N fresh bases a twin group: per
    group the best single-gap classifier and a depth-3 tree over every gap the switch does
    not list, with 95 % intervals (``--timing-only``: only this section); on a generator
-   whose unlisted timings are drawn in the base (``mh-gen-3.2`` on) bounded: single gap
-   <= 55 %, tree <= 60 %;
+   whose unlisted timings are drawn in the base (``mh-gen-3.2`` on) and N >= 2,000 bounded:
+   single gap <= 55 %, tree <= 60 %;
 10. the bounds: :data:`mindhelper_env.validity.BOUNDS` for ``mh-gen-2.x`` suites (the object
    instruments reported, not bounded: v2 is known to leak to them),
    :data:`mindhelper_env.validity.BOUNDS_V3` for ``mh-gen-3.x`` suites; exits 1 if one breaks.
@@ -74,6 +74,9 @@ OBJECTS_ONLY = ("oracle", "belief-tracker", V.COARSE_MIND, *LADDER, "physical-ru
                 "perspective-free")
 #: Bounds of the timing scan on a generator that draws its unlisted timings in the base.
 TIMING_BOUNDS = {"single": 55.0, "tree": 60.0}
+#: The bases a group the timing bounds need (fewer: reported only; the best of ~90 gaps on
+#: a small test half is far above 50 by chance alone)
+TIMING_MIN_BASES = 2000
 
 
 def _hedge_class():
@@ -349,7 +352,7 @@ def _timing_section(console, args, suites) -> tuple[dict, list[str]]:
                           f"{r.tree_ci[0]:.1f}-{r.tree_ci[1]:.1f}", _pct(r.tree_all_acc),
                           f"{r.listed_best_gap} {_pct(r.listed_best_acc)}"
                           if r.listed_best_gap else "-")
-            if gen in TIMED_GENERATORS:
+            if gen in TIMED_GENERATORS and args.timing_scan >= TIMING_MIN_BASES:
                 if r.best_acc > TIMING_BOUNDS["single"]:
                     broken.append(f"timing scan {gen} {g}: single gap {r.best_gap} "
                                   f"{r.best_acc:.1f} > {TIMING_BOUNDS['single']}")
