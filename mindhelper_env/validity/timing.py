@@ -72,9 +72,12 @@ _BELIEF = ("false_belief_relocation", "false_belief_watched", "false_belief_told
 def timeline(spec: Mapping[str, Any],
              make_sim: Callable[[], Any] | None = None) -> dict[str, int | None]:
     """The tick of each kind of :data:`KINDS` in ``spec`` with the robot silent, up to the
-    focus person's first cue (``look``; None where the focus person shows none).
-    ``make_sim``: builds the simulation (default: of ``spec``; a draft's probe, where
-    ``spec`` holds only its ``reference``)."""
+    focus person's **look**: their first struggle cue after the switch's events (someone
+    else's last put of the target and the tell; the first cue where there are none: an
+    earlier cue, such as emptied's first look into the full container, is part of the
+    set-up). ``look`` is None where there is no such cue. ``make_sim``: builds the
+    simulation (default: of ``spec``; a draft's probe, where ``spec`` holds only its
+    ``reference``)."""
     from mindhelper_env.backends.symbolic import Simulation
     from mindhelper_env.scenarios.generator import observe_cues
 
@@ -84,60 +87,68 @@ def timeline(spec: Mapping[str, Any],
     ref = spec["reference"]
     focus = int(ref["focus_actor"])
     target = ref.get("target_object")
-    cues = [c for c in observe_cues(fresh()) if c[1] == focus]
+    cue_ticks = [int(c[0]) for c in observe_cues(fresh()) if c[1] == focus]
     out: dict[str, int | None] = dict.fromkeys(KINDS)
-    if not cues:
+    if not cue_ticks:
         return out
-    look = int(cues[0][0])
-    out["look"] = look
     sim = fresh()
     w = sim.world
-    look_room: int | None = None
+    seen: list[tuple[int, str]] = []  # (tick, kind), in order
     rooms: list[tuple[int, int | None]] = []
     room = w.chars[focus].room
-    while sim.tick <= look:
+    end = max(cue_ticks)
+    while sim.tick <= end:
         tick = sim.tick
-        events = sim.step_tick()
-        for e in events:
-            mine = e.actor == focus
-            if mine and e.verb == "phone":
-                out["call"] = tick
-            elif mine and e.verb == "hangup":
-                out["call_end"] = tick
-            elif mine and e.verb == "chore":
-                out["chore"] = tick
-            elif mine and e.verb == "chore_done":
-                out["chore_end"] = tick
-            elif mine and e.verb == "walk" and e.done and e.ok:
-                out["arrive"] = tick
-            elif not mine and e.verb == "phone":
-                out["o_call"] = tick
-            elif not mine and e.verb == "hangup":
-                out["o_call_end"] = tick
-            elif not mine and e.verb == "chore":
-                out["o_chore"] = tick
-            elif not mine and e.verb == "chore_done":
-                out["o_chore_end"] = tick
-            elif not mine and e.verb == "tell":
-                out["tell"] = tick
-            elif (not mine and target is not None and e.args and e.args[0] == target
-                  and e.verb == "grab" and out["move"] is None):
-                out["move"] = tick
-            elif (not mine and target is not None and e.args and e.args[0] == target
-                  and e.verb in ("putin", "putback", "drop")):
-                out["put"] = tick
+        for e in sim.step_tick():
+            kind = _kind(e, focus, target)
+            if kind is not None:
+                seen.append((tick, kind))
         now = w.chars[focus].room
         if now != room:
-            out["enter"] = tick
             rooms.append((tick, now))
             room = now
-        if tick == look:
-            look_room = now
-    if look_room is not None:
-        for tick, r in rooms:
-            if r is not None and r != look_room and look_room in w.views(r):
-                out["door_view"] = tick
+    switch = [t for t, k in seen if k in ("put", "tell")]
+    after = [t for t in cue_ticks if not switch or t > max(switch)]
+    if not after:
+        return out
+    look = after[0]
+    out["look"] = look
+    for tick, kind in seen:
+        if tick > look:
+            break
+        if kind == "move":
+            if out["move"] is None:
+                out["move"] = tick
+        else:
+            out[kind] = tick
+    look_room = next((r for t, r in reversed(rooms) if t <= look), w.chars[focus].room)
+    for tick, r in rooms:
+        if tick > look:
+            break
+        out["enter"] = tick
+        if r is not None and r != look_room and look_room in w.views(r):
+            out["door_view"] = tick
     return out
+
+
+_FOCUS_VERBS = {"phone": "call", "hangup": "call_end", "chore": "chore",
+                "chore_done": "chore_end"}
+_OTHER_VERBS = {"phone": "o_call", "hangup": "o_call_end", "chore": "o_chore",
+                "chore_done": "o_chore_end", "tell": "tell"}
+
+
+def _kind(e: Any, focus: int, target: int | None) -> str | None:
+    """The kind of :data:`KINDS` an event is (None: none)."""
+    if e.actor == focus:
+        if e.verb == "walk" and e.done and e.ok:
+            return "arrive"
+        return _FOCUS_VERBS.get(e.verb)
+    if target is not None and e.args and e.args[0] == target:
+        if e.verb == "grab":
+            return "move"
+        if e.verb in ("putin", "putback", "drop"):
+            return "put"
+    return _OTHER_VERBS.get(e.verb)
 
 
 def gaps(line: Mapping[str, int | None]) -> np.ndarray:
