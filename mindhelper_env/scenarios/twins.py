@@ -192,8 +192,7 @@ def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int
     out = []
     rooms: set[int] = set()
     for i, kind in enumerate(order):
-        # mh-gen-3.2: every tell-length block fits the tell (no rejection that sees the side)
-        k = int(d.rng.integers(*length if not told or i == 0 else (6, 9) if d.timed else (5, 8)))
+        k = int(d.rng.integers(*length if not told or i == 0 else (8, 11) if d.timed else (5, 8)))
         out.append((kind, _block(d, a, kind, r1, d.pick(spots), k, doors, rooms)))
     base = 1 if told else 0
     switch = base + (0 if first else 1) if d.timed else next(
@@ -274,11 +273,9 @@ def _in_block(cands: list[int], window: list[int], u: float) -> list[int]:
 
 def _in_stay(d: Draft, a: int, index: int, cands: list[int], window: list[int], u: float,
              need: int) -> list[int]:
-    """``mh-gen-3.2``'s :func:`_in_block`: the candidates inside the block's stay (its last
-    ``k`` ticks, ``k`` drawn in the base, whatever the block's kind) with ``need`` ticks and
-    a margin of one tick each side inside it, ranked by how close they are to the place
-    ``u`` drawn in the base, counted back from the block's end: the same tick on both sides
-    wherever the two sides' blocks end together."""
+    """``mh-gen-3.2``'s :func:`_in_block`: the candidates inside the block's last ``k`` ticks
+    (``k`` drawn in the base) with ``need`` ticks and a tick's margin each side in it, ranked
+    by closeness to the place ``u`` drawn in the base, counted back from the block's end."""
     if not window:
         return []
     k = d.block_ticks[index]
@@ -362,7 +359,10 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     d.keep.update(xs)
     spots_b = [f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]
     b_spot = d.pick(spots_b)
-    length = {"emptied": (15, 19), "told": (10, 13)}.get(group, (10, 14))
+    # mh-gen-3.2: blocks fit the switch wherever it falls (no acceptance that sees the side)
+    lengths = {"emptied": (17, 21), "told": (10, 13), "": (11, 15)} if d.timed else {
+        "emptied": (15, 19), "told": (10, 13), "": (10, 14)}
+    length = lengths.get(group, lengths[""])
     # (told-away: A hears the tell only in the room, so A's blocks stay in it)
     moved_seen = False if group == "told" else not help_side
     # the switch block: the move's (the tell's in told-away), busy on the help side
