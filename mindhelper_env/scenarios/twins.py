@@ -192,7 +192,7 @@ def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int
     out = []
     rooms: set[int] = set()
     for i, kind in enumerate(order):
-        k = int(d.rng.integers(*length if not told or i == 0 else (8, 11) if d.timed else (5, 8)))
+        k = int(d.rng.integers(*length if not told or i == 0 else (10, 13) if d.timed else (5, 8)))
         out.append((kind, _block(d, a, kind, r1, d.pick(spots), k, doors, rooms)))
     base = 1 if told else 0
     switch = base + (0 if first else 1) if d.timed else next(
@@ -281,7 +281,7 @@ def _in_stay(d: Draft, a: int, index: int, cands: list[int], window: list[int], 
     k = d.block_ticks[index]
     hi = window[-1]
     lo = max(window[0], hi - k + 1) + 1
-    top = hi - need - 1
+    top = hi - need - 3  # two ticks to spare: the switched act never ends at the block's end
     if top < lo:
         return []
     aim = top - u * (top - lo)
@@ -360,7 +360,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     spots_b = [f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]
     b_spot = d.pick(spots_b)
     # mh-gen-3.2: blocks fit the switch wherever it falls (no acceptance that sees the side)
-    lengths = {"emptied": (17, 21), "told": (10, 13), "": (11, 15)} if d.timed else {
+    lengths = {"emptied": (19, 23), "told": (10, 13), "": (13, 17)} if d.timed else {
         "emptied": (15, 19), "told": (10, 13), "": (10, 14)}
     length = lengths.get(group, lengths[""])
     # (told-away: A hears the tell only in the room, so A's blocks stay in it)
