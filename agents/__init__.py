@@ -67,7 +67,8 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
     "shortcut baselines": ("silent", "random", "reactive", "moved-absent", "prior",
                            "physical-rules"),
     "ablations": ("ablation-goal-blind", "ablation-shared-view", "ablation-own-actions",
-                  "perspective-free", "coarse-mind"),
+                  "perspective-free", "coarse-mind", "coarse-mind-a", "coarse-mind-b",
+                  "coarse-mind-c", "coarse-mind-d"),
     "model-backed": ("direct-vlm",),
     "learned": ("learned-trigger",),
     "privileged (oracle)": ("oracle",),
@@ -114,15 +115,25 @@ def _physical_rules() -> Any:
     return PhysicalRulesAgent()
 
 
-def _coarse_mind() -> Any:
+def _coarse_mind(rung: str | None = None) -> Any:
     from mindhelper_env.agents.coarse_mind import CoarseMindAgent
 
-    return CoarseMindAgent()
+    return CoarseMindAgent(rung=rung)
+
+
+def _coarse_rung(rung: str) -> Callable[..., Any]:
+    def build() -> Any:
+        return _coarse_mind(rung)
+
+    return build
 
 
 # validity instruments (docs/validity.md): objects without minds; a mind at room level
 AGENTS["physical-rules"] = _physical_rules
 AGENTS["coarse-mind"] = _coarse_mind
+# the coarse-mind ladder (agents/coarse_mind.py): co-presence, + phone, + chore, + doors
+for _rung in "abcd":
+    AGENTS[f"coarse-mind-{_rung}"] = _coarse_rung(_rung)
 
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")

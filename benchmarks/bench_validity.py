@@ -17,8 +17,10 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator
 5. the **physical trackers** (objects, bodies, the scene, common sense; no minds): the
    rule variant ``physical-rules`` and the learned ``physical-learned`` (gradient boosting on
    the state at each struggle), each with wait-and-see, overall and per twin group;
-6. the **coarse mind** (room co-presence and the room attention rule) beside the tracker,
-   overall and per twin group;
+6. the **coarse-mind ladder** beside the tracker, overall and per twin group: rungs
+   ``coarse-mind-a`` (room co-presence), ``-b`` (+ on the phone sees nothing), ``-c`` (+ at
+   a chore facing away sees nothing), ``-d`` (+ an open door shows the next room), and the
+   published ``coarse-mind`` (co-presence for beliefs, the phone rule for attention);
 7. the **object-centric scan** per twin group: best single feature, depth-3 tree and
    gradient boosting at the first struggle of anyone and at the focus person's, with and
    without the pre-deadline history, and post-hoc (reported only); with ``--scan-fresh N``
@@ -27,7 +29,13 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator
    figure is the group or the draw of its ~140 episodes;
 8. the **hedge gains** (``+wait3``, ``+repeat2``, ``+delay1``, ``+prefix8``) of the non-mind
    agents, overall and per twin group;
-9. the bounds: :data:`mindhelper_env.validity.BOUNDS` for ``mh-gen-2.x`` suites (the object
+9. with ``--timing-scan N``, the **timing scan** (:mod:`mindhelper_env.validity.timing`) of
+   the suite's generator (and of ``--timing-generators``) on N fresh bases a twin group: per
+   group the best single-gap classifier and a depth-3 tree over every gap the switch does
+   not list, with 95 % intervals (``--timing-only``: only this section); on a generator
+   whose unlisted timings are drawn in the base (``mh-gen-3.2`` on) and N >= 2,000 bounded:
+   single gap <= 55 %, tree <= 60 %;
+10. the bounds: :data:`mindhelper_env.validity.BOUNDS` for ``mh-gen-2.x`` suites (the object
    instruments reported, not bounded: v2 is known to leak to them),
    :data:`mindhelper_env.validity.BOUNDS_V3` for ``mh-gen-3.x`` suites; exits 1 if one breaks.
 
@@ -50,18 +58,25 @@ from mindhelper_env import validity as V
 
 COLUMNS = ("PHA", "PHR", "PIR", "PSR", "PIA", "TA", "premature_rate", "late_rate",
            "false_alarm_rate", "harm_rate")
+#: the coarse-mind ladder, lowest rung first (reported, not bounded)
+LADDER = ("coarse-mind-a", "coarse-mind-b", "coarse-mind-c", "coarse-mind-d")
 REGISTERED = ("oracle", "belief-tracker", *V.ABLATION_AGENTS, V.GOAL_ABLATION,
-              V.COARSE_MIND, "physical-rules", "perspective-free", "reactive",
+              V.COARSE_MIND, *LADDER, "physical-rules", "perspective-free", "reactive",
               "moved-absent", "prior", "random", "silent")
 #: agents played with the hedge too (the oracle reads the env; silent never acts)
-HEDGED = tuple(a for a in REGISTERED if a not in ("oracle", "silent"))
+HEDGED = tuple(a for a in REGISTERED if a not in ("oracle", "silent", *LADDER))
 #: registered agents played with every hedge of V.HEDGE_KINDS (the learned tracker too)
 MULTI_HEDGED = ("physical-rules", "perspective-free", "reactive")
 #: what --objects-only plays
 #: The seed of the fresh episodes of ``--scan-fresh`` (the training episodes use seed 0).
 FRESH_SEED = 20_261_206
-OBJECTS_ONLY = ("oracle", "belief-tracker", V.COARSE_MIND, "physical-rules",
+OBJECTS_ONLY = ("oracle", "belief-tracker", V.COARSE_MIND, *LADDER, "physical-rules",
                 "perspective-free")
+#: Bounds of the timing scan on a generator that draws its unlisted timings in the base.
+TIMING_BOUNDS = {"single": 55.0, "tree": 60.0}
+#: The bases a group the timing bounds need (fewer: reported only; the best of ~90 gaps on
+#: a small test half is far above 50 by chance alone)
+TIMING_MIN_BASES = 2000
 
 
 def _hedge_class():
@@ -101,6 +116,13 @@ def main(argv: list[str] | None = None) -> int:
                          "on N fresh episodes of the suite's generator and house, in "
                          "--scan-fresh-splits disjoint samples (is a suite figure a draw?)")
     ap.add_argument("--scan-fresh-splits", type=int, default=4, metavar="K")
+    ap.add_argument("--timing-scan", type=int, default=0, metavar="N",
+                    help="the timing scan on N fresh bases a twin group (>= 2000 for the "
+                         "published figures)")
+    ap.add_argument("--timing-generators", default=None, metavar="G1,G2",
+                    help="generators the timing scan reads (default: the suite's)")
+    ap.add_argument("--timing-only", action="store_true",
+                    help="only the timing scan (needs --timing-scan)")
     ap.add_argument("--json", default=None, metavar="FILE",
                     help="also write every figure (agents overall and per twin group, "
                          "classifiers, scan, broken bounds) to FILE")
@@ -109,6 +131,20 @@ def main(argv: list[str] | None = None) -> int:
     t_all = time.perf_counter()
     from mindhelper_env.scenarios.suites import SUITES
 
+    if args.timing_only:
+        if not args.timing_scan:
+            ap.error("--timing-only needs --timing-scan N")
+        timing, broken = _timing_section(console, args, SUITES)
+        if args.json:
+            import json
+
+            with open(args.json, "w") as fh:
+                json.dump({"suite": args.suite, "timing_scan": timing, "broken": broken}, fh,
+                          indent=1)
+        for b in broken:
+            console.print(f"[red]BOUND BROKEN[/red]: {b}")
+        console.print(f"timing scan in {time.perf_counter() - t_all:.0f} s")
+        return 1 if broken else 0
     hedge = None if args.no_hedge else _hedge_class()
     unchecked: list[str] = []
     if hedge is None and not args.no_hedge:
@@ -223,8 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     console.print(table)
 
     _object_sections(console, args, scores, oscan, pmodel, groups, fresh_scans)
+    timing: dict = {}
+    timing_broken: list[str] = []
+    if args.timing_scan:
+        timing, timing_broken = _timing_section(console, args, SUITES)
 
-    # 9. bounds
+    # 10. bounds
     bounds = V.bounds_for(args.suite)
     shortcut = [*V.SHORTCUT_BASELINES, *V.WINDOW_AGENTS]
     # on mh-gen-3.x suites post-hoc features are reported, not bounded: the scan in time
@@ -233,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  if k != "reset+2"},
                             scan=bounded_scan, shortcuts=shortcut, bounds=bounds)
     v3_checks = V.check_bounds_v3(scores, scan=oscan)
+    broken += timing_broken
     if V.is_v3(args.suite):
         broken += v3_checks
     else:
@@ -267,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                "object_scan": {g: {k: ({"single": v["single"], "tree": v["tree"]["test"],
                                         "gb": v["gb"]["test"]} if isinstance(v, dict) else v)
                                    for k, v in r.items()} for g, r in oscan.items()},
+               "timing_scan": timing,
                "v3_checks": v3_checks, "broken": broken, "unchecked": unchecked}
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
@@ -280,6 +322,46 @@ def main(argv: list[str] | None = None) -> int:
     if not broken and not unchecked:
         console.print("all validity bounds hold")
     return 1 if broken or unchecked else 0
+
+
+def _timing_section(console, args, suites) -> tuple[dict, list[str]]:
+    """Section 9: the timing scan of each generator on ``--timing-scan`` fresh bases a group
+    (the suite's houses); returns ``{generator: {group: figures}}`` and the broken bounds."""
+    from mindhelper_env.scenarios.spec import TIMED_GENERATORS
+    from mindhelper_env.validity import timing as T
+
+    gens = (args.timing_generators.split(",") if args.timing_generators
+            else [V.generator_of(args.suite)])
+    house = suites[args.suite].get("house")
+    out: dict = {}
+    broken: list[str] = []
+    for gen in gens:
+        t0 = time.perf_counter()
+        res = T.timing_scan(args.timing_scan, generator=gen, house=house,
+                            workers=args.workers)
+        table = Table(title=f"timing scan, {gen} ({house or 'generated houses'}), "
+                            f"{args.timing_scan} fresh bases a group: help vs twin, accuracy "
+                            "% on the test half with 95 % interval ({:.0f} s)".format(
+                                time.perf_counter() - t0))
+        for c in ("twin group", "n a side", "best unlisted gap", "single", "95 %",
+                  "tree (unlisted)", "95 %", "tree (every gap)", "best listed gap"):
+            table.add_column(c, justify="left" if "gap" in c or "group" in c else "right")
+        for g, r in res.items():
+            table.add_row(_short(g), str(r.episodes), r.best_gap, _pct(r.best_acc),
+                          f"{r.best_ci[0]:.1f}-{r.best_ci[1]:.1f}", _pct(r.tree_acc),
+                          f"{r.tree_ci[0]:.1f}-{r.tree_ci[1]:.1f}", _pct(r.tree_all_acc),
+                          f"{r.listed_best_gap} {_pct(r.listed_best_acc)}"
+                          if r.listed_best_gap else "-")
+            if gen in TIMED_GENERATORS and args.timing_scan >= TIMING_MIN_BASES:
+                if r.best_acc > TIMING_BOUNDS["single"]:
+                    broken.append(f"timing scan {gen} {g}: single gap {r.best_gap} "
+                                  f"{r.best_acc:.1f} > {TIMING_BOUNDS['single']}")
+                if r.tree_acc > TIMING_BOUNDS["tree"]:
+                    broken.append(f"timing scan {gen} {g}: depth-3 tree {r.tree_acc:.1f} > "
+                                  f"{TIMING_BOUNDS['tree']}")
+        console.print(table)
+        out[gen] = {g: r.to_dict() for g, r in res.items()}
+    return out, broken
 
 
 def _text_sections(console, args, scores, classifiers, timing_only, wclfs, scan, scan_time,
@@ -424,14 +506,17 @@ def _object_sections(console, args, scores, oscan, pmodel, groups,
                       *(_pct(pha(n, g)) for g in groups))
     console.print(table)
     # 6. coarse mind
-    table = Table(title=f"{args.suite}: the coarse mind (room co-presence, the room "
-                        "attention rule) beside the tracker: PHA (reported, not bounded)")
+    table = Table(title=f"{args.suite}: the coarse-mind ladder beside the tracker: PHA "
+                        "(reported, not bounded). a: room co-presence; b: + on the phone "
+                        "sees nothing; c: + at a chore facing away sees nothing; d: + an open "
+                        "door shows the next room; coarse-mind: beliefs as a, attention as b")
     table.add_column("agent", style="bold", no_wrap=True)
-    for c in ("all", *map(_short, groups)):
+    for c in ("all", "PIA", *map(_short, groups)):
         table.add_column(c, justify="right")
-    for n in ("belief-tracker", V.COARSE_MIND):
+    for n in (*LADDER, V.COARSE_MIND, "belief-tracker"):
         if n in scores:
-            table.add_row(n, _pct(pha(n)), *(_pct(pha(n, g)) for g in groups))
+            table.add_row(n, _pct(pha(n)), _pct(scores[n].get("PIA")),
+                          *(_pct(pha(n, g)) for g in groups))
     console.print(table)
     # 7. object-centric scan
     table = Table(title="object-centric scan: help vs twins per group, accuracy % on the "

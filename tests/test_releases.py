@@ -25,7 +25,9 @@ from tests.conftest import require_tdw
 
 # A frozen copy of the ledger's entries as released. The ledger may only grow, and an entry
 # may only change by a withdrawal (status, replaced_by, note): any other edit or a removal
-# fails test_ledger_is_append_only. Append new releases here when they are made.
+# fails test_ledger_is_append_only. Append new releases here when they are made. The v4
+# entries' spec_sha256 was recorded after their release (computed from mh-gen-3.1, their
+# exports checked against their digests first): frozen from then on.
 FROZEN: list[dict[str, Any]] = [
     {"name": "vh-dev-v0", "generator": "mh-gen-0.1", "episodes": 100,
      "seed_base": 3_000_000_000, "house": None, "released": "2026-11-30",
@@ -96,23 +98,28 @@ FROZEN: list[dict[str, Any]] = [
     {"name": "vh-dev-v4", "generator": "mh-gen-3.1", "episodes": 100,
      "seed_base": 20_000_000_000, "house": None, "released": "2026-12-06",
      "public_sha256": "30688458496bccec5e9ed764f4ad4b11b0f517f8971ba27da1484535b516b7f6",
-     "reference_sha256": "397a37b065d96899600a48c077a098380da682ce7f79448c184eb3aebdd3bbb4"},
+     "reference_sha256": "397a37b065d96899600a48c077a098380da682ce7f79448c184eb3aebdd3bbb4",
+     "spec_sha256": "24cb64f4f9bdd1ef1db928206e64af1c845df8f61129f35c60ce76611615f2e0"},
     {"name": "vh-test-v4", "generator": "mh-gen-3.1", "episodes": 1000,
      "seed_base": 21_000_000_000, "house": None, "released": "2026-12-06",
      "public_sha256": "9408ec7bf18f6d2f9c7e7f74ed054a63a0f655b9f86022afdd2c19ca2047a66c",
-     "reference_sha256": "9ad4cbc80f0b7666bc06fc913edf3c9f946cc0bdbc1712a2fffc75726a6539fa"},
+     "reference_sha256": "9ad4cbc80f0b7666bc06fc913edf3c9f946cc0bdbc1712a2fffc75726a6539fa",
+     "spec_sha256": "16040a9d06eabc71866f6ffe55548e6ea8f254738d4a034a6636a7517b0cfd22"},
     {"name": "tdw-dev-v4", "generator": "mh-gen-3.1", "episodes": 100,
      "seed_base": 22_000_000_000, "house": "tdw", "released": "2026-12-06",
      "public_sha256": "9ccfa3b432d8486a87e1c387b3ad26e938919aa23f1ea2e725b21a943c04aaae",
-     "reference_sha256": "c93f86c2f21f2965518b6b1a9f7efcd6cab4ec49e87844fb21c2dde3e51f9a55"},
+     "reference_sha256": "c93f86c2f21f2965518b6b1a9f7efcd6cab4ec49e87844fb21c2dde3e51f9a55",
+     "spec_sha256": "aa6fb2d76327296223976d1822b3f4fe0695e718e0e1c93c237c03193003f53c"},
     {"name": "tdw-test-v4", "generator": "mh-gen-3.1", "episodes": 1000,
      "seed_base": 23_000_000_000, "house": "tdw", "released": "2026-12-06",
      "public_sha256": "6a790074ae91d020d095c190c571aa3c4313c0d0a768bdb6dead53a4b1009ee1",
-     "reference_sha256": "0f1e1c4bf7f678a0315f689aca148d0a025c5a95c9d6d937d4f15ebb11908980"},
+     "reference_sha256": "0f1e1c4bf7f678a0315f689aca148d0a025c5a95c9d6d937d4f15ebb11908980",
+     "spec_sha256": "29e8fd1e515cbc730c9bf841f18d4966d04a9c9aee0c2dd27d12f378279b7de8"},
     {"name": "vh-scene1-dev-v4", "generator": "mh-gen-3.1", "episodes": 100,
      "seed_base": 24_000_000_000, "house": "virtualhome:scene1", "released": "2026-12-06",
      "public_sha256": "6e393ae84e9d7e511723d52fe6d3f11f7019cd1a7d7c73e3a48069e9feb37f9d",
-     "reference_sha256": "19973121153c7b91bbbfdbb9030215285f9fe99f73dc3063658806644e149011"},
+     "reference_sha256": "19973121153c7b91bbbfdbb9030215285f9fe99f73dc3063658806644e149011",
+     "spec_sha256": "905d67d298ead008499e102e91c451df6fd0422f575e23b1f9ca632387fd507c"},
 ]
 #: What a withdrawal may change.
 WITHDRAWAL_FIELDS = {"status", "replaced_by", "note"}
@@ -212,6 +219,8 @@ def test_dev_suite_regenerates_to_its_released_digests(name: str, tmp_path: Path
     rel = releases.release_of(name)
     assert rel is not None
     assert _export_digests(name, tmp_path) == rel.digests()
+    if rel.spec_sha256 is not None:  # the whole episodes, schedules included
+        assert S.spec_digest(name) == rel.spec_sha256
 
 
 @pytest.mark.parametrize("name", TEST_SUITES)
@@ -221,6 +230,65 @@ def test_test_suite_regenerates_to_its_released_digests(name: str, tmp_path: Pat
     rel = releases.release_of(name)
     assert rel is not None
     assert _export_digests(name, tmp_path) == rel.digests()
+    if rel.spec_sha256 is not None:
+        assert S.spec_digest(name) == rel.spec_sha256
+
+
+# ------------------------------------------------------------ digests that pin whole episodes
+def test_every_release_from_v4_on_pins_its_whole_episodes() -> None:
+    pinned = {r.name for r in releases.releases() if r.spec_sha256}
+    later = {r.name for r in releases.releases()
+             if r.generator not in ("mh-gen-0.1", "mh-gen-1.0", spec.GENERATOR_V2,
+                                    spec.GENERATOR_V3)}
+    assert later and later <= pinned, sorted(later - pinned)
+
+
+@pytest.fixture()
+def fresh_generation() -> Any:
+    S._episode_json.cache_clear()
+    yield
+    S._episode_json.cache_clear()
+
+
+def _slice_digests(name: str, n: int) -> tuple[str, str, str]:
+    public = "".join(S._dumps(S.public_record(S.suite_episode(name, i))) + "\n"
+                     for i in range(n))
+    reference = "".join(S._dumps(S.reference_record(S.suite_episode(name, i))) + "\n"
+                        for i in range(n))
+    return (hashlib.sha256(public.encode()).hexdigest(),
+            hashlib.sha256(reference.encode()).hexdigest(), S.spec_digest(name, n))
+
+
+def test_a_schedule_only_change_changes_the_spec_digest(
+        fresh_generation: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindhelper_env.scenarios import twins
+
+    name, n = "vh-dev-v4", 12
+    before = _slice_digests(name, n)
+    assert before[2] == S.spec_digest(name, n)  # deterministic
+    # a twin's pause after the look, one tick longer: only schedules change
+    lo, hi = twins.SELF_RESOLVE_DELAY
+    monkeypatch.setattr(twins, "SELF_RESOLVE_DELAY", (lo + 1, hi + 1))
+    S._episode_json.cache_clear()
+    after = _slice_digests(name, n)
+    assert after[:2] == before[:2], "the exported files were expected to stay the same"
+    assert after[2] != before[2], "a schedule-only change kept the spec digest"
+
+
+def test_a_spec_digest_is_checked_and_recorded_once(tmp_path: Path) -> None:
+    raw = json.loads(releases.LEDGER_FILE.read_text())
+    bad = dict(raw, releases=[dict(raw["releases"][7], spec_sha256="not a digest")])
+    with pytest.raises(ValueError, match="spec_sha256"):
+        releases._parse(bad, "ledger")
+    path = tmp_path / "releases.json"
+    path.write_text(json.dumps(raw))
+    releases.record_spec_digest("vh-dev-v2", "c" * 64, path)
+    loaded = releases._parse(json.loads(path.read_text()), "ledger")
+    assert loaded["vh-dev-v2"].spec_sha256 == "c" * 64
+    assert loaded["vh-dev-v2"].to_dict()["spec_sha256"] == "c" * 64
+    assert "spec_sha256" not in loaded["vh-dev-v3"].to_dict()  # unset: not written
+    with pytest.raises(ValueError, match="already records"):
+        releases.record_spec_digest("vh-dev-v2", "d" * 64, path)
 
 
 # ----------------------------------------------------------------------- a fake release

@@ -10,7 +10,7 @@ import pytest
 
 from mindhelper_env.scenarios.draft import Reject
 from mindhelper_env.scenarios.generator import generate_episode, observe_cues
-from mindhelper_env.scenarios.spec import GENERATOR_V3, GENERATOR_V31
+from mindhelper_env.scenarios.spec import GENERATOR_V3, GENERATOR_V31, GENERATOR_V32
 from mindhelper_env.scenarios.twins import V3_TWINS, base_variants, probe
 
 GROUPS = tuple(V3_TWINS)
@@ -354,3 +354,51 @@ def test_tracker_rebuilds_beliefs_under_sight_perception() -> None:
                 done = term or trunc
     env.close()
     assert through_doors > 0 and chores > 0
+
+
+# ------------------------------------------------------------------ mh-gen-3.2: shared timings
+def _timeline(d: Any) -> dict[str, Any]:
+    from mindhelper_env.validity.timing import timeline
+
+    return timeline({"reference": {"focus_actor": d.focus, "target_object": d.target}},
+                    make_sim=lambda: probe(d))
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_v32_variants_share_every_timing_the_switch_does_not_list(group: str) -> None:
+    """mh-gen-3.2: the same base facts as before, and every gap between two events that the
+    switch does not list (tell, move or put to the look, the other people's calls and
+    chores, the struggler's arrivals) is the same tick count on every side of a base (the
+    focus person's timeline differs by which of its blocks is the busy one: the switch)."""
+    from mindhelper_env.validity.timing import unequal_base_gaps
+
+    for variants in _bases(group, 4, GENERATOR_V32):
+        drafts = list(variants.values())
+        first, rest = drafts[0], drafts[1:]
+        assert len(variants) >= 2 and first.timed and first.sight
+        facts = _focus_cue(first)
+        lines = [_timeline(d) for d in drafts]
+        assert lines[0]["look"] is not None
+        assert not unequal_base_gaps(group, lines), (group, lines)
+        for d in rest:
+            assert d.rng.bit_generator.state == first.rng.bit_generator.state
+            assert d.g.to_virtualhome() == first.g.to_virtualhome()
+            assert d.switched == first.switched and d.switched
+            for p, q in zip(first.actors, d.actors, strict=True):
+                if p["id"] in first.switched:
+                    assert not _schedule_differs(p["activities"], q["activities"]), p["name"]
+                elif p["id"] != first.focus:
+                    assert p["activities"] == q["activities"], p["name"]
+            tick, _, where = _focus_cue(d)
+            assert tick == facts[0], f"{group}: cue at {tick} against {facts[0]}"
+            assert where == facts[2], f"{group}: objects differ at the cue"
+
+
+def test_v31_shows_the_told_away_timing_that_v32_removes() -> None:
+    """The check can fail: on mh-gen-3.1 some told-away base has the tell at another distance
+    from the look on its two sides (the help side hangs up first)."""
+    from mindhelper_env.validity.timing import unequal_base_gaps
+
+    found = [unequal_base_gaps("false_belief_told_away", [_timeline(d) for d in v.values()])
+             for v in _bases("false_belief_told_away", 8, GENERATOR_V31)]
+    assert any("look->tell" in u for u in found), found

@@ -468,3 +468,21 @@ class TestV3ObjectBounds:
         scores, scan = played
         bounds = {k: v + DEV_V3_MARGINS.get(k, 0.0) for k, v in validity.BOUNDS_V3.items()}
         assert validity.check_bounds_v3(scores, scan=scan, bounds=bounds) == []
+
+
+def test_coarse_mind_ladder_rungs_differ_on_a_phone_call():
+    """Rung a (co-presence) learns the move Ann is on the phone for; rungs b-d (the phone
+    blinds) do not, and so help her; the published coarse-mind keeps rung a's beliefs."""
+    from mindhelper_env.agents.coarse_mind import LADDER, RUNGS
+
+    assert LADDER == tuple(f"coarse-mind-{r}" for r in RUNGS)
+    acts = {}
+    for name in (*LADDER, "coarse-mind"):
+        agent = make_agent(name)
+        assert agent.name == name
+        acts[name] = _acts(agent, _episode(away=False, to=13, ann_on_phone=True))[-1]
+    assert acts["coarse-mind-a"] == acts["coarse-mind"] == "none"
+    for name in LADDER[1:]:
+        assert acts[name] != "none" and "(13)" in acts[name], name
+    with pytest.raises(ValueError, match="unknown rung"):
+        CoarseMindAgent(rung="e")

@@ -37,12 +37,18 @@ class Draft:
     """A house with people being put together; ``to_spec`` makes the spec dict."""
 
     def __init__(self, rng: np.random.Generator, family: str, house: Any = None, *,
-                 sight: bool = False) -> None:
+                 sight: bool = False, timed: bool = False) -> None:
         self.rng = rng
         self.family = family
         #: sight perception (``mh-gen-3.1``): chores blind like calls, open doors let one
         #: see into the next room; the builders use both (:meth:`draw_doors`, :meth:`chore`)
         self.sight = bool(sight)
+        #: ``mh-gen-3.2``: the twin builders draw in the base every timing the mind switch
+        #: does not need (:mod:`mindhelper_env.scenarios.twins`)
+        self.timed = bool(timed)
+        #: ``mh-gen-3.2``: the length drawn in the base of each block of the focus person's
+        #: timeline, by the index of its main activity (not part of the spec)
+        self.block_ticks: dict[int, int] = {}
         #: ``house`` is a :class:`~mindhelper_env.world.houses.HouseSet` (real houses) or
         #: None (a procedurally generated house)
         self.g: SceneGraph = generate_house(rng) if house is None else house.build(rng)
@@ -211,10 +217,11 @@ class Draft:
         self.actor(cid)["activities"].append({"type": "chore", "target": int(target),
                                               "ticks": int(ticks)})
 
-    def busy(self, cid: int, target: int, ticks: int, chore: bool) -> None:
-        """Person ``cid`` walks to ``target`` and is busy there ``ticks`` ticks: a chore at
-        it (``chore``) or a phone call."""
-        self.goto(cid, target, 0)
+    def busy(self, cid: int, target: int, ticks: int, chore: bool, *,
+             use_it: bool = True) -> None:
+        """Person ``cid`` walks to ``target`` (using it as :meth:`goto` does with
+        ``use_it``) and is busy there ``ticks`` ticks: a chore at it (``chore``) or a call."""
+        self.goto(cid, target, 0, use_it=use_it)
         if chore:
             self.chore(cid, target, ticks)
         else:

@@ -47,6 +47,9 @@ from mindhelper_env.scenarios.spec import TWINS as TWIN_GROUPS
 from mindhelper_env.scenarios.twins import (
     GENERATOR_V3,
     GENERATOR_V31,
+    GENERATOR_V32,
+    SIGHT_GENERATORS,
+    TIMED_GENERATORS,
     V3_FAMILIES,
     V3_TWINS,
     Incompatible,
@@ -56,7 +59,7 @@ from mindhelper_env.scenarios.twins import (
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
-__all__ = ["generate_episode", "sample_episode", "GENERATORS", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "EPISODE_TICKS_V3", "HEDGE_LINES",
+__all__ = ["generate_episode", "generate_group", "sample_episode", "GENERATORS", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "EPISODE_TICKS_V3", "HEDGE_LINES",
            "help_program", "EpisodeInvalid", "observe_cues"]
 
 MAX_ATTEMPTS = 80
@@ -77,7 +80,7 @@ EPISODE_TICKS_V3 = 84
 #: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
 #: suites), ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`; the v3 suites) and
 #: ``mh-gen-3.1`` (the same with sight perception; the v4 suites, the default).
-GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31)
+GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
 #: The twin groups of ``mh-gen-3.x``, in a fixed order (each seeds its own base drafts).
 V3_GROUPS = tuple(V3_TWINS)
 #: Free movement lines a robot may put before its help and still be in time: the reference
@@ -431,8 +434,8 @@ def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
     ``mh-gen-3.1`` (sight perception)."""
     index = V3_GROUPS.index(group) if group is not None else len(V3_GROUPS)
     rng = np.random.default_rng([seed, 1000 + index, attempt])
-    sight = generator == GENERATOR_V31
-    d = Draft(rng, family, houses, sight=sight)
+    sight = generator in SIGHT_GENERATORS
+    d = Draft(rng, family, houses, sight=sight, timed=generator in TIMED_GENERATORS)
     if group is None:
         if sight:
             d.draw_doors()
@@ -449,10 +452,11 @@ def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
     return draft
 
 
-def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any,
-                 generator: str = GENERATOR_V3) -> dict[str, Any]:
-    """``mh-gen-3.x``: the first base draft of ``family``'s group whose every variant passes
-    validation (the requested one first: it fails fastest where it fails)."""
+def _v3_base(family: str, seed: int, houses: Any, generator: str
+             ) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """The first base draft of ``family``'s group whose every variant passes validation
+    (the requested one first: it fails fastest where it fails): ``{family: (draft, truth)}``
+    of every variant the base has."""
     group = twin_group(family) if family != "routine" else None
     last = ""
     for attempt in range(MAX_ATTEMPTS):
@@ -470,12 +474,39 @@ def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any,
         except (_Reject, EpisodeInvalid, Incompatible) as err:
             last = str(err) or type(err).__name__
             continue
-        draft, truth = kept[family]
-        return _finish(family, seed, episode_id, houses, draft, truth, generator)
+        return kept
     raise RuntimeError(
         f"could not generate a valid {family!r} episode ({generator}) from seed {seed} "
         f"after {MAX_ATTEMPTS} attempts (last problem: {last})"
     )
+
+
+def _generate_v3(family: str, seed: int, episode_id: str | None, houses: Any,
+                 generator: str = GENERATOR_V3) -> dict[str, Any]:
+    """``mh-gen-3.x``: ``family``'s variant of the first base of its group that passes."""
+    draft, truth = _v3_base(family, seed, houses, generator)[family]
+    return _finish(family, seed, episode_id, houses, draft, truth, generator)
+
+
+def generate_group(family: str, seed: int, *, house: Any = None,
+                   generator: str | None = None) -> dict[str, dict[str, Any]]:
+    """Every variant of the base that :func:`generate_episode` ``(family, seed)`` uses
+    (``mh-gen-3.x`` generators only): ``{family: spec}``, ``family``'s own spec equal to
+    ``generate_episode(family, seed, ...)`` and its twins' (or help family's) specs from the
+    same base. A twin's own ``generate_episode`` may come from another base (where this one
+    has no such variant, or ``family`` is the twin that fails first). For instruments that
+    compare the sides of a group base by base (:mod:`mindhelper_env.validity.timing`)."""
+    generator = GENERATOR_VERSION if generator is None else generator
+    if not is_v3(generator):
+        raise ValueError(f"generate_group needs a twin-group generator, not {generator!r}")
+    if family not in V3_FAMILIES:
+        raise ValueError(f"unknown family {family!r} for {generator}")
+    houses = resolve_houses(house)
+    if houses is not None:
+        houses.check_families((family,))
+    kept = _v3_base(family, int(seed), houses, generator)
+    return {fam: _finish(fam, int(seed), None, houses, draft, truth, generator)
+            for fam, (draft, truth) in kept.items()}
 
 
 def sample_episode(rng: np.random.Generator, families: dict[str, float] | None = None,

@@ -3,10 +3,14 @@
 The ledger ships with the package (``scenarios/suites/releases.json``). It holds one entry per
 suite name ever released: the name, the generator version that built it, its episode count,
 seed base and house, the release date, the sha256 of its exported ``public.jsonl`` and
-``reference.jsonl``, its ``status`` (``current`` or ``withdrawn``), the names that replace
+``reference.jsonl``, from ``mh-gen-3.1`` on the sha256 of its full episode specifications
+(``spec_sha256``: people, schedules, calls, chores, doors, the switch and the reference;
+see :func:`~mindhelper_env.scenarios.suites.spec_digest`), its ``status`` (``current`` or ``withdrawn``), the names that replace
 it (``replaced_by``) and a one-line note. Entries are appended and never edited, except to
 withdraw one (``status``, ``replaced_by`` and ``note`` change; the test suite holds a frozen
-copy of the entries and fails on any other edit or a removal).
+copy of the entries and fails on any other edit or a removal). ``spec_sha256`` is optional: an
+entry released before the field existed (v2, v3) has none; the v4 entries had it recorded
+once, computed from their own generator, and it is frozen from then on.
 
 **The rule.** A code change that alters a released suite's episodes comes with a new
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`; the suites it would change must be
@@ -40,7 +44,7 @@ __all__ = ["LEDGER_FILE", "LEDGER_FORMAT", "STATUSES", "Release", "SuiteVersionE
            "SuiteWithdrawnError", "ledger", "release_of", "releases", "withdrawal_message",
            "suite_line", "newest_of_line", "generation_status", "newest_replacements",
            "check_generator", "running_generator", "running_generators", "append_release",
-           "withdraw"]
+           "withdraw", "record_spec_digest"]
 
 #: Where the ledger ships.
 LEDGER_FILE = Path(__file__).with_name("suites") / "releases.json"
@@ -49,6 +53,9 @@ LEDGER_FORMAT = "mindhelper-suite-releases-1"
 STATUSES = ("current", "withdrawn")
 _FIELDS = ("name", "generator", "episodes", "seed_base", "house", "released", "public_sha256",
            "reference_sha256", "status", "replaced_by", "note")
+#: Fields an entry may leave out (written only when set).
+_OPTIONAL = ("spec_sha256",)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _RULE = ("A released name maps to one content digest forever; entries are appended, never "
          "edited except to withdraw (status, replaced_by, note).")
 
@@ -76,6 +83,8 @@ class Release:
     status: str
     replaced_by: tuple[str, ...]
     note: str
+    #: sha256 of the suite's full episode specs (``None`` for entries released without it).
+    spec_sha256: str | None = None
 
     @property
     def current(self) -> bool:
@@ -83,7 +92,7 @@ class Release:
 
     def digests(self) -> dict[str, str]:
         """``{"public.jsonl": sha256, "reference.jsonl": sha256}`` (empty when unrecorded)."""
-        out = {}
+        out: dict[str, str] = {}
         if self.public_sha256:
             out["public.jsonl"] = self.public_sha256
         if self.reference_sha256:
@@ -91,13 +100,15 @@ class Release:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {f: (list(self.replaced_by) if f == "replaced_by" else getattr(self, f))
-                for f in _FIELDS}
+        out = {f: (list(self.replaced_by) if f == "replaced_by" else getattr(self, f))
+               for f in _FIELDS}
+        out.update({f: getattr(self, f) for f in _OPTIONAL if getattr(self, f) is not None})
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "entry") -> Release:
         missing = [f for f in _FIELDS if f not in d]
-        extra = sorted(set(d) - set(_FIELDS))
+        extra = sorted(set(d) - set(_FIELDS) - set(_OPTIONAL))
         if missing or extra:
             raise ValueError(f"{where}: " + (f"missing {', '.join(missing)}" if missing
                                              else f"unknown field {extra[0]!r}"))
@@ -110,9 +121,12 @@ class Release:
             raise ValueError(f"{where}: a withdrawn suite names its replacement (replaced_by)")
         if d["status"] == "current" and not (d["public_sha256"] and d["reference_sha256"]):
             raise ValueError(f"{where}: a current suite records both digests")
+        spec_sha = d.get("spec_sha256")
+        if spec_sha is not None and not (isinstance(spec_sha, str) and _SHA256.match(spec_sha)):
+            raise ValueError(f"{where}: spec_sha256 must be 64 lowercase hex digits")
         return cls(str(d["name"]), str(d["generator"]), int(d["episodes"]), int(d["seed_base"]),
                    d["house"], str(d["released"]), d["public_sha256"], d["reference_sha256"],
-                   str(d["status"]), tuple(repl), str(d["note"]))
+                   str(d["status"]), tuple(repl), str(d["note"]), spec_sha)
 
 
 def _parse(data: Mapping[str, Any], where: str) -> dict[str, Release]:
@@ -285,6 +299,22 @@ def append_release(entry: Release, path: Path | None = None) -> None:
                          "never re-released (choose a new name)")
     data["releases"].append(entry.to_dict())
     _write(path, data)
+
+
+def record_spec_digest(name: str, digest: str, path: Path | None = None) -> None:
+    """Record ``spec_sha256`` on an entry released without one (once: a recorded spec digest
+    is never edited; ``ValueError`` if it is set or ``name`` was never released). For the
+    suites released before the field existed, computed from their own generator."""
+    path = path or LEDGER_FILE
+    data = _load_raw(path)
+    for e in data["releases"]:
+        if e.get("name") == name:
+            if e.get("spec_sha256") is not None:
+                raise ValueError(f"suite {name!r} already records its spec digest")
+            e["spec_sha256"] = digest
+            _write(path, data)
+            return
+    raise ValueError(f"suite {name!r} was never released")
 
 
 def withdraw(name: str, replaced_by: Sequence[str], note: str,

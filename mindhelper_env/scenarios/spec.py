@@ -23,7 +23,7 @@ from typing import Any
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION", "GENERATOR_V2",
            "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
            "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group", "GENERATOR_V3", "GENERATOR_V31",
-           "V3_GENERATORS", "is_v3",
+           "GENERATOR_V32", "SIGHT_GENERATORS", "TIMED_GENERATORS", "V3_GENERATORS", "is_v3",
            "V3_TWINS", "V3_FAMILIES", "twins_of", "silent_shares", "family_weights"]
 
 #: The generator of the v2 families and suites (``MindHelper-VirtualHome-v0``'s episodes):
@@ -37,8 +37,20 @@ GENERATOR_V3 = "mh-gen-3.0"
 #: in the room from seeing anything, and a person in the next room sees what happens through
 #: an open door (not through a closed one). The default from 0.6.0 on.
 GENERATOR_V31 = "mh-gen-3.1"
+#: Generator ``mh-gen-3.2``: ``mh-gen-3.1`` with **every timing the mind switch does not need
+#: drawn in the base and shared by both sides** (docs/scenarios.md, "mh-gen-3.2"): the block
+#: of the focus person's timeline in which the switched event falls (a move, a tell, an
+#: object left astray) sits at a place drawn in the base, busy on the help side and watching
+#: on the twin's, so the switched event comes at the same tick on both sides and tell to
+#: look, move to look and the end of that block to the look are the same; a next-door block
+#: is drawn for both kinds alike. Not the default until its suites (v5) are released.
+GENERATOR_V32 = "mh-gen-3.2"
 #: The generators that build twin groups from one base draft (:data:`V3_FAMILIES`).
-V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31)
+V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
+#: The generators with sight perception (chores blind, open doors show the next room).
+SIGHT_GENERATORS = (GENERATOR_V31, GENERATOR_V32)
+#: The generators whose unlisted timings are drawn in the base (``mh-gen-3.2`` on).
+TIMED_GENERATORS = (GENERATOR_V32,)
 #: The generator the package builds by default: ``MindHelper-VirtualHome-v2``'s sampled
 #: episodes, the bundled pool, ``generate_episode`` without ``generator=``. A change that
 #: changes episodes gets a new version here, and new suite names (see

@@ -51,7 +51,7 @@ version.
 **Pinned digests.** The sha256 of each suite's exported ``public.jsonl`` and
 ``reference.jsonl`` ship with the package (the release ledger):
 :func:`validate_suite_dir` compares a directory against them, so an installed user can check
-that a suite rebuilt on their machine is the published one.
+that a suite rebuilt on their machine is the published one (and :func:`spec_digest`).
 
 **Versions.** Each suite records the generator version it was released with. If
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION` changes, the suite can no longer be
@@ -117,7 +117,7 @@ __all__ = [
     "WITHDRAWN",
     "require_suite",
     "pinned_digests",
-    "pin_digests",
+    "pin_digests", "spec_digest",
     "apportion",
     "no_duplicate_keys",
     "perceived_graph",
@@ -134,8 +134,7 @@ __all__ = [
     "reference_record",
     "export_suite",
     "validate_suite_dir",
-    "load_jsonl",
-    "validate_result_record",
+    "load_jsonl", "validate_result_record",
 ]
 
 logger = logging.getLogger(__name__)
@@ -495,6 +494,15 @@ def pinned_digests(name: str) -> dict[str, str] | None:
     return rel.digests() or None
 
 
+def spec_digest(name: str, limit: int | None = None) -> str:
+    """The ledger's ``spec_sha256``: sha256 of every episode spec of ``name`` (canonical JSON
+    lines, index order; the first ``limit`` when given): graph, people, schedules, doors, the
+    switch's timings and the reference (docs/data-format.md)."""
+    n = min(require_suite(name)["n"], _suite(name)["n"] if limit is None else int(limit))
+    return hashlib.sha256("".join(_episode_json(name, i) + "\n" for i in range(n)).encode()
+                          ).hexdigest()
+
+
 def pin_digests(names: list[str] | None = None, note: str = "released",
                 date: str | None = None) -> dict[str, dict[str, str]]:
     """Release the suites ``names`` (default: every suite of :data:`SUITES` not yet in the
@@ -513,12 +521,12 @@ def pin_digests(names: list[str] | None = None, note: str = "released",
         _releases.append_release(_releases.Release(
             name, str(s["generator"]), int(s["n"]), int(s["seed_base"]), s.get("house"),
             date or datetime.date.today().isoformat(), dig[PUBLIC_FILE], dig[REFERENCE_FILE],
-            "current", (), note))
+            "current", (), note, spec_digest(name)))
     return {n: _releases.ledger()[n].digests() for n in todo}
 
 
 def reference_record(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The ground truth of an episode (its ``reference`` dict, with the spec's ``episode_id``)."""
+    """The ground truth of an episode (its ``reference``, with the spec's ``episode_id``)."""
     rec = copy.deepcopy(dict(spec["reference"]))
     rec["episode_id"] = spec["episode_id"]
     return rec

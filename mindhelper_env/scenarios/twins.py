@@ -1,4 +1,4 @@
-"""Scenario families of generators ``mh-gen-3.0`` and ``mh-gen-3.1``: twins from one base draft.
+"""Scenario families of generators ``mh-gen-3.0`` to ``mh-gen-3.2``: twins from one base draft.
 
 Up to ``mh-gen-2.5`` every family was drafted by its own procedure and validated alone, so
 what was built, and what survived validation, differed between a help family and its twins,
@@ -34,7 +34,9 @@ People perceive by **attention** in these episodes (the spec's ``"perception":
 ``mh-gen-3.1`` (the drafts' ``sight``) adds **sight perception** (``"perception": "sight"``):
 a chore done facing away blinds like a call, and an open door lets one see what is taken and
 put in the next room; the blocks of the focus person's timeline are then drawn among
-realisations that look alike from outside (:func:`_block`).
+realisations that look alike from outside (:func:`_block`). ``mh-gen-3.2`` (``timed``) draws
+in the base every timing the switch does not need: where the switch block sits, so the
+switched event comes at the same tick on both sides (:func:`_blocks`, :func:`_in_stay`).
 """
 
 from __future__ import annotations
@@ -46,11 +48,20 @@ from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.draft import FITS, Draft, Reject
 from mindhelper_env.scenarios.observer import GOAL_AFTER, classes_kept_at
-from mindhelper_env.scenarios.spec import GENERATOR_V3, GENERATOR_V31, V3_FAMILIES, V3_TWINS
+from mindhelper_env.scenarios.spec import (
+    GENERATOR_V3,
+    GENERATOR_V31,
+    GENERATOR_V32,
+    SIGHT_GENERATORS,
+    TIMED_GENERATORS,
+    V3_FAMILIES,
+    V3_TWINS,
+)
 from mindhelper_env.world.house import OBJECT_CATALOG
 from mindhelper_env.world.world import World
 
-__all__ = ["GENERATOR_V3", "GENERATOR_V31", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
+__all__ = ["GENERATOR_V3", "GENERATOR_V31", "GENERATOR_V32", "SIGHT_GENERATORS",
+           "TIMED_GENERATORS", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
            "group_variants", "build_variant", "base_variants", "probe"]
 
 #: Ticks a focus person who knows better waits after the look before going for X (as in
@@ -151,13 +162,17 @@ def _knows_better(d: Draft, a: int, after: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------------------ belief groups
 def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int, int],
-            told: bool, *, doors: bool = True) -> tuple[list[tuple[str, int]], set[int]]:
-    """A's timeline after X is put away, the same on every side: a while watching at
-    furniture of ``r1`` and a phone call at furniture of ``r1``, in a random order. Told-away
-    starts with one more call (the move), and the other two follow in a random order (the
-    tell). Returns each block's kind (``watch``/``busy``) and the index of its main activity
-    in A's list, and the rooms other than ``r1`` A spends a block in. (``mh-gen-3.0``: A
-    is in the room either way, so who is in the room says nothing.)
+            told: bool, *, doors: bool = True, switch_kind: str = "busy"
+            ) -> tuple[list[tuple[str, int]], set[int], int]:
+    """A's timeline after X is put away: a while watching at furniture of ``r1`` and a phone
+    call at furniture of ``r1``, in a random order (told-away: one more call first, the
+    move's). Returns each block's kind (``watch``/``busy``) and the index of its main
+    activity in A's list, the rooms other than ``r1`` A spends a block in, and the position
+    of the **switch block** (where the switched event falls; ``switch_kind``: ``busy`` on
+    the help side, ``watch`` on the twin's). ``mh-gen-3.0``/``3.1``: the order of the kinds
+    is the same on every side, so the switch block sits at another place on the two sides.
+    ``mh-gen-3.2``: the same draw places the switch block and ``switch_kind`` fills it: the
+    switched event comes at the same tick on both sides, each order as likely on either.
 
     With sight perception (``mh-gen-3.1``) each block is drawn among what looks alike from
     outside: a watching block is spent at furniture of ``r1`` or, where a door to the next
@@ -166,17 +181,23 @@ def _blocks(d: Draft, a: int, r1: int, avoid: tuple[int, ...], length: tuple[int
     where a door is closed, a while in the room behind it. So neither where A is nor
     whether A is on the phone says whether A sees the room."""
     spots = [f for f in d.furniture(r1) if f not in avoid] or [f for f in d.furniture(r1)]
-    order = ["watch", "busy"]
-    if d.chance(0.5):
-        order.reverse()
+    first = d.chance(0.5)
+    if d.timed:
+        other = "watch" if switch_kind == "busy" else "busy"
+        order = [switch_kind, other] if first else [other, switch_kind]
+    else:
+        order = ["busy", "watch"] if first else ["watch", "busy"]
     if told:
         order.insert(0, "busy")
     out = []
     rooms: set[int] = set()
     for i, kind in enumerate(order):
-        k = int(d.rng.integers(*length)) if not told or i == 0 else int(d.rng.integers(5, 8))
+        k = int(d.rng.integers(*length if not told or i == 0 else (10, 13) if d.timed else (5, 8)))
         out.append((kind, _block(d, a, kind, r1, d.pick(spots), k, doors, rooms)))
-    return out, rooms
+    base = 1 if told else 0
+    switch = base + (0 if first else 1) if d.timed else next(
+        i for i in range(base, len(order)) if order[i] == switch_kind)
+    return out, rooms, switch
 
 
 def _block(d: Draft, a: int, kind: str, room: int, spot: int, k: int, doors: bool,
@@ -195,6 +216,25 @@ def _block(d: Draft, a: int, kind: str, room: int, spot: int, k: int, doors: boo
         return len(acts) - 1
     # sight: the same three draws for every block, whatever is chosen
     how, u_room, u_spot = (float(d.rng.random()) for _ in range(3))
+    if d.timed:
+        # mh-gen-3.2: next door as often whatever the kind (a room behind an open door to
+        # watch through, one behind a closed door to be busy in), and only where both
+        # exist, so the block takes the same walk whichever kind the side gives it
+        opened, shut = (d.door_rooms(room, open_=o) if doors else [] for o in (True, False))
+        nexts = opened if kind == "watch" else shut
+        if opened and shut and how < 0.4:
+            there = nexts[int(u_room * len(nexts))]
+            rooms.add(there)
+            furniture = d.furniture(there)
+            d.goto(a, furniture[int(u_spot * len(furniture))], k, use_it=False)
+        elif kind == "watch":
+            # as long as a call or a chore of k ticks with its start and its end; nobody
+            # sits down (the furniture differs between the kinds of a block)
+            d.goto(a, spot, k + 2, use_it=False)
+        else:
+            d.busy(a, spot, k, u_room >= 0.5, use_it=False)
+        d.block_ticks[len(acts) - 1] = k
+        return len(acts) - 1
     nexts = d.door_rooms(room, open_=kind == "watch") if doors else []
     if nexts and how < (0.5 if kind == "watch" else 1 / 3):
         there = nexts[int(u_room * len(nexts))]
@@ -229,6 +269,23 @@ def _in_block(cands: list[int], window: list[int], u: float) -> list[int]:
     lo, hi = window[0], window[-1]
     aim = lo + u * max(0, hi - lo)
     return sorted((t for t in cands if lo <= t <= hi), key=lambda t: (abs(t - aim), t))
+
+
+def _in_stay(d: Draft, a: int, index: int, cands: list[int], window: list[int], u: float,
+             need: int) -> list[int]:
+    """``mh-gen-3.2``'s :func:`_in_block`: the candidates inside the block's last ``k`` ticks
+    (``k`` drawn in the base) with ``need`` ticks and a tick's margin each side in it, ranked
+    by closeness to the place ``u`` drawn in the base, counted back from the block's end."""
+    if not window:
+        return []
+    k = d.block_ticks[index]
+    hi = window[-1]
+    lo = max(window[0], hi - k + 1) + 1
+    top = hi - need - 3  # two ticks to spare: the switched act never ends at the block's end
+    if top < lo:
+        return []
+    aim = top - u * (top - lo)
+    return sorted((t for t in cands if lo <= t <= top), key=lambda t: (abs(t - aim), t))
 
 
 def _before_look(d: Draft, a: int, r1: int, l1: int, l2: int) -> None:
@@ -302,10 +359,16 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     d.keep.update(xs)
     spots_b = [f for f in d.furniture(r1) if f not in (l1, l2)] or [l1]
     b_spot = d.pick(spots_b)
-    length = {"emptied": (15, 19), "told": (10, 13)}.get(group, (10, 14))
+    # mh-gen-3.2: blocks fit the switch wherever it falls (no acceptance that sees the side)
+    lengths = {"emptied": (19, 23), "told": (10, 13), "": (13, 17)} if d.timed else {
+        "emptied": (15, 19), "told": (10, 13), "": (10, 14)}
+    length = lengths.get(group, lengths[""])
     # (told-away: A hears the tell only in the room, so A's blocks stay in it)
-    blocks, next_door = _blocks(d, a, r1, (l1, l2), length, group == "told",
-                                doors=group != "told")
+    moved_seen = False if group == "told" else not help_side
+    # the switch block: the move's (the tell's in told-away), busy on the help side
+    switch_kind = "busy" if (help_side if group == "told" else not moved_seen) else "watch"
+    blocks, next_door, switch = _blocks(d, a, r1, (l1, l2), length, group == "told",
+                                        doors=group != "told", switch_kind=switch_kind)
     _before_look(d, a, r1, l1, l2)
     after = _after_cue(d, r1, l1)
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -329,14 +392,16 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     look_tick, flags, windows, start = _observe(d, a, r1, l1, [i for _, i in blocks], b, wait,
                                                 skip=_opens_early(d, a, l1))
     need = 6 * n_x
-    moved_seen = False if group == "told" else not help_side
     # the move in the busy block (help, and told-away's first block on both sides) or the
     # watching block (twin), at the same place in its block
     move_block = blocks[0][1] if group == "told" else next(
         i for kind, i in blocks if (kind == "watch") == moved_seen)
+    if d.timed and group != "told":
+        move_block = blocks[switch][1]
     moves = [t for t in _stretches(flags, moved_seen, need)
              if t > start and t + need + 3 < look_tick]
-    moves = _in_block(moves, windows[move_block], u_move)
+    moves = (_in_stay(d, a, move_block, moves, windows[move_block], u_move, need) if d.timed
+             else _in_block(moves, windows[move_block], u_move))
 
     def moved(sim: Simulation) -> bool:
         return all(sim.world.location(o) == l2 for o in xs) and not sim.world.is_open(l2)
@@ -349,9 +414,12 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
                                                 "object": x, "place": l2}])
         tell_start = _idle_start(d, b, tell_wait)
         tell_block = next(i for kind, i in blocks[1:] if (kind == "watch") != help_side)
+        if d.timed:
+            tell_block = blocks[switch][1]
         ears = [t for t in _stretches(flags, not help_side, 3)
                 if t > tell_start and t + 3 < look_tick]
-        ears = _in_block(ears, windows[tell_block], u_tell)
+        ears = (_in_stay(d, a, tell_block, ears, windows[tell_block], u_tell, 3) if d.timed
+                else _in_block(ears, windows[tell_block], u_tell))
         tell_index = len(b_rec["activities"]) - 1
 
         def told(sim: Simulation) -> bool:
@@ -539,11 +607,21 @@ def _search(d: Draft, variant: str) -> None:
     spots = [p for p in d.unusual_surfaces(cls) if d.room_of(p) == r_step]
     where = d.pick(spots)
     stay = [f for f in d.furniture(r_step) if f != where] or [where]
-    order = ["watch", "busy"] if d.chance(0.5) else ["busy", "watch"]
+    first = d.chance(0.5)
+    order = ["watch", "busy"] if first else ["busy", "watch"]
+    if d.timed:  # the switch block (C leaves X there: busy on the help side) drawn in the base
+        order = ["busy" if help_side else "watch"] * 2
+        order[1] = "watch" if order[0] == "busy" else "busy"
+        if not first:
+            order.reverse()
     blocks = []
     for kind_ in order:
         k = int(d.rng.integers(8, 12))
         blocks.append((kind_, _block(d, a, kind_, r_step, d.pick(stay), k, True, set())))
+    if d.timed:
+        # back in the room of the earlier step before the search, from wherever the last
+        # block was (the rooms next door differ by the block's kind, and so would the walk)
+        d.goto(a, d.pick(stay), 0, use_it=False)
     search = [p for p in d.search_order(cls, set()) if p in usual and d.room_of(p) != r_step]
     if not search:
         raise Reject("nowhere usual to search outside the room of the earlier step")
@@ -553,6 +631,8 @@ def _search(d: Draft, variant: str) -> None:
            "habit_first": True}
     d.actor(a)["activities"].append(act)
     passed = _rooms_before_look(d, a, search[0])
+    if d.timed:  # the rooms next door either kind of block may use, on every side
+        passed |= {*d.door_rooms(r_step, open_=True), *d.door_rooms(r_step, open_=False)}
     _look_alikes(d, search[0], cls, tuple(sorted({r0, r_step} | passed)))
     r_c = d.pick([r for r in d.rooms if r not in (r0, r_step)] or others)
     c = d.person(kind="adult", room=r_c)
@@ -577,7 +657,12 @@ def _search(d: Draft, variant: str) -> None:
     travel = _travel(d, c, r_c, where)
     block = next(i for kind_, i in blocks if (kind_ == "watch") != help_side)
     puts = [t for t in windows[block][1:-2]]
-    cands = [t - travel for t in _in_block(puts, windows[block], u) if t - travel > start]
+    if d.timed:
+        block = blocks[0 if first else 1][1]
+        puts = _in_stay(d, a, block, list(windows[block]), windows[block], u, 1)
+    else:
+        puts = _in_block(puts, windows[block], u)
+    cands = [t - travel for t in puts if t - travel > start]
 
     def delivered(sim: Simulation) -> bool:
         return sim.world.holder(x) is None
@@ -673,10 +758,13 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
     # are as many on both sides
     chores = [d.chance(0.5) for _ in range(3)] if d.sight else [False] * 3
     switched_chore = chores[0] and not at_anchor
+    # mh-gen-3.2: the switched adults walk to their spot without sitting down or switching
+    # anything on, so the busy one's call or chore starts as they arrive on either side
+    use = not d.timed
     if help_side:
-        d.busy(q, spot, long_call, chore=switched_chore)
+        d.busy(q, spot, long_call, switched_chore, use_it=use)
     else:
-        d.goto(q, spot, 0)
+        d.goto(q, spot, 0, use_it=use)
         d.idle(q, long_call)
     if d.chance(0.3):
         h = d.person(kind="adult", room=room)
@@ -695,10 +783,10 @@ def _attention(d: Draft, variant: str, a: int, anchor: int, room: int) -> None:
         there = [f for f in there if ("SITTABLE" in d.g.nodes[f].properties) == seated] or there
         e_spot = d.pick(there)
         if help_side:
-            d.goto(e, e_spot, 0)
+            d.goto(e, e_spot, 0, use_it=use)
             d.idle(e, long_call)
         else:
-            d.busy(e, e_spot, long_call, chore=switched_chore)
+            d.busy(e, e_spot, long_call, switched_chore, use_it=use)
     after = _after_cue(d, room, anchor)
     _stuck(d, a, after)
     if help_side:
@@ -793,7 +881,7 @@ def base_variants(help_family: str, seed: int, attempt: int = 0,
     out: dict[str, Draft] = {}
     for family in GROUP_BUILDERS[help_family][1]:
         d = Draft(np.random.default_rng([int(seed), 1000 + index, int(attempt)]), family, houses,
-                  sight=generator == GENERATOR_V31)
+                  sight=generator in SIGHT_GENERATORS, timed=generator in TIMED_GENERATORS)
         try:
             build_variant(d, help_family, family)
         except Incompatible:

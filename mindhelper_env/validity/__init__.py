@@ -14,13 +14,16 @@ the reference only to train and to score:
   that track objects (:func:`physical_data`), the learned physical tracker
   (:class:`PhysicalLearnedAgent`, gradient boosting on the physical state at each struggle)
   and the object-centric feature scan (:func:`object_scan`);
+* :mod:`~mindhelper_env.validity.timing` — the timing scan: per twin group, whether any gap
+  between two events up to the focus person's cue tells the help side from the twin's on
+  fresh bases (:func:`~mindhelper_env.validity.timing.timing_scan`);
 * :mod:`~mindhelper_env.validity.bounds` — the bound sets (:data:`BOUNDS` for the
   ``mh-gen-2.x`` suites, :data:`BOUNDS_V3` for ``mh-gen-3.x``) and the checks of the new
   instruments (:func:`check_bounds_v3`).
 
 The rule-based agents they play live with the other agents: ``physical-rules``
-(:mod:`mindhelper_env.agents.physical`), ``coarse-mind``
-(:mod:`mindhelper_env.agents.coarse_mind`) and the hedges
+(:mod:`mindhelper_env.agents.physical`), ``coarse-mind`` and its ladder ``coarse-mind-a``
+... ``-d`` (:mod:`mindhelper_env.agents.coarse_mind`) and the hedges
 (:mod:`mindhelper_env.agents.hedge`: ``+prefixN``, ``+waitN``, ``+repeatN``, ``+delayN``).
 """
 
