@@ -1,17 +1,7 @@
 """Versioned, deterministic evaluation suites and their public / reference export (docs/data-format.md).
 
-A *suite* is a fixed list of episodes rebuilt on demand from :data:`SUITES`:
-
-==============  =====  ==================  ==========================================
-name            n      seeds               use
-==============  =====  ==================  ==========================================
-``vh-dev-v2``   100    10_000_000_000 + i  quick runs, development
-``vh-test-v2``  1,000  11_000_000_000 + i  reported results
-``tdw-dev-v2``  100    12_000_000_000 + i  TDW floorplan houses (the ``tdw`` extra)
-``tdw-test-v2`` 1,000  13_000_000_000 + i  TDW floorplan houses, reported results
-``vh-scene1-``  100    14_000_000_000 + i  VirtualHome's TestScene1 apartment
-``dev-v2``                                 (needs ``virtualhome-eval``)
-==============  =====  ==================  ==========================================
+A *suite* is a fixed list of episodes rebuilt on demand from :data:`SUITES` (each suite's
+size, seed base, generator and house; ``mindhelper list`` and docs/evaluation.md list them).
 
 **Houses.** The ``vh-`` suites are set in procedurally generated houses; a suite whose table
 entry names a ``house`` is set in those real houses
