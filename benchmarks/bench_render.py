@@ -88,27 +88,10 @@ def bench(size: int, frames: int, seed: int) -> tuple[float, float]:
 def bench_rgb_env(size: int, n_steps: int, env_id: str = "MindHelper-VirtualHome-v2") -> float:
     """Env steps/s in ``obs_mode="rgb"`` at ``size`` px (the bench_core policy)."""
     import gymnasium as gym
-
-    import mindhelper_env  # noqa: F401  (registers the envs)
-    from mindhelper_env.agents.simple import random_program
+    from bench_core import bench_steps  # this folder is on sys.path when run as a script
 
     gym.logger.min_level = 40  # the small-frame warning: these sizes are what is measured
-    env = gym.make(env_id, obs_mode="rgb", frame_size=size)
-    rng = np.random.default_rng(0)
-    specs = []
-    for s in range(20):  # episodes generated beforehand: the timing is about stepping
-        env.reset(seed=s)
-        specs.append(env.unwrapped.episode_spec)
-    obs, info = env.reset(options={"episode": specs[0]})
-    k = 1
-    t0 = time.perf_counter()
-    for _ in range(n_steps):
-        action = random_program(rng, info) if rng.random() < 0.2 else "none"
-        obs, _, term, trunc, info = env.step(action)
-        if term or trunc:
-            obs, info = env.reset(options={"episode": specs[k % len(specs)]})
-            k += 1
-    return n_steps / (time.perf_counter() - t0)
+    return bench_steps(n_steps, env_id, obs_mode="rgb", frame_size=size)
 
 
 def bench_minigrid_rgb(size: int, n_steps: int) -> float | None:
