@@ -298,7 +298,8 @@ def test_layout_from_candidates_matches_the_renderer():
     cand = info["candidates"]
     ids = [a["id"] for a in cand["actors"]] + [o["id"] for o in cand["objects"]] \
         + [info["robot"]["id"]]
-    lay = sp.build_layout(cand["rooms"], cand["locations"], cand["doors"], ids)
+    lay = sp.build_layout(cand["rooms"], cand["locations"], cand["doors"], ids,
+                          n_objects=len(cand["objects"]))
     mine = env.unwrapped.vision.renderer.layout
     assert lay.panels == mine.panels and lay.mark_w == mine.mark_w
     assert lay.lossless_size == mine.lossless_size

@@ -40,7 +40,7 @@ MIN_FRAME_SIZE = 768
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
-READS_SPRITES_VERSION = 4
+READS_SPRITES_VERSION = 5
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
@@ -150,7 +150,8 @@ class _Episode:
         if self.robot_id not in people:
             people.append(self.robot_id)
         self.layout = sp.build_layout(rooms, locations, doors,
-                                      [*(int(o["id"]) for o in objects), *people])
+                                      [*(int(o["id"]) for o in objects), *people],
+                                      n_objects=len(objects))
         lay = self.layout
         if lay.lossless_size > size:
             raise PerceptionError(
@@ -340,6 +341,20 @@ class PixelPerception:
                     continue
                 balloons.append((verb, *ids))
             return (None, (), (), tuple(balloons), bad)
+        if row.kind == "spill":  # [object icon][object mark][place mark] per slot
+            pairs = []
+            for k in range(lay.spill_slots):
+                ox = 1 + k * lay.spill_slot_w + sp.ICON + 1
+                o = self._mark(p[_IC, ox:ox + lay.mark_w])
+                if o is None:
+                    break
+                px = ox + lay.mark_w + 1
+                place = self._mark(p[_IC, px:px + lay.mark_w])
+                if o < 0 or place is None or place < 0:
+                    bad += 1
+                    continue
+                pairs.append((o, place))
+            return (None, tuple(pairs), (), (), bad)
         state = None
         if row.kind in ("furniture", "door"):
             cell = p[_IC, lay.x_state:lay.x_state + sp.ICON]
@@ -349,16 +364,9 @@ class PixelPerception:
                     bad += 1
         if row.kind == "door":
             return (state, (), (), (), bad)
-        objects = []
-        for k in range(ep.obj_slots):
-            mx = lay.x_objects + k * lay.obj_slot_w + sp.ICON + 1
-            m = self._mark(p[_IC, mx:mx + lay.mark_w])
-            if m is None:
-                break
-            if m < 0:
-                bad += 1
-                continue
-            objects.append(m)
+        objects = self._objects(p, ep.obj_slots)
+        bad += objects.count(-2)
+        objects = [m for m in objects if m >= 0]
         people = []
         parts = lay.person_parts()
         for k in range(ep.person_slots):
@@ -390,12 +398,30 @@ class PixelPerception:
             people.append((m, act, sprite[0], sprite[1], tuple(held)))
         return (state, tuple(objects), tuple(people), (), bad)
 
+    def _objects(self, p: np.ndarray, slots: int) -> list[int]:
+        """The object marks of a row's object slots, from the left (-2: unreadable)."""
+        ep = self._ep
+        assert ep is not None
+        lay = ep.layout
+        out = []
+        for k in range(slots):
+            mx = lay.x_objects + k * lay.obj_slot_w + sp.ICON + 1
+            m = self._mark(p[_IC, mx:mx + lay.mark_w])
+            if m is None:
+                break
+            out.append(m)
+        return out
+
     def _merge(self, out: FrameRead, row: sp.Row, room: int, got: tuple[Any, ...]) -> None:
         state, objects, people, balloons, bad = got
         out.unreadable += bad
         if row.kind == "talk":
             for b in balloons:
                 out.balloons.append((row.other, *b))
+            return
+        if row.kind == "spill":
+            for o, place in objects:
+                out.at[o] = place
             return
         if row.kind == "door":
             if state in ("door_open", "door_closed"):

@@ -73,7 +73,8 @@ class FrameRenderer:
         """Start an episode: ``rooms``, ``locations``, ``doors`` as in ``info["candidates"]``,
         ``objects`` ``{id: class}`` (every grabbable object), ``people`` ``{id: kind}`` (the
         robot's kind is ``"robot"``)."""
-        lay = sp.build_layout(rooms, locations, doors, [*objects, *people])
+        lay = sp.build_layout(rooms, locations, doors, [*objects, *people],
+                              n_objects=len(objects))
         self.layout = lay
         self._world = world
         self._objects = dict(sorted(objects.items()))
@@ -148,7 +149,7 @@ class FrameRenderer:
         y, x = row.y, row.x
         canvas[y:y + sp.ROW_H - 1, x:x + lay.row_w] = sp.ROW_BG if row.kind != "talk" \
             else sp.PANEL
-        if row.kind == "talk" or (row.kind == "room" and row.other > 0):
+        if row.kind in ("talk", "spill") or (row.kind == "room" and row.other > 0):
             return
         icon = (sp.room_icon(row.cls) if row.kind == "room" else sp.DOOR_ICON
                 if row.kind == "door" else sp.furniture_icon(row.cls))
@@ -207,7 +208,7 @@ class FrameRenderer:
             kind = sk[0]
             if kind == "r":
                 key = (*base[sk], people.get(sk, ()))
-            elif kind == "d":
+            elif kind in ("d", "s"):
                 key = base[sk]
             else:
                 key = (sk[1] in in_view, tuple(balloons.get(sk[1], ())))
@@ -246,6 +247,17 @@ class FrameRenderer:
                 a = r
             if a in lay.row_of:
                 objs.setdefault(a, []).append(o)
+        spill: list[tuple[int, int]] = []  # (object, place) beyond the place's own slots
+        for nid, row in lay.row_of.items():
+            cap = lay.obj_slots * (sp.FLOOR_ROWS if row.kind == "room" else 1)
+            got = objs.get(nid, [])
+            if len(got) > cap:
+                objs[nid] = got[:cap]
+                spill.extend((o, nid) for o in got[cap:])
+        per = lay.spill_slots
+        for k, row in enumerate(lay.spill):
+            out[("s", row.node)] = tuple(spill[k * per:(k + 1) * per])
+        self.stats["overflow"] += max(0, len(spill) - per * len(lay.spill))
         for nid, row in lay.row_of.items():
             vis = self._row_room[nid] in in_view
             st = None
@@ -339,6 +351,13 @@ class FrameRenderer:
         if row.kind == "door":
             self._blit(canvas, y + 1, x + lay.x_state, sp.STATE_GLYPHS[key])
             return
+        if row.kind == "spill":  # [object icon][object mark][place mark] per slot
+            for k, (o, place) in enumerate(key):
+                ox = x + 1 + k * lay.spill_slot_w
+                self._blit(canvas, y + 1, ox, sp.object_icon(self._objects[o]))
+                self.draw_mark(canvas, y + 1, ox + sp.ICON + 1, o)
+                self.draw_mark(canvas, y + 1, ox + sp.ICON + 1 + lay.mark_w + 1, place)
+            return
         if row.kind == "talk":
             vis, balloons = key
             if not vis:
@@ -355,8 +374,8 @@ class FrameRenderer:
         if row.kind == "room":  # floor row k: the k-th group of floor objects and people
             k = row.other
             last = k == sp.FLOOR_ROWS - 1
-            objs = objs[k * sp.OBJ_SLOTS:None if last else (k + 1) * sp.OBJ_SLOTS]
-            people = people[k * sp.PERSON_SLOTS:None if last else (k + 1) * sp.PERSON_SLOTS]
+            objs = objs[k * lay.obj_slots:None if last else (k + 1) * lay.obj_slots]
+            people = people[k * lay.person_slots:None if last else (k + 1) * lay.person_slots]
         if not vis:
             canvas[y:y + sp.ROW_H - 1, x + lay.x_state:x + lay.row_w] = sp.UNSEEN
             return
@@ -364,10 +383,10 @@ class FrameRenderer:
             self._blit(canvas, y + 1, x + lay.x_state, sp.STATE_GLYPHS[state])
             area = sp.CLOSED if state == "closed" else sp.OPEN_IN if state == "open" else None
             if area is not None:
-                canvas[y:y + sp.ROW_H - 1, x_obj - 1:x_obj + sp.OBJ_SLOTS * lay.obj_slot_w - 1] \
+                canvas[y:y + sp.ROW_H - 1, x_obj - 1:x_obj + lay.obj_slots * lay.obj_slot_w - 1] \
                     = area
         for k, o in enumerate(objs):
-            if k >= sp.OBJ_SLOTS:
+            if k >= lay.obj_slots:
                 self.stats["overflow"] += len(objs) - k
                 break
             ox = x_obj + k * lay.obj_slot_w
@@ -375,7 +394,7 @@ class FrameRenderer:
             self.draw_mark(canvas, y + 1, ox + sp.ICON + 1, o)
         parts = lay.person_parts()
         for k, (p, kind, act, sit, back, phone, reach, look, held) in enumerate(people):
-            if k >= sp.PERSON_SLOTS:
+            if k >= lay.person_slots:
                 self.stats["overflow"] += len(people) - k
                 break
             px = x + lay.x_people + k * lay.person_slot_w

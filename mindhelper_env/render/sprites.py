@@ -33,6 +33,15 @@ columns. A panel is a stack of *rows* of :data:`ROW_H` pixels:
    event has nothing for stay empty: a give has no place; a move no actor, no listener; a
    walk to a person only the walker and the person).
 
+After the room panels, the *spill panel* (no top or bottom border; only when the episode has more grabbable objects
+than :data:`OBJ_SLOTS`): :func:`spill_rows` rows of ``Layout.spill_slots`` *spill slots*
+``[object icon][object mark][place mark]``, for the objects beyond a place's own slots (a
+furniture row's :data:`OBJ_SLOTS`, a floor's :data:`FLOOR_ROWS` x :data:`OBJ_SLOTS`): place
+by place in row order, each place's objects by id, from the left of the first spill row.
+There are enough of them for every object of the episode to be drawn at any tick (a place
+that spills keeps :data:`OBJ_SLOTS` objects, so at most ``n_objects - OBJ_SLOTS`` spill), and
+the layout stays a function of ``info["candidates"]`` alone.
+
 An object slot is ``[object icon][id mark]``; objects fill the slots from the left by id. A
 person slot is ``[action glyph][person sprite][id mark][held icon][held mark][held icon]
 [held mark]``; people fill the slots from the left by id (the robot too); the held objects
@@ -68,12 +77,13 @@ __all__ = [
     "mark_width", "OBJECT_CLASSES", "FURNITURE_CLASSES", "ROOM_CLASSES", "object_icon",
     "furniture_icon", "room_icon", "DOOR_ICON", "STATE_GLYPHS", "ACTION_GLYPHS", "ARROW",
     "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS", "ICON_DY", "SPRITE_DY",
+    "spill_rows", "spill_slot_width",
     "Row", "Panel", "Layout", "build_layout", "frame_map", "frame_scale", "palette_index",
     "canvas_of", "SPRITES_VERSION",
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 4
+SPRITES_VERSION = 5
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -375,7 +385,8 @@ class Row:
 
 @dataclass(frozen=True, slots=True)
 class Panel:
-    """The panel of one room: its id, class, box ``(x0, y0, x1, y1)`` and rows."""
+    """The panel of one room: its id, class, box ``(x0, y0, x1, y1)`` and rows; the spill
+    panel has ``room == -1`` and ``cls == "spill"``."""
 
     room: int
     cls: str
@@ -395,6 +406,12 @@ class Layout:
     row_of: dict[int, Row] = field(default_factory=dict)
     door_rows: dict[int, tuple[Row, ...]] = field(default_factory=dict)
     talk_row: dict[int, Row] = field(default_factory=dict)
+    #: the spill rows, in order (empty when no place can hold more objects than its slots)
+    spill: tuple[Row, ...] = ()
+    #: object slots in a furniture row, a floor row and a spill row
+    obj_slots: int = OBJ_SLOTS
+    #: person slots in a furniture or floor row
+    person_slots: int = PERSON_SLOTS
 
     @property
     def row_w(self) -> int:
@@ -430,6 +447,16 @@ class Layout:
     def person_slot_w(self) -> int:
         return ICON + 1 + _SPRITE_W + 1 + self.mark_w + 1 + 2 * (ICON + 1 + self.mark_w + 1)
 
+    @property
+    def spill_slot_w(self) -> int:
+        return spill_slot_width(self.mark_w)
+
+    @property
+    def spill_slots(self) -> int:
+        """Slots in a spill row; they start at ``x = 1``: ``[object icon][object mark][place
+        mark]``, the place mark at ``ICON + 1 + mark_w + 1``."""
+        return (self.row_w - 1) // self.spill_slot_w
+
     def person_parts(self) -> dict[str, int]:
         """x offsets inside a person slot: ``action``, ``sprite``, ``mark``, ``held0``,
         ``held0_mark``, ``held1``, ``held1_mark``."""
@@ -458,22 +485,38 @@ class Layout:
         return out
 
 
+def spill_slot_width(mark_w: int) -> int:
+    """A spill slot: ``[object icon][object mark][place mark]``."""
+    return ICON + 1 + mark_w + 1 + mark_w + 2
+
+
 def row_width(mark_w: int) -> int:
     obj = ICON + 1 + mark_w + 2
     person = ICON + 1 + _SPRITE_W + 1 + mark_w + 1 + 2 * (ICON + 1 + mark_w + 1)
     return 1 + ICON + 1 + mark_w + 1 + ICON + 2 + OBJ_SLOTS * obj + 1 + PERSON_SLOTS * person
 
 
+def spill_rows(n_objects: int, per_row: int) -> int:
+    """The spill rows of ``per_row`` slots that a layout needs so that ``n_objects`` objects
+    are always drawn: a place that spills keeps at least :data:`OBJ_SLOTS` objects in its own
+    slots, so at most ``n_objects - OBJ_SLOTS`` objects spill in all."""
+    return -(-max(0, int(n_objects) - OBJ_SLOTS) // max(1, per_row))
+
+
 def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping[str, Any]],
-                 doors: Iterable[Mapping[str, Any]], ids: Iterable[int] = ()) -> Layout:
+                 doors: Iterable[Mapping[str, Any]], ids: Iterable[int] = (), *,
+                 n_objects: int | None = None) -> Layout:
     """The layout of an episode from its public lists, shaped like ``info["candidates"]`` in
     ``rgb`` mode: ``rooms`` ``[{"id", "class"}]``, ``locations`` (furniture) ``[{"id",
     "class", "room"}]``, ``doors`` ``[{"id", "rooms": [a, b]}]``; ``ids``: every other id that
-    gets a mark (people, objects), for the width of the mark field.
+    gets a mark (people, objects), for the width of the mark field; ``n_objects``: the number
+    of grabbable objects (``len(info["candidates"]["objects"])``; default ``len(set(ids))``),
+    which bounds the objects on one place and so the number of spill rows
+    (:func:`spill_rows`).
 
     Rooms are ordered by id, their furniture and doors by id. Panels go into the number of
     columns (1 to 4) that makes the canvas closest to square, each room in turn into the
-    shortest column."""
+    shortest column. The spill panel (when there are spill rows) comes last."""
     rooms = sorted(({"id": int(r["id"]), "class": str(r["class"])} for r in rooms),
                    key=lambda r: r["id"])
     furn: dict[int, list[tuple[int, str]]] = {r["id"]: [] for r in rooms}
@@ -481,11 +524,14 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
         if loc.get("room") in furn:
             furn[loc["room"]].append((int(loc["id"]), str(loc["class"])))
     door_list = [(int(d["id"]), [int(x) for x in d["rooms"]]) for d in doors]
+    ids = [int(i) for i in ids]
+    n_objects = len(set(ids)) if n_objects is None else int(n_objects)
     all_ids = [r["id"] for r in rooms] + [i for f in furn.values() for i, _ in f] \
         + [d for d, _ in door_list] + [int(i) for i in ids]
     digits = max((len(str(i)) for i in all_ids), default=1)
     mark_w = mark_width(digits)
     rw = row_width(mark_w)
+    n_spill = spill_rows(n_objects, (rw - 1) // spill_slot_width(mark_w))
     room_cls = {r["id"]: r["class"] for r in rooms}
     specs = []
     for r in rooms:
@@ -495,6 +541,8 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
                     if rid == min(rs))  # a door shows once: in its lower-id room's panel
         specs.append((rid, r["class"], fs, ds))
     heights = [2 + ROW_H * (1 + FLOOR_ROWS + len(fs) + len(ds)) for _, _, fs, ds in specs]
+    if n_spill:  # the spill panel has no top or bottom border
+        heights.append(ROW_H * n_spill)
     panel_w = rw + 2
     best = None
     for ncols in range(1, 5):
@@ -513,7 +561,7 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
     _, width, height, where = best
     panels = []
     lay = Layout(width=max(width, 1), height=max(height, 1), mark_w=mark_w, panels=())
-    for (rid, cls, fs, ds), (c, y0) in zip(specs, where, strict=True):
+    for (rid, cls, fs, ds), (c, y0) in zip(specs, where[:len(specs)], strict=True):
         x0 = c * (panel_w + _GAP)
         rows = []
         y = y0 + 1
@@ -536,6 +584,12 @@ def build_layout(rooms: Iterable[Mapping[str, Any]], locations: Iterable[Mapping
                 lay.door_rows[row.node] = (*lay.door_rows.get(row.node, ()), row)
             else:
                 lay.talk_row[rid] = row
+    if n_spill:
+        c, y0 = where[-1]
+        x0 = c * (panel_w + _GAP)
+        spill = tuple(Row("spill", k, "", y0 + k * ROW_H, x0 + 1, k) for k in range(n_spill))
+        panels.append(Panel(-1, "spill", (x0, y0, x0 + panel_w, y0 + ROW_H * n_spill), spill))
+        lay.spill = spill
     lay.panels = tuple(panels)
     _ = room_cls
     return lay
