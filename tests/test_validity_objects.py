@@ -573,3 +573,9 @@ def test_the_threshold_and_the_settings_are_chosen_on_the_held_out_seeds():
     assert m2.threshold != pytest.approx(m.threshold)
     assert m2.tune_score < m.tune_score
     assert (m2.threshold, m2.tune_score) == pytest.approx(O._pick_threshold(m2, flipped))
+
+
+def test_the_room_history_variant_is_reported_not_bounded():
+    assert "physical-learned-history" not in validity.NON_MIND_AGENTS
+    assert not validity.check_bounds_v3({"physical-learned-history": _m(70.0, 70.0)})
+    assert validity.check_bounds_v3({"physical-learned": _m(70.0, 70.0)})
