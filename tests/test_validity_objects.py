@@ -495,6 +495,9 @@ def test_room_history_features_record_where_the_struggler_was_and_the_strict_set
     from mindhelper_env.agents.physical import ROOM_HISTORY_FEATURES, room_history_features
 
     assert not any(n.startswith("room:") for n in O.STRICT_NAMES)
+    # the time in the room, set against the move's age, says who was there when it moved
+    assert "cue:ticks_in_room" not in O.STRICT_NAMES and "cue:x_moves" in O.STRICT_NAMES
+    assert "cue:ticks_in_room" in O.HISTORY_NAMES
     assert not set(ROOM_HISTORY_FEATURES) & {f"cue:{n}" for n in STRUGGLE_FEATURES}
     assert "room:left_struggler_in_from_room" in O.HISTORY_NAMES
     assert "room:last_door_open_to" in O.HISTORY_NAMES
@@ -522,8 +525,9 @@ def _with_room_leak(eps, rng):
     noise never takes at the focus person's struggle."""
     for ep in eps:
         for c in ep.cues:
-            for n in O.HISTORY_NAMES[len(O.STRICT_NAMES):]:
-                c.features[n] = float(rng.integers(0, 3))
+            for n in O.HISTORY_NAMES:
+                if n.startswith("room:"):
+                    c.features[n] = float(rng.integers(0, 3))
             if c.person == 2:
                 c.features["room:left_struggler_in_from_room"] = 7.0 * (not ep.needs_help)
                 c.features["room:last_door_open_to"] = 7.0 * ep.needs_help

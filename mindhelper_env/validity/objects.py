@@ -43,7 +43,7 @@ from mindhelper_env.validity.data import _group, training_episodes
 __all__ = ["HISTORY_TICKS", "OBJECT_FEATURES", "CueRow", "PhysicalEpisode", "physical_data",
            "suite_physical_data", "training_physical_data", "PhysicalModel",
            "train_physical_model", "PhysicalLearnedAgent", "PHYSICAL_GRID", "STRICT_NAMES",
-           "HISTORY_NAMES", "SCAN_CUES", "SCAN_SETS",
+           "HISTORY_NAMES", "ROOM_TIMING_FEATURES", "SCAN_CUES", "SCAN_SETS",
            "object_scan", "episode_matrix"]
 
 #: Ticks after a struggle that count as its pre-deadline history (the deadline is the
@@ -212,11 +212,20 @@ def training_physical_data(n: int, seed: int = 0, house: Any = None,
 
 # ------------------------------------------------------------------ the learned tracker
 _CUE_NAMES = tuple(f"cue:{n}" for n in STRUGGLE_FEATURES)
+#: Struggle features that time the struggler's stay in rooms: set against how long ago the
+#: object moved (``last_move_to_look``), how long the struggler has been in the room says
+#: whether they were there when it moved. Trained on 4,000 ``mh-gen-3.1`` training seeds a
+#: learner reading them reached 57.2 PHA on ``vh-test-v4`` (docs/validity.md), so the strict
+#: learner leaves them to the room-history one.
+ROOM_TIMING_FEATURES: tuple[str, ...] = ("ticks_in_room", "struggler_rooms",
+                                         "struggler_room_changes")
 #: The strict learner's features: the physical state at the struggle, no record of where
 #: people were when things happened (``physical-learned``).
-STRICT_NAMES: tuple[str, ...] = _CUE_NAMES
-#: The room-history learner's features: the strict ones plus the struggler's room when the
-#: object moved and the doors then (``physical-learned-history``; reported, not bounded).
+STRICT_NAMES: tuple[str, ...] = tuple(f"cue:{n}" for n in STRUGGLE_FEATURES
+                                      if n not in ROOM_TIMING_FEATURES)
+#: The room-history learner's features: every struggle feature plus the struggler's room
+#: when the object moved and the doors then (``physical-learned-history``; reported, not
+#: bounded).
 HISTORY_NAMES: tuple[str, ...] = (*_CUE_NAMES, *ROOM_HISTORY_FEATURES)
 #: What :func:`train_physical_model` tunes on held-out training seeds: depth, number of
 #: trees, and how many of the most important features to keep (None: all).
