@@ -47,7 +47,8 @@ from mindhelper_env.scenarios.observer import (
 )
 
 __all__ = ["Body", "Struggle", "Guess", "ObjectTracker", "best_guess", "rule_help",
-           "struggle_features", "STRUGGLE_FEATURES", "PhysicalRulesAgent"]
+           "struggle_features", "STRUGGLE_FEATURES", "room_history_features",
+           "ROOM_HISTORY_FEATURES", "PhysicalRulesAgent"]
 
 @dataclass(frozen=True)
 class Body:
@@ -118,6 +119,8 @@ class ObjectTracker(BeliefTracker):
         self.acts: dict[int, list[tuple[int, str, tuple[int, ...]]]] = {}
         #: every struggle seen, in order
         self.struggles: list[Struggle] = []
+        #: [(tick, open door room pairs)] whenever the open doors (``info["doors"]``) change
+        self.door_trail: list[tuple[int, frozenset[tuple[int, int]]]] = []
         self._peeking: set[tuple[int, int]] = set()
 
     # no perception of people: nobody's beliefs are formed
@@ -134,6 +137,15 @@ class ObjectTracker(BeliefTracker):
     def update(self, obs: Mapping[str, Any], info: Mapping[str, Any]) -> list[Cue]:
         cues = super().update(obs, info)
         self._record(self.tick)  # what the end-of-window view added or corrected
+        doors = info.get("doors") if isinstance(info, Mapping) else None
+        if isinstance(doors, list):
+            pairs = frozenset(
+                (min(int(d["rooms"][0]), int(d["rooms"][1])),
+                 max(int(d["rooms"][0]), int(d["rooms"][1])))
+                for d in doors if isinstance(d, Mapping) and d.get("open")
+                and isinstance(d.get("rooms"), list) and len(d["rooms"]) == 2)
+            if not self.door_trail or self.door_trail[-1][1] != pairs:
+                self.door_trail.append((self.tick, pairs))
         return cues
 
     def _record(self, tick: int) -> None:
@@ -199,6 +211,33 @@ class ObjectTracker(BeliefTracker):
         if loc == self.robot_id:
             return self.robot_room
         return self.room_of.get(loc)
+
+    def room_at(self, person: int, tick: int) -> int | None:
+        """``person``'s room at ``tick`` (from :attr:`room_trail`; None: not seen yet)."""
+        out = None
+        for tk, r in self.room_trail.get(person, []):
+            if tk > tick:
+                break
+            out = r
+        return out
+
+    def door_open_at(self, a: int | None, b: int | None, tick: int) -> bool:
+        """Was a door between rooms ``a`` and ``b`` open at ``tick`` (as ``info["doors"]``
+        showed it at the end of that window; the first view stands for earlier ticks)?"""
+        if a is None or b is None or a == b or not self.door_trail:
+            return False
+        pairs = self.door_trail[0][1]
+        for tk, ps in self.door_trail:
+            if tk > tick:
+                break
+            pairs = ps
+        return (min(a, b), max(a, b)) in pairs
+
+    def loc_room_at(self, loc: int | None, tick: int) -> int | None:
+        """The room of a location at ``tick`` (a holder's room then)."""
+        if loc is not None and loc in self.people:
+            return self.room_at(loc, tick)
+        return self.room_of_loc(loc)
 
     def held(self, loc: int | None) -> bool:
         return loc is not None and (loc in self.people or loc == self.robot_id)
@@ -433,6 +472,60 @@ STRUGGLE_FEATURES: tuple[str, ...] = (
     "x_in_robot_room", "x_on_surface", "x_in_container", "x_on_floor", "x_usual_place",
     "x_third_room", "x_moves", "x_left_place", "move_to_look", "last_move_to_look",
     "x_movers", "x_moved_by_struggler", "x_last_moved_by_struggler",
+)
+
+
+# ------------------------------------------------------- the struggler's room history
+def room_history_features(t: ObjectTracker, s: Struggle) -> dict[str, float]:
+    """Where the struggler was when the object the struggle is most likely about (X,
+    :func:`best_guess`) moved (:data:`ROOM_HISTORY_FEATURES`, named ``room:``): at the tick X
+    left the looked-at place and at X's last move before the struggle, the struggler's room
+    then, whether it was the room X moved in (taken from / put into), whether a door between
+    the two was open (``info["doors"]``), and how long ago the struggler was last in X's
+    present room.
+
+    These are a record of where people were when things happened: with them a learner can
+    find sight on its own (who was in the room, or next door through an open door, when X
+    moved). ``physical-learned-history`` reads them; the strict ``physical-learned`` does not.
+    """
+    f: dict[str, float] = dict.fromkeys(ROOM_HISTORY_FEATURES, 0.0)
+    g = best_guess(t, s)
+    if g is None or g.kind == "open":
+        return f
+    x = g.target
+    trail = [(tk, lc) for tk, lc in t.trails.get(x, []) if tk < s.tick]
+    if len(trail) < 2:
+        return f
+    events = {"last": (trail[-1][0], trail[-2][1], trail[-1][1])}
+    left = t.left_at(x, s.place, s.tick)
+    if left is not None:
+        i = max(i for i, (tk, _) in enumerate(trail) if tk == left)
+        if i >= 1:
+            events["left"] = (left, trail[i - 1][1], trail[i][1])
+    for key, (tk, before, after) in events.items():
+        mine = t.room_at(s.person, tk)
+        src, dst = t.loc_room_at(before, tk - 1), t.loc_room_at(after, tk)
+        f[f"room:{key}_known"] = 1.0
+        f[f"room:{key}_struggler_in_from_room"] = float(mine is not None and mine == src)
+        f[f"room:{key}_struggler_in_to_room"] = float(mine is not None and mine == dst)
+        f[f"room:{key}_door_open_from"] = float(t.door_open_at(mine, src, tk))
+        f[f"room:{key}_door_open_to"] = float(t.door_open_at(mine, dst, tk))
+        f[f"room:{key}_struggler_moved_it"] = float(after == s.person or before == s.person)
+        f[f"room:{key}_ticks_before"] = float(s.tick - tk)
+    now = t.room_of_loc(s.where.get(x), s.bodies)
+    seen = [tk for tk, r in t.room_trail.get(s.person, []) if tk < s.tick and r == now]
+    me = s.bodies.get(s.person)
+    f["room:in_x_room_since_last_move"] = float(
+        now is not None and (any(tk >= trail[-1][0] for tk in seen)
+                             or (me is not None and me.room == now)))
+    return f
+
+
+ROOM_HISTORY_FEATURES: tuple[str, ...] = (
+    *(f"room:{k}_{n}" for k in ("left", "last") for n in (
+        "known", "struggler_in_from_room", "struggler_in_to_room", "door_open_from",
+        "door_open_to", "struggler_moved_it", "ticks_before")),
+    "room:in_x_room_since_last_move",
 )
 
 

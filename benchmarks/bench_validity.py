@@ -16,7 +16,10 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator
    (bounded), and over the reset and cue-time ones alone (what an agent has in time);
 5. the **physical trackers** (objects, bodies, the scene, common sense; no minds): the
    rule variant ``physical-rules`` and the learned ``physical-learned`` (gradient boosting on
-   the state at each struggle), each with wait-and-see, overall and per twin group;
+   the state at each struggle; depth, trees, features and threshold tuned on held-out
+   training seeds), each with wait-and-see, overall and per twin group, and beside them
+   ``physical-learned-history`` (plus the struggler's room when the object moved and the
+   doors then: it may learn sight, so reported, not bounded);
 6. the **coarse-mind ladder** beside the tracker, overall and per twin group: rungs
    ``coarse-mind-a`` (room co-presence), ``-b`` (+ on the phone sees nothing), ``-c`` (+ at
    a chore facing away sees nothing), ``-d`` (+ an open door shows the next room), and the
@@ -191,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
             scores[hn] = V.scores(V.play_records(
                 args.suite, make_hedge(V.PhysicalLearnedAgent(pmodel), hk, kk), hn,
                 limit=args.limit), args.suite)
+    # its room-history variant (the struggler's room when the object moved, the doors then):
+    # it may learn sight on its own, so it is reported, not bounded, and played unhedged
+    hmodel = V.train_physical_model(ptrain[:k_fit], ptrain[k_fit:], history=True)
+    scores[hmodel.agent_name] = V.scores(V.play_records(
+        args.suite, V.PhysicalLearnedAgent(hmodel), hmodel.agent_name, limit=args.limit),
+        args.suite)
     oscan = V.object_scan(ptrain, ptest)
     fresh_scans = []
     if args.scan_fresh:
@@ -305,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
                "scan_in_time": {g: {"single": r["single"], "tree": r["tree"]["test"]}
                                 for g, r in scan_time.items()},
                "physical_learned_threshold": pmodel.threshold,
+               "physical_learned": {m.agent_name: {"params": m.params, "threshold": m.threshold,
+                                                   "tune_balanced_accuracy": m.tune_score}
+                                    for m in (pmodel, hmodel)},
                "object_scan": {g: {k: ({"single": v["single"], "tree": v["tree"]["test"],
                                         "gb": v["gb"]["test"]} if isinstance(v, dict) else v)
                                    for k, v in r.items()} for g, r in oscan.items()},
@@ -494,7 +506,8 @@ def _object_sections(console, args, scores, oscan, pmodel, groups,
 
     # 5. physical trackers
     rows = [n for n in ("physical-rules", "physical-rules+wait3", "physical-learned",
-                        "physical-learned+wait3", "perspective-free") if n in scores]
+                        "physical-learned+wait3", "physical-learned-history",
+                        "perspective-free") if n in scores]
     table = Table(title=f"{args.suite}: physical trackers (objects, bodies, scene, common "
                         "sense; no minds): PHA/PIA overall, PHA per twin group "
                         f"(learned threshold {pmodel.threshold:.3f})")

@@ -486,3 +486,100 @@ def test_coarse_mind_ladder_rungs_differ_on_a_phone_call():
         assert acts[name] != "none" and "(13)" in acts[name], name
     with pytest.raises(ValueError, match="unknown rung"):
         CoarseMindAgent(rung="e")
+
+
+# ---------------------------------------------------------------------- room history
+def test_room_history_features_record_where_the_struggler_was_and_the_strict_set_does_not():
+    """The struggler's room when the apple moved (and an open door to it) is in the history
+    variant's features and nowhere in the strict one's; it tells the away twin apart."""
+    from mindhelper_env.agents.physical import ROOM_HISTORY_FEATURES, room_history_features
+
+    assert not any(n.startswith("room:") for n in O.STRICT_NAMES)
+    # the time in the room, set against the move's age, says who was there when it moved
+    assert "cue:ticks_in_room" not in O.STRICT_NAMES and "cue:x_moves" in O.STRICT_NAMES
+    assert "cue:ticks_in_room" in O.HISTORY_NAMES
+    assert not set(ROOM_HISTORY_FEATURES) & {f"cue:{n}" for n in STRUGGLE_FEATURES}
+    assert "room:left_struggler_in_from_room" in O.HISTORY_NAMES
+    assert "room:last_door_open_to" in O.HISTORY_NAMES
+    feats = {}
+    for away in (True, False):
+        windows = _episode(away=away)
+        for _, i in windows:  # the bedroom's door to the livingroom stands open
+            i["doors"] = [{"id": 40, "rooms": [20, 30], "open": True},
+                          {"id": 41, "rooms": [10, 30], "open": False}]
+        t = _tracked(windows)
+        assert t.room_at(2, 6) == (30 if away else 10)
+        assert t.door_open_at(30, 20, 9) and not t.door_open_at(30, 10, 9)
+        [s] = t.struggles
+        feats[away] = room_history_features(t, s)
+        assert set(feats[away]) == set(ROOM_HISTORY_FEATURES)
+    assert feats[True]["room:left_known"] == feats[False]["room:left_known"] == 1
+    assert feats[True]["room:left_struggler_in_from_room"] == 0  # away: not in the kitchen
+    assert feats[False]["room:left_struggler_in_from_room"] == 1
+    assert feats[True]["room:last_door_open_to"] == 1  # the put, seen through the open door
+    assert feats[False]["room:last_door_open_to"] == 0
+
+
+def _with_room_leak(eps, rng):
+    """The label sits only in room-history features (strict features are noise): values the
+    noise never takes at the focus person's struggle."""
+    for ep in eps:
+        for c in ep.cues:
+            for n in O.HISTORY_NAMES:
+                if n.startswith("room:"):
+                    c.features[n] = float(rng.integers(0, 3))
+            if c.person == 2:
+                c.features["room:left_struggler_in_from_room"] = 7.0 * (not ep.needs_help)
+                c.features["room:last_door_open_to"] = 7.0 * ep.needs_help
+    return eps
+
+
+def test_the_history_variant_learns_room_history_the_strict_one_cannot():
+    rng = np.random.default_rng(2)
+    fit = _with_room_leak(_synthetic(200, rng, leak=False), rng)
+    tune = _with_room_leak(_synthetic(80, rng, leak=False), rng)
+    test = _with_room_leak(_synthetic(200, rng, leak=False), rng)
+    grid = {"max_depth": (2, 3), "n_estimators": (50,), "top_features": (None, 10)}
+    strict = O.train_physical_model(fit, tune, grid=grid)
+    hist = O.train_physical_model(fit, tune, grid=grid, history=True)
+    assert strict.agent_name == "physical-learned" and not strict.history
+    assert hist.agent_name == "physical-learned-history" and hist.history
+    assert not any(n.startswith("room:") for n in strict.names)
+    assert "room:left_struggler_in_from_room" in hist.names
+    for m, lo, hi in ((strict, 0.0, 0.65), (hist, 0.95, 1.0)):
+        ok = O._episode_ok(test, [m.probs(ep.cues) for ep in test], m.threshold)
+        assert lo <= ok.mean() <= hi, (m.agent_name, ok.mean())
+        assert m.params["max_depth"] in (2, 3) and m.params["top_features"] in (None, 10)
+    # the agent's per-struggle probability (room features keep their prefix) is the batch one
+    row = test[0].cues[1]
+    feats = {k.split(":", 1)[1] if k.startswith("cue:") else k: v
+             for k, v in row.features.items()}
+    assert hist.prob(feats) == pytest.approx(float(hist.probs([row])[0]))
+    assert O.PhysicalLearnedAgent(hist).name == "physical-learned-history"
+    assert O.PhysicalLearnedAgent(strict).name == "physical-learned"
+
+
+def test_the_threshold_and_the_settings_are_chosen_on_the_held_out_seeds():
+    """The threshold is the best one on ``tune`` (held-out training seeds), not on ``fit``:
+    a tune set whose labels are flipped moves it."""
+    rng = np.random.default_rng(3)
+    fit, tune = _synthetic(200, rng, leak=True), _synthetic(80, rng, leak=True)
+    grid = {"max_depth": (3,), "n_estimators": (50,), "top_features": (None,)}
+    m = O.train_physical_model(fit, tune, grid=grid)
+    assert (m.threshold, m.tune_score) == pytest.approx(O._pick_threshold(m, tune))
+    assert m.tune_score >= 0.95
+    flipped = _synthetic(80, rng, leak=True)
+    for ep in flipped:
+        ep.needs_help = not ep.needs_help
+        for c in ep.cues:
+            c.positive = ep.needs_help and c.person == 2
+    m2 = O.train_physical_model(fit, flipped, grid=grid)
+    assert m2.threshold != pytest.approx(m.threshold)
+    assert m2.tune_score < m.tune_score
+    assert (m2.threshold, m2.tune_score) == pytest.approx(O._pick_threshold(m2, flipped))
+
+
+def test_the_room_history_variant_is_reported_not_bounded():
+    assert "physical-learned-history" not in validity.NON_MIND_AGENTS
+    assert not validity.check_bounds_v3({"physical-learned-history": _m(70.0, 70.0)})
+    assert validity.check_bounds_v3({"physical-learned": _m(70.0, 70.0)})

@@ -43,10 +43,13 @@ from mindhelper_env.validity.bounds import (
 from mindhelper_env.validity.core import *  # noqa: F403 - the instruments' public names
 from mindhelper_env.validity.core import __all__ as _core_all
 from mindhelper_env.validity.objects import (
+    HISTORY_NAMES,
     HISTORY_TICKS,
     OBJECT_FEATURES,
+    PHYSICAL_GRID,
     SCAN_CUES,
     SCAN_SETS,
+    STRICT_NAMES,
     CueRow,
     PhysicalEpisode,
     PhysicalLearnedAgent,
@@ -63,4 +66,4 @@ __all__ = [*_core_all, "BOUNDS_V3", "COARSE_MIND", "HEDGE_KINDS", "NON_MIND_AGEN
            "HISTORY_TICKS", "OBJECT_FEATURES", "SCAN_CUES", "SCAN_SETS", "CueRow",
            "PhysicalEpisode", "PhysicalLearnedAgent", "PhysicalModel", "object_scan",
            "physical_data", "suite_physical_data", "train_physical_model",
-           "training_physical_data"]
+           "training_physical_data", "HISTORY_NAMES", "PHYSICAL_GRID", "STRICT_NAMES"]

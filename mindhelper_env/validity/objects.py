@@ -29,18 +29,21 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.agents.physical import (
+    ROOM_HISTORY_FEATURES,
     STRUGGLE_FEATURES,
     ObjectTracker,
     PhysicalRulesAgent,
     Struggle,
     best_guess,
+    room_history_features,
     struggle_features,
 )
 from mindhelper_env.validity.data import _group, training_episodes
 
 __all__ = ["HISTORY_TICKS", "OBJECT_FEATURES", "CueRow", "PhysicalEpisode", "physical_data",
            "suite_physical_data", "training_physical_data", "PhysicalModel",
-           "train_physical_model", "PhysicalLearnedAgent", "SCAN_CUES", "SCAN_SETS",
+           "train_physical_model", "PhysicalLearnedAgent", "PHYSICAL_GRID", "STRICT_NAMES",
+           "HISTORY_NAMES", "ROOM_TIMING_FEATURES", "SCAN_CUES", "SCAN_SETS",
            "object_scan", "episode_matrix"]
 
 #: Ticks after a struggle that count as its pre-deadline history (the deadline is the
@@ -167,7 +170,8 @@ def physical_data(spec: Mapping[str, Any]) -> PhysicalEpisode:
             for s in t.struggles[n:]:
                 s.decision_tick = tick
                 guess = best_guess(t, s)
-                pending.append((s, tick, struggle_features(t, s),
+                pending.append((s, tick, {**struggle_features(t, s),
+                                          **room_history_features(t, s)},
                                 None if guess is None else guess.target))
             if term or trunc:
                 break
@@ -179,7 +183,8 @@ def physical_data(spec: Mapping[str, Any]) -> PhysicalEpisode:
     for s, tick, feats, target in pending:
         positive = window is not None and \
             int(window["onset_tick"]) <= tick <= int(window["deadline_tick"])
-        row = {"cue:has_cue": 1.0, **{f"cue:{k}": v for k, v in feats.items()}}
+        row = {"cue:has_cue": 1.0, **{k if k.startswith("room:") else f"cue:{k}": v
+                                      for k, v in feats.items()}}
         row.update(_after_features(t, s, s.tick, s.tick + HISTORY_TICKS, "hist"))
         row.update(_after_features(t, s, s.tick + HISTORY_TICKS, max(last_tick, s.tick),
                                    "post"))
@@ -207,30 +212,61 @@ def training_physical_data(n: int, seed: int = 0, house: Any = None,
 
 # ------------------------------------------------------------------ the learned tracker
 _CUE_NAMES = tuple(f"cue:{n}" for n in STRUGGLE_FEATURES)
+#: Struggle features that time the struggler's stay in rooms: set against how long ago the
+#: object moved (``last_move_to_look``), how long the struggler has been in the room says
+#: whether they were there when it moved. Trained on 4,000 ``mh-gen-3.1`` training seeds a
+#: learner reading them reached 57.2 PHA on ``vh-test-v4`` (docs/validity.md), so the strict
+#: learner leaves them to the room-history one.
+ROOM_TIMING_FEATURES: tuple[str, ...] = ("ticks_in_room", "struggler_rooms",
+                                         "struggler_room_changes")
+#: The strict learner's features: the physical state at the struggle, no record of where
+#: people were when things happened (``physical-learned``).
+STRICT_NAMES: tuple[str, ...] = tuple(f"cue:{n}" for n in STRUGGLE_FEATURES
+                                      if n not in ROOM_TIMING_FEATURES)
+#: The room-history learner's features: every struggle feature plus the struggler's room
+#: when the object moved and the doors then (``physical-learned-history``; reported, not
+#: bounded).
+HISTORY_NAMES: tuple[str, ...] = (*_CUE_NAMES, *ROOM_HISTORY_FEATURES)
+#: What :func:`train_physical_model` tunes on held-out training seeds: depth, number of
+#: trees, and how many of the most important features to keep (None: all).
+PHYSICAL_GRID: dict[str, tuple[Any, ...]] = {
+    "max_depth": (2, 3, 5), "n_estimators": (150, 400), "top_features": (None, 20)}
 
 
-def _gb(seed: int = 0) -> Any:
+def _gb(seed: int = 0, max_depth: int = 3, n_estimators: int = 150) -> Any:
     from sklearn.ensemble import GradientBoostingClassifier
 
-    return GradientBoostingClassifier(n_estimators=150, max_depth=3, learning_rate=0.1,
+    return GradientBoostingClassifier(n_estimators=n_estimators, max_depth=max_depth,
+                                      learning_rate=0.1 if n_estimators <= 150 else 0.05,
                                       subsample=0.9, random_state=seed)
 
 
 @dataclass
 class PhysicalModel:
-    """Gradient boosting over a struggle's ``cue:`` features: P(acting now is precise), and
-    the threshold at which :class:`PhysicalLearnedAgent` acts."""
+    """Gradient boosting over a struggle's features (``names``: :data:`STRICT_NAMES` or a
+    subset; with ``history`` also :data:`ROOM_HISTORY_FEATURES`): P(acting now is precise),
+    the threshold at which :class:`PhysicalLearnedAgent` acts, and what was tuned
+    (``params``, ``tune_score``: the balanced episode accuracy on the held-out training
+    seeds)."""
 
     model: Any
     threshold: float
     names: tuple[str, ...] = _CUE_NAMES
+    history: bool = False
+    params: dict[str, Any] = field(default_factory=dict)
+    tune_score: float | None = None
+
+    @property
+    def agent_name(self) -> str:
+        return "physical-learned-history" if self.history else "physical-learned"
 
     def prob(self, features: Mapping[str, float]) -> float:
         """P(precise) of one struggle's features (:func:`struggle_features`' names, without
-        the ``cue:`` prefix)."""
+        the ``cue:`` prefix; :func:`room_history_features`' with their ``room:`` prefix)."""
         if isinstance(self.model, float):  # the training labels were all alike
             return self.model
-        x = np.array([[float(features.get(n.split(":", 1)[1], 0.0)) for n in self.names]])
+        x = np.array([[float(features.get(n.split(":", 1)[1] if n.startswith("cue:") else n,
+                                          0.0)) for n in self.names]])
         return float(self.model.predict_proba(x)[0, 1])
 
     def probs(self, rows: Sequence[CueRow]) -> np.ndarray:
@@ -255,20 +291,9 @@ def _episode_ok(eps: Sequence[PhysicalEpisode], probs: Sequence[np.ndarray],
     return np.array(ok, dtype=bool)
 
 
-def train_physical_model(fit: Sequence[PhysicalEpisode], tune: Sequence[PhysicalEpisode],
-                         seed: int = 0) -> PhysicalModel:
-    """Fit gradient boosting on every struggle of ``fit`` (label: acting at its decision
-    tick would be precise) and pick the threshold that maximises the balanced episode
-    accuracy on ``tune`` (held-out training seeds): the first firing precise in a help
-    episode, no firing in a silent one."""
-    rows = [c for ep in fit for c in ep.cues]
-    y = np.array([c.positive for c in rows], dtype=int)
-    if len(rows) == 0 or len(set(y.tolist())) < 2:
-        model: Any = float(y.mean()) if len(y) else 0.0
-    else:
-        x = np.array([[c.features.get(n, 0.0) for n in _CUE_NAMES] for c in rows])
-        model = _gb(seed).fit(x, y)
-    pm = PhysicalModel(model, 0.5)
+def _pick_threshold(pm: PhysicalModel, tune: Sequence[PhysicalEpisode]) -> tuple[float, float]:
+    """The threshold maximising the balanced episode accuracy on ``tune``, and that
+    accuracy."""
     probs = [pm.probs(ep.cues) for ep in tune]
     flat = np.concatenate(probs) if probs else np.zeros(0)
     cands = np.unique(np.concatenate([np.quantile(flat, np.linspace(0, 1, 61)), [0.5]])) \
@@ -280,23 +305,74 @@ def train_physical_model(fit: Sequence[PhysicalEpisode], tune: Sequence[Physical
         parts = [ok[m].mean() for m in (helps, ~helps) if m.any()]
         return float(np.mean(parts)) if parts else 0.0
 
-    pm.threshold = float(max(cands, key=balanced)) if len(tune) else 0.5
-    return pm
+    if not len(tune):
+        return 0.5, 0.0
+    best = float(max(cands, key=balanced))
+    return best, balanced(best)
+
+
+def train_physical_model(fit: Sequence[PhysicalEpisode], tune: Sequence[PhysicalEpisode],
+                         seed: int = 0, *, history: bool = False,
+                         grid: Mapping[str, Sequence[Any]] | None = None) -> PhysicalModel:
+    """Fit gradient boosting on every struggle of ``fit`` (label: acting at its decision
+    tick would be precise); pick depth, number of trees and feature subset (``grid``,
+    default :data:`PHYSICAL_GRID`; ``{}`` or one value each: no search) and then the
+    threshold that maximise the balanced episode accuracy on ``tune`` (held-out training
+    seeds, never suite episodes): the first firing precise in a help episode, no firing in a
+    silent one. ``history``: also read the struggler's room history
+    (:data:`HISTORY_NAMES`, ``physical-learned-history``); else the strict
+    :data:`STRICT_NAMES`."""
+    grid = dict(PHYSICAL_GRID if grid is None else grid)
+    depths = tuple(grid.get("max_depth") or (3,))
+    trees = tuple(grid.get("n_estimators") or (150,))
+    tops = tuple(grid.get("top_features") or (None,))
+    names = HISTORY_NAMES if history else STRICT_NAMES
+    rows = [c for ep in fit for c in ep.cues]
+    y = np.array([c.positive for c in rows], dtype=int)
+    if len(rows) == 0 or len(set(y.tolist())) < 2:
+        pm = PhysicalModel(float(y.mean()) if len(y) else 0.0, 0.5, names, history)
+        pm.threshold, pm.tune_score = _pick_threshold(pm, tune)
+        return pm
+    x = np.array([[c.features.get(n, 0.0) for n in names] for c in rows])
+    best: PhysicalModel | None = None
+    for depth in depths:
+        for n_trees in trees:
+            full = _gb(seed, depth, n_trees).fit(x, y)
+            for top in tops:
+                if top is None or top >= len(names):
+                    model, keep = full, names
+                else:
+                    idx = np.sort(np.argsort(-full.feature_importances_)[:int(top)])
+                    keep = tuple(names[i] for i in idx)
+                    model = _gb(seed, depth, n_trees).fit(x[:, idx], y)
+                pm = PhysicalModel(model, 0.5, keep, history,
+                                   {"max_depth": depth, "n_estimators": n_trees,
+                                    "top_features": top})
+                pm.threshold, pm.tune_score = _pick_threshold(pm, tune)
+                if best is None or (pm.tune_score or 0.0) > (best.tune_score or 0.0):
+                    best = pm
+    assert best is not None
+    return best
 
 
 class PhysicalLearnedAgent(PhysicalRulesAgent):
-    """``physical-learned``: acts at the first struggle the :class:`PhysicalModel` scores at
-    or above its threshold, with ``physical-rules``' best-guess program. Reads only ``obs``
-    and ``info``."""
+    """``physical-learned`` (strict) or ``physical-learned-history`` (a model trained with
+    ``history=True``): acts at the first struggle the :class:`PhysicalModel` scores at or
+    above its threshold, with ``physical-rules``' best-guess program. Reads only ``obs`` and
+    ``info``."""
 
     name = "physical-learned"
 
     def __init__(self, model: PhysicalModel) -> None:
         super().__init__()
         self.model = model
+        self.name = model.agent_name
 
     def fires(self, s: Struggle) -> bool:
-        return self.model.prob(struggle_features(self.tracker, s)) >= self.model.threshold
+        feats = struggle_features(self.tracker, s)
+        if self.model.history:
+            feats.update(room_history_features(self.tracker, s))
+        return self.model.prob(feats) >= self.model.threshold
 
 
 # ------------------------------------------------------------------ the scan
