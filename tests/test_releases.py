@@ -244,7 +244,11 @@ def test_every_release_from_v4_on_pins_its_whole_episodes() -> None:
 
 
 @pytest.fixture()
-def fresh_generation() -> Any:
+def fresh_generation(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Episodes generated, not read from the shipped files, and not cached."""
+    from mindhelper_env.scenarios import shipped
+
+    monkeypatch.setenv(shipped.OFF_VARIABLE, "1")
     S._episode_json.cache_clear()
     yield
     S._episode_json.cache_clear()
