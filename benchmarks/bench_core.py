@@ -88,13 +88,17 @@ def bench_pool_steps(env: gym.Env, n_steps: int = 4000) -> float:
     return n_steps / (time.perf_counter() - t0)
 
 
-def bench_minigrid(n_steps: int = 4000) -> float | None:
-    """Minigrid DoorKey-8x8, random actions, resets included; None without minigrid."""
+def bench_minigrid(n_steps: int = 4000, rgb_size: int | None = None) -> float | None:
+    """Minigrid DoorKey-8x8 (with ``RGBImgObsWrapper`` at ``rgb_size`` px when given), random
+    actions, resets included; None without minigrid."""
     try:
         import minigrid  # noqa: F401  (registers the MiniGrid envs)
+        from minigrid.wrappers import RGBImgObsWrapper
     except ImportError:
         return None
     env = gym.make("MiniGrid-DoorKey-8x8-v0")
+    if rgb_size is not None:
+        env = RGBImgObsWrapper(env, tile_size=rgb_size // 8)
     env.action_space.seed(0)
     env.reset(seed=0)
     t0 = time.perf_counter()

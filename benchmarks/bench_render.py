@@ -97,23 +97,9 @@ def bench_rgb_env(size: int, n_steps: int, env_id: str = "MindHelper-VirtualHome
 def bench_minigrid_rgb(size: int, n_steps: int) -> float | None:
     """Minigrid DoorKey-8x8 with ``RGBImgObsWrapper`` (``size`` px), random actions, resets
     included; None without minigrid."""
-    try:
-        import gymnasium as gym
-        import minigrid  # noqa: F401  (registers the MiniGrid envs)
-        from minigrid.wrappers import RGBImgObsWrapper
-    except ImportError:
-        return None
-    env = RGBImgObsWrapper(gym.make("MiniGrid-DoorKey-8x8-v0"), tile_size=size // 8)
-    env.action_space.seed(0)
-    env.reset(seed=0)
-    t0 = time.perf_counter()
-    for _ in range(n_steps):
-        _, _, term, trunc, _ = env.step(env.action_space.sample())
-        if term or trunc:
-            env.reset()
-    rate = n_steps / (time.perf_counter() - t0)
-    env.close()
-    return rate
+    from bench_core import bench_minigrid  # this folder is on sys.path when run as a script
+
+    return bench_minigrid(n_steps, rgb_size=size)
 
 
 def rgb_env_table(sizes: tuple[int, ...], n_steps: int, repeats: int) -> None:
