@@ -38,6 +38,7 @@ from mindhelper_env.scenarios.spec import (
     FAMILIES,
     GENERATOR_V2,
     GENERATOR_VERSION,
+    V3_GENERATORS,
     Reference,
     family_weights,
     is_v3,
@@ -59,7 +60,7 @@ from mindhelper_env.scenarios.twins import (
 from mindhelper_env.world.houses import resolve_houses
 from mindhelper_env.world.world import World
 
-__all__ = ["generate_episode", "generate_group", "sample_episode", "GENERATORS", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "EPISODE_TICKS_V3", "HEDGE_LINES",
+__all__ = ["generate_episode", "generate_group", "sample_episode", "GENERATORS", "MAX_ATTEMPTS", "DEADLINE_TICKS", "EPISODE_TICKS", "EPISODE_TICKS_V3", "EPISODE_TICKS_V32", "episode_ticks", "HEDGE_LINES",
            "help_program", "EpisodeInvalid", "observe_cues"]
 
 MAX_ATTEMPTS = 80
@@ -77,6 +78,19 @@ EPISODE_TICKS = 72
 #: ``mh-gen-3.x`` episodes last this many ticks (28 windows): the focus person's timeline
 #: (a while watching, a busy while, in either order) comes before the look.
 EPISODE_TICKS_V3 = 84
+#: ``mh-gen-3.2`` episodes last this many ticks (32 windows): its blocks are long enough for
+#: the switch wherever it falls, and at 84 ticks a tenth of the emptied group's drafts in the
+#: TDW house (those with the longest blocks) were rejected for running into the horizon, so
+#: acceptance would have chosen block lengths; at 96 almost none are.
+EPISODE_TICKS_V32 = 96
+
+
+def episode_ticks(generator: str | None = None) -> int:
+    """How many ticks an episode of ``generator`` (default: the package's) lasts."""
+    gen = GENERATOR_VERSION if generator is None else generator
+    if gen in TIMED_GENERATORS:
+        return EPISODE_TICKS_V32
+    return EPISODE_TICKS_V3 if gen in V3_GENERATORS else EPISODE_TICKS
 #: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
 #: suites), ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`; the v3 suites) and
 #: ``mh-gen-3.1`` (the same with sight perception; the v4 suites, the default).
@@ -448,7 +462,7 @@ def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
     d.rng = main
     draft = d.to_spec()
     draft["perception"] = "sight" if sight else "attention"
-    draft["horizon_ticks"] = EPISODE_TICKS_V3
+    draft["horizon_ticks"] = episode_ticks(generator)
     return draft
 
 

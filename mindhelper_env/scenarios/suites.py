@@ -88,6 +88,7 @@ from mindhelper_env.scenarios.spec import (
     Reference,
     silent_shares,
 )
+from mindhelper_env.scenarios.suite_table import SUITES
 from mindhelper_env.schemas import schema_errors
 from mindhelper_env.world.script import ScriptParseError, parse_line
 
@@ -138,43 +139,6 @@ SUITE_SEED_MIN = 10**9
 #: Random episodes (``sample_episode``, the envs) draw seeds below this; suites stay above it.
 RANDOM_SEED_MAX = 2**31 - 1
 
-#: The suites. ``seed_base + i`` is the seed of episode ``i``; ``generator`` is the generator
-#: version the suite's episodes were built with.
-SUITES: dict[str, dict[str, Any]] = {
-    "vh-dev-v2": {"name": "vh-dev-v2", "version": 2, "n": 100,
-                  "seed_base": 10_000_000_000, "generator": "mh-gen-2.5"},
-    "vh-test-v2": {"name": "vh-test-v2", "version": 2, "n": 1000,
-                   "seed_base": 11_000_000_000, "generator": "mh-gen-2.5"},
-    "tdw-dev-v2": {"name": "tdw-dev-v2", "version": 2, "n": 100,
-                   "seed_base": 12_000_000_000, "generator": "mh-gen-2.5", "house": "tdw"},
-    "tdw-test-v2": {"name": "tdw-test-v2", "version": 2, "n": 1000,
-                    "seed_base": 13_000_000_000, "generator": "mh-gen-2.5", "house": "tdw"},
-    "vh-scene1-dev-v2": {"name": "vh-scene1-dev-v2", "version": 2, "n": 100,
-                         "seed_base": 14_000_000_000, "generator": "mh-gen-2.5",
-                         "house": "virtualhome:scene1"},
-    "vh-dev-v3": {"name": "vh-dev-v3", "version": 3, "n": 100,
-                  "seed_base": 15_000_000_000, "generator": "mh-gen-3.0"},
-    "vh-test-v3": {"name": "vh-test-v3", "version": 3, "n": 1000,
-                   "seed_base": 16_000_000_000, "generator": "mh-gen-3.0"},
-    "tdw-dev-v3": {"name": "tdw-dev-v3", "version": 3, "n": 100,
-                   "seed_base": 17_000_000_000, "generator": "mh-gen-3.0", "house": "tdw"},
-    "tdw-test-v3": {"name": "tdw-test-v3", "version": 3, "n": 1000,
-                    "seed_base": 18_000_000_000, "generator": "mh-gen-3.0", "house": "tdw"},
-    "vh-scene1-dev-v3": {"name": "vh-scene1-dev-v3", "version": 3, "n": 100,
-                         "seed_base": 19_000_000_000, "generator": "mh-gen-3.0",
-                         "house": "virtualhome:scene1"},
-    "vh-dev-v4": {"name": "vh-dev-v4", "version": 4, "n": 100,
-                  "seed_base": 20_000_000_000, "generator": "mh-gen-3.1"},
-    "vh-test-v4": {"name": "vh-test-v4", "version": 4, "n": 1000,
-                   "seed_base": 21_000_000_000, "generator": "mh-gen-3.1"},
-    "tdw-dev-v4": {"name": "tdw-dev-v4", "version": 4, "n": 100,
-                   "seed_base": 22_000_000_000, "generator": "mh-gen-3.1", "house": "tdw"},
-    "tdw-test-v4": {"name": "tdw-test-v4", "version": 4, "n": 1000,
-                    "seed_base": 23_000_000_000, "generator": "mh-gen-3.1", "house": "tdw"},
-    "vh-scene1-dev-v4": {"name": "vh-scene1-dev-v4", "version": 4, "n": 100,
-                         "seed_base": 24_000_000_000, "generator": "mh-gen-3.1",
-                         "house": "virtualhome:scene1"},
-}
 
 #: Suites that were released and then withdrawn (from the release ledger): name -> the
 #: one-line refusal, which names what replaces them.
