@@ -72,7 +72,7 @@ HEDGED = tuple(a for a in REGISTERED if a not in ("oracle", "silent", *LADDER))
 MULTI_HEDGED = ("physical-rules", "perspective-free", "reactive")
 #: what --objects-only plays
 #: The seed of the fresh episodes of ``--scan-fresh`` (the training episodes use seed 0).
-FRESH_SEED = 20_261_206
+FRESH_SEED = V.FRESH_SEED
 OBJECTS_ONLY = ("oracle", "belief-tracker", V.COARSE_MIND, *LADDER, "physical-rules",
                 "perspective-free")
 #: Bounds of the timing scan on a generator that draws its unlisted timings in the base.
@@ -80,6 +80,9 @@ TIMING_BOUNDS = {"single": 55.0, "tree": 60.0}
 #: The bases a group the timing bounds need (fewer: reported only; the best of ~90 gaps on
 #: a small test half is far above 50 by chance alone)
 TIMING_MIN_BASES = 2000
+#: The fresh episodes a twin group the fresh figures need to be bounded (one standard error
+#: of an accuracy near 50 % is then about 2.2 points)
+FRESH_MIN_GROUP = 500
 
 
 def _hedge_class():
@@ -202,11 +205,12 @@ def main(argv: list[str] | None = None) -> int:
         args.suite)
     oscan = V.object_scan(ptrain, ptest)
     fresh_scans = []
+    fspecs: list = []
+    fresh: list = []
     if args.scan_fresh:
         # a seed stream of its own (not the training stream's seed 0); the same generator
-        fresh = V.training_physical_data(args.scan_fresh, specs=V.training_episodes(
-            args.scan_fresh, seed=FRESH_SEED, house=house,
-            generator=V.generator_of(args.suite)))
+        fspecs = V.fresh_episodes(args.suite, args.scan_fresh, seed=FRESH_SEED)
+        fresh = V.training_physical_data(len(fspecs), specs=fspecs)
         k = max(1, args.scan_fresh_splits)
         # contiguous blocks: training_episodes alternates help and silent episodes, so a
         # stride of an even k would put one side only in a sample
@@ -247,6 +251,18 @@ def main(argv: list[str] | None = None) -> int:
         scan_time = V.feature_scan(train, test, kinds=("reset", "cue"))  # known in time
     t_clf = time.perf_counter() - t0
 
+    fresh_out: dict = {}
+    fresh_broken: list[str] = []
+    if args.scan_fresh:
+        t0 = time.perf_counter()
+        fresh_out, fresh_broken = _fresh_section(
+            console, args, scores, names, fspecs, fresh, ptrain, oscan, {
+                learned: V.PhysicalLearnedAgent(pmodel),
+                hmodel.agent_name: V.PhysicalLearnedAgent(hmodel),
+                **{w: V.WindowClassifierAgent(c) for w, c in wclfs.items()}},
+            hedge, train, classifiers, scan_time)
+        console.print(f"fresh episodes: {len(fspecs)} played and scanned in "
+                      f"{time.perf_counter() - t0:.0f} s")
     groups = V.twin_groups()
     if not args.objects_only:
         _text_sections(console, args, scores, classifiers, timing_only, wclfs, scan,
@@ -282,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
                                                  if k != "reset+2"},
                             scan=bounded_scan, shortcuts=shortcut, bounds=bounds)
     v3_checks = V.check_bounds_v3(scores, scan=oscan)
-    broken += timing_broken
+    broken += timing_broken + fresh_broken
     if V.is_v3(args.suite):
         broken += v3_checks
     else:
@@ -320,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                "object_scan": {g: {k: ({"single": v["single"], "tree": v["tree"]["test"],
                                         "gb": v["gb"]["test"]} if isinstance(v, dict) else v)
                                    for k, v in r.items()} for g, r in oscan.items()},
-               "timing_scan": timing,
+               "timing_scan": timing, "fresh": fresh_out,
                "v3_checks": v3_checks, "broken": broken, "unchecked": unchecked}
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
@@ -457,6 +473,123 @@ def _text_sections(console, args, scores, classifiers, timing_only, wclfs, scan,
                       _pct(100 * rp["single"]["test"]), _pct(100 * rp["tree"]["test"]),
                       f"{r['n_train']}/{r['n_test']}")
     console.print(table)
+
+
+def _fresh_section(console, args, scores, names, fspecs, fresh, ptrain, oscan, objects,
+                   hedge, train, classifiers, scan_time) -> tuple[dict, list[str]]:
+    """Section 7b: the bounded instruments on the fresh episodes of ``--scan-fresh`` (the
+    suite's generator and house, seed :data:`FRESH_SEED`), per twin group with 95 %
+    intervals and the suite's figure beside each; bounded (as on the suite) when every group
+    has at least :data:`FRESH_MIN_GROUP` episodes. Returns the figures and the broken bounds.
+    """
+    from mindhelper_env.agents.hedge import make_hedge, split_hedge_suffix
+    from mindhelper_env.evaluation import suite_env_id
+    from mindhelper_env.validity.fresh import group_counts, wilson
+
+    env_id = suite_env_id(args.suite)
+    groups = V.twin_groups()
+    fscores: dict = {}
+
+    def play(agent, name):
+        fscores[name] = V.episode_scores(V.play_episodes(fspecs, agent, name, env_id=env_id),
+                                         fspecs)
+
+    for n in names:  # the registered non-mind agents, with every hedge played on the suite
+        if V.base_agent(n)[0] in V.NON_MIND_AGENTS:
+            play(n, n)
+    for n in scores:  # the trained ones (agent objects), hedged as on the suite
+        base, hedges = V.base_agent(n)
+        if base not in objects or len(hedges) > 1:
+            continue
+        if not hedges:
+            play(objects[n], n)
+        else:
+            _, kind, k = split_hedge_suffix(n)
+            play(make_hedge(objects[base], kind, k), n)
+    # classifiers: the text ones (not with --objects-only) and the object scan
+    counts = group_counts(fresh)
+    fcls: dict = {}
+    fscan: dict = {}
+    if train:
+        fdata = V.training_data(len(fspecs), specs=fspecs)
+        fcls = {"reset": V.text_classifier_accuracy(train, fdata, lambda d: d.windows[0]),
+                "cue": V.cue_classifier_accuracy(train, fdata)}
+        fscan = V.feature_scan(train, fdata, kinds=("reset", "cue"))
+    for w in V.WINDOW_AGENTS:
+        if w in fscores:
+            fcls["window" + w[len("window-classifier"):]] = {
+                g: m["accuracy"] / 100.0 for g, m in fscores[w]["groups"].items()}
+    foscan = V.object_scan(ptrain, fresh)
+    bounded = bool(counts) and min(counts.get(g, 0) for g in groups) >= FRESH_MIN_GROUP
+
+    def cell(fresh_m, suite_m):
+        f = None if fresh_m is None else fresh_m.get("PHA")
+        ci = None if fresh_m is None else fresh_m.get("PHA_ci")
+        su = None if suite_m is None else suite_m.get("PHA")
+        return (f"{_pct(f)} [{ci[0]:.0f}-{ci[1]:.0f}] ({_pct(su)})" if ci else
+                f"{_pct(f)} ({_pct(su)})")
+
+    table = Table(title=f"{args.suite}: non-mind agents on {len(fspecs)} fresh episodes "
+                        f"(seed {FRESH_SEED}): PHA [95 % interval] (the suite's PHA); "
+                        f"episodes a group: {', '.join(f'{_short(g)} {counts.get(g, 0)}' for g in groups)}")
+    table.add_column("agent", style="bold", no_wrap=True)
+    for c in ("all", "PIA", *map(_short, groups)):
+        table.add_column(c, justify="right")
+    for n in sorted(fscores):
+        m, su = fscores[n], scores.get(n, {})
+        table.add_row(n, cell(m, su), _pct(m.get("PIA")),
+                      *(cell(m["groups"].get(g), su.get("groups", {}).get(g)) for g in groups))
+    console.print(table)
+
+    def acc_cell(acc, g, suite_acc):
+        if acc is None:
+            return "-"
+        ci = wilson(acc, counts.get(g, 0))
+        su = "" if suite_acc is None else f" ({100 * suite_acc:.1f})"
+        return f"{100 * acc:.1f} [{ci[0]:.0f}-{ci[1]:.0f}]{su}" if ci else f"{100 * acc:.1f}"
+
+    table = Table(title="classifiers per twin group on the fresh episodes (trained as for the "
+                        "suite): accuracy % [95 % Wilson interval] (the suite's)")
+    table.add_column("classifier", style="bold", no_wrap=True)
+    for g in groups:
+        table.add_column(_short(g), justify="right")
+    rows: dict[str, dict] = {}
+    for kind, accs in fcls.items():
+        rows[kind] = {g: (accs.get(g), classifiers.get(kind, {}).get(g)) for g in groups}
+    if fscan:
+        rows["feature single (in time)"] = {g: (fscan[g]["single"]["test"], scan_time.get(
+            g, {}).get("single", {}).get("test")) for g in groups if g in fscan}
+        rows["feature tree (in time)"] = {g: (fscan[g]["tree"]["test"], scan_time.get(
+            g, {}).get("tree", {}).get("test")) for g in groups if g in fscan}
+    rows["object scan, highest"] = {g: (_scan_max(foscan[g])[0] / 100, _scan_max(oscan[g])[0] / 100
+                                        if g in oscan else None)
+                                    for g in groups if g in foscan}
+    for kind, cells in rows.items():
+        table.add_row(kind, *(acc_cell(cells[g][0], g, cells[g][1]) if g in cells else "-"
+                              for g in groups))
+    console.print(table)
+
+    broken: list[str] = []
+    if not bounded:
+        console.print(f"fresh episodes: fewer than {FRESH_MIN_GROUP} in some twin group: "
+                      "reported, not bounded")
+    elif V.is_v3(args.suite):
+        b = V.bounds_for(args.suite)
+        broken = [f"fresh episodes: {x}" for x in (
+            V.check_bounds(fscores, classifiers=fcls, scan=fscan or None,
+                           shortcuts=[*V.SHORTCUT_BASELINES, *V.WINDOW_AGENTS], bounds=b)
+            + V.check_bounds_v3(fscores, scan=foscan))]
+    out = {"episodes": len(fspecs), "seed": FRESH_SEED, "per_group": counts,
+           "bounded": bounded,
+           "agents": {n: {"PHA": m["PHA"], "PIA": m["PIA"], "PHA_ci": m["PHA_ci"],
+                          "groups": {g: {"PHA": gm["PHA"], "PHA_ci": gm["PHA_ci"],
+                                         "n": (gm.get("n_help") or 0) + (gm.get("n_silent") or 0)}
+                                     for g, gm in m["groups"].items()}}
+                      for n, m in fscores.items()},
+           "classifiers": {k: {g: {"accuracy": a, "ci": wilson(a, counts.get(g, 0))}
+                               for g, (a, _) in cells.items() if a is not None}
+                           for k, cells in rows.items()}}
+    return out, broken
 
 
 def _scan_max(r: dict) -> tuple[float, str]:

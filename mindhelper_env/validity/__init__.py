@@ -17,6 +17,9 @@ the reference only to train and to score:
 * :mod:`~mindhelper_env.validity.timing` — the timing scan: per twin group, whether any gap
   between two events up to the focus person's cue tells the help side from the twin's on
   fresh bases (:func:`~mindhelper_env.validity.timing.timing_scan`);
+* :mod:`~mindhelper_env.validity.fresh` — agents and classifiers on fresh episodes of a
+  suite's generator, per twin group with 95 % intervals (:func:`fresh_episodes`,
+  :func:`play_episodes`, :func:`episode_scores`);
 * :mod:`~mindhelper_env.validity.bounds` — the bound sets (:data:`BOUNDS` for the
   ``mh-gen-2.x`` suites, :data:`BOUNDS_V3` for ``mh-gen-3.x``) and the checks of the new
   instruments (:func:`check_bounds_v3`).
@@ -42,6 +45,13 @@ from mindhelper_env.validity.bounds import (
 )
 from mindhelper_env.validity.core import *  # noqa: F403 - the instruments' public names
 from mindhelper_env.validity.core import __all__ as _core_all
+from mindhelper_env.validity.fresh import (
+    FRESH_SEED,
+    episode_scores,
+    fresh_episodes,
+    pha_interval,
+    play_episodes,
+)
 from mindhelper_env.validity.objects import (
     HISTORY_NAMES,
     HISTORY_TICKS,
@@ -66,4 +76,5 @@ __all__ = [*_core_all, "BOUNDS_V3", "COARSE_MIND", "HEDGE_KINDS", "NON_MIND_AGEN
            "HISTORY_TICKS", "OBJECT_FEATURES", "SCAN_CUES", "SCAN_SETS", "CueRow",
            "PhysicalEpisode", "PhysicalLearnedAgent", "PhysicalModel", "object_scan",
            "physical_data", "suite_physical_data", "train_physical_model",
-           "training_physical_data", "HISTORY_NAMES", "PHYSICAL_GRID", "STRICT_NAMES"]
+           "training_physical_data", "HISTORY_NAMES", "PHYSICAL_GRID", "STRICT_NAMES",
+           "FRESH_SEED", "fresh_episodes", "play_episodes", "episode_scores", "pha_interval"]

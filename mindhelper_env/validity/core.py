@@ -167,14 +167,17 @@ def play_records(suite: str, agent: Any, name: str, *,
         env.close()
 
 
-def scores(records: Sequence[Mapping[str, Any]], suite: str) -> dict[str, Any]:
+def scores(records: Sequence[Mapping[str, Any]],
+           suite: str | Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Metrics (percentages) of one agent's records: overall, plus ``"groups"``:
     ``{twin group: metrics}`` (each with ``"accuracy"``, the share of its episodes decided
-    right: precise when help is needed, never intervening when not)."""
+    right: precise when help is needed, never intervening when not). ``suite``: a suite
+    name, or ``{episode_id: reference record}`` (fresh episodes,
+    :func:`~mindhelper_env.validity.fresh.episode_scores`)."""
     from mindhelper_env.metrics import as_percentages, compute_metrics
     from mindhelper_env.scenarios.suites import suite_references
 
-    refs = suite_references(suite)
+    refs = suite_references(suite) if isinstance(suite, str) else suite
     out = as_percentages(compute_metrics(records, refs, by_family=False))
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for r in records:
