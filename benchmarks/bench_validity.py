@@ -30,6 +30,13 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator
    also the highest bounded accuracy per group of the same classifiers on disjoint samples
    of N fresh episodes (seed :data:`FRESH_SEED`), beside the suite's: whether a suite
    figure is the group or the draw of its ~140 episodes;
+7b. with ``--scan-fresh N``, **every bounded instrument on the N fresh episodes**
+   (:mod:`mindhelper_env.validity.fresh`): the non-mind agents (registered, learned and
+   window classifiers, each with the hedges played on the suite) scored per twin group with
+   a 95 % interval, and the reset, cue, window, feature-scan and object-scan classifiers per
+   group with a 95 % Wilson interval, each beside the suite's figure; held to the suite's
+   bounds when every group has at least :data:`FRESH_MIN_GROUP` episodes (N = 4,600 gives
+   500 or more a group);
 8. the **hedge gains** (``+wait3``, ``+repeat2``, ``+delay1``, ``+prefix8``) of the non-mind
    agents, overall and per twin group;
 9. with ``--timing-scan N``, the **timing scan** (:mod:`mindhelper_env.validity.timing`) of
