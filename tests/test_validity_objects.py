@@ -439,11 +439,14 @@ def test_on_v2_the_object_instruments_find_the_known_leak():
 #: benchmarks/bench_validity.py holds the scan to 60 % on vh-test-v3.
 DEV_V3_MARGINS = {"non_mind_PHA_max": 7.0, "non_mind_PIA_max": 7.0,
                   "non_mind_group_PHA_max": 15.0, "hedge_gain_max": 3.0,
-                  "hedge_group_gain_max": 10.0, "object_classifier_max": 0.25}
+                  "hedge_group_gain_max": 10.0, "object_classifier_max": 0.15}
+#: Fresh episodes the guard's object scan is tested on (about 85 a twin group: one standard
+#: error about 5.4 points; 75 % is 4.6 of them above chance)
+FRESH_SCAN = 600
 
 
 class TestV3ObjectBounds:
-    """BOUNDS_V3's object-instrument bounds on the ``mh-gen-3.0`` dev suite
+    """BOUNDS_V3's object-instrument bounds on the default generator's dev suite
     (``validity.DEV_SUITE_V3``), with margins for its size."""
 
     @pytest.fixture(scope="class")
@@ -461,13 +464,20 @@ class TestV3ObjectBounds:
                             ("physical-learned+wait3",
                              WaitAndSee(O.PhysicalLearnedAgent(model), 3))):
             out[name] = validity.scores(validity.play_records(suite, agent, name), suite)
-        scan = O.object_scan(train, O.suite_physical_data(suite), sets=("cue", "history"))
+        # the scan's classifiers are tested on fresh episodes of the suite's generator, not
+        # on the dev suite: with 14 episodes a group, the best of its 84 figures passes 85 %
+        # by chance (vh-dev-v5: gradient boosting 12 of 14 in relocation, where 140 suite
+        # and 580 fresh episodes read 49 and 52)
+        fresh = O.training_physical_data(FRESH_SCAN, specs=validity.fresh_episodes(suite,
+                                                                                  FRESH_SCAN))
+        scan = O.object_scan(train, fresh, sets=("cue", "history"))
         return out, scan
 
     def test_non_mind_agents_hedges_and_the_scan(self, played):
         scores, scan = played
         bounds = {k: v + DEV_V3_MARGINS.get(k, 0.0) for k, v in validity.BOUNDS_V3.items()}
         assert validity.check_bounds_v3(scores, scan=scan, bounds=bounds) == []
+        assert min(r["n_test"] for r in scan.values()) >= 60  # about 85 a group
 
 
 def test_coarse_mind_ladder_rungs_differ_on_a_phone_call():

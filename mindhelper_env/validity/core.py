@@ -64,11 +64,11 @@ __all__ = ["BOUNDS", "SHORTCUTS", "SHORTCUT_BASELINES", "ABLATION_AGENTS", "DEV_
 #: The development and reporting suites (the lead switches both to v2 at once).
 DEV_SUITE = "vh-dev-v2"
 TEST_SUITE = "vh-test-v2"
-#: The suites of the default ``mh-gen-3.x`` generator (``mh-gen-3.1``), held to
+#: The suites of the default ``mh-gen-3.x`` generator (``mh-gen-3.2``), held to
 #: :data:`~mindhelper_env.validity.BOUNDS_V3` (``tests/test_validity_objects.py`` guards the
 #: dev one; every ``mh-gen-3.x`` suite is held to the same bounds).
-DEV_SUITE_V3 = "vh-dev-v4"
-TEST_SUITE_V3 = "vh-test-v4"
+DEV_SUITE_V3 = "vh-dev-v5"
+TEST_SUITE_V3 = "vh-test-v5"
 
 #: The original shortcut baselines (checked with v1 margins by the v1 tests).
 SHORTCUTS = ("reactive", "moved-absent", "prior")
