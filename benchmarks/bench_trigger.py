@@ -36,7 +36,7 @@ repeats.
   it, counting everything (held-out set and rule baseline, BC data, BC, learning); writes
   the run (learning curve included) to ``--out``/seed-K;
 * ``suite``: the rule Trigger (``mindclaw``, symbolic) against ``learned-trigger`` (the
-  shipped ``learned_trigger.npz``, or ``--policy``) on ``--suite`` (default ``vh-test-v4``)
+  shipped ``learned_trigger.npz``, or ``--policy``) on ``--suite`` (default ``vh-test-v5``)
   through the evaluation runner: PHA, PHR, PSR and ``reasoning_run`` operations per
   episode (mean and median, counted in each record's trace).
 
@@ -640,7 +640,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--bc-episodes", type=int, default=500)
     ap.add_argument("--timesteps", type=int, default=200_000)
-    ap.add_argument("--suite", default="vh-test-v4")
+    ap.add_argument("--suite", default="vh-test-v5")
     ap.add_argument("--policy", default=None, help="an .npz (default: the shipped policy)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="runs/bench-trigger")

@@ -1,6 +1,6 @@
 """Play one episode with the privileged oracle and print what the robot saw in each window.
 
-    python examples/play_oracle.py                       # first vh-dev-v4 episode needing help
+    python examples/play_oracle.py                       # first vh-dev-v5 episode needing help
     python examples/play_oracle.py --index 3 --window-ticks 2
     python examples/play_oracle.py --family implicit_goal_reach --seed 7
 
@@ -20,7 +20,7 @@ from mindhelper_env.agents import make_agent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Play one episode with the oracle.")
-    parser.add_argument("--suite", default="vh-dev-v4")
+    parser.add_argument("--suite", default="vh-dev-v5")
     parser.add_argument("--index", type=int, default=None,
                         help="episode index in the suite (default: the first that needs help)")
     parser.add_argument("--family", default=None,

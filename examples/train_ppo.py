@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--timesteps", type=int, default=4096)
     ap.add_argument("--envs", type=int, default=4)
     ap.add_argument("--eval-episodes", type=int, default=20)
-    ap.add_argument("--suite", default="vh-dev-v4")
+    ap.add_argument("--suite", default="vh-dev-v5")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
