@@ -47,7 +47,7 @@ COUNTERS = ("model_calls", "prompt_tokens", "completion_tokens", "parse_failures
 
 
 def play(agent: Any, script: ReferenceScript, suite: str, n: int) -> dict[str, Any]:
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     totals = dict.fromkeys(COUNTERS, 0)
     seconds = 0.0
     records, refs = [], []

@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     # the envs and the renderer are imported here, before any worker forks: every worker
     # measures the code this run started with
-    make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=args.frame_size).close()
+    make_env("MindHelper-VirtualHome-v3", obs_mode="rgb", frame_size=args.frame_size).close()
     out: dict[str, Any] = {"frame_size": args.frame_size, "limit": args.limit,
                            "events": [], "tracker": [], "instruments": []}
     ok = True

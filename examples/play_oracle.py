@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--window-ticks", type=int, default=3)
     args = parser.parse_args()
 
-    env = gym.make("MindHelper-VirtualHome-v2", window_ticks=args.window_ticks)
+    env = gym.make("MindHelper-VirtualHome-v3", window_ticks=args.window_ticks)
     if args.family:
         obs, info = env.reset(seed=args.seed, options={"family": args.family})
     else:

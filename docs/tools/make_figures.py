@@ -91,7 +91,7 @@ def _frame(suite: str, index: int, out: Path) -> dict[str, Any]:
     import mindhelper_env  # noqa: F401  (registers the envs)
     from mindhelper_env.agents import make_agent
 
-    env = gym.make("MindHelper-VirtualHome-v2", render_mode="rgb_array", render_size=512)
+    env = gym.make("MindHelper-VirtualHome-v3", render_mode="rgb_array", render_size=512)
     obs, info = env.reset(seed=0, options={"suite": suite, "index": index})
     truth = env.unwrapped.ground_truth
     agent = make_agent("oracle", env=env)
@@ -135,8 +135,8 @@ def make_vision(work: Path) -> dict[str, dict[str, Any]]:
     import mindhelper_env  # noqa: F401  (registers the envs)
 
     opts = {"suite": VISION_SUITE, "index": VISION_INDEX}
-    text_env = gym.make("MindHelper-VirtualHome-v2")
-    rgb_env = gym.make("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=512)
+    text_env = gym.make("MindHelper-VirtualHome-v3")
+    rgb_env = gym.make("MindHelper-VirtualHome-v3", obs_mode="rgb", frame_size=512)
     obs, _ = text_env.reset(options=opts)
     frames, _ = rgb_env.reset(options=opts)
     truth = text_env.unwrapped.ground_truth
