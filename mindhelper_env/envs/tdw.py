@@ -21,7 +21,9 @@ class MindHelperTDWEnv(MindHelperEnv):
     :mod:`mindhelper_env.world.tdw_house`). Families, ground truth, observations, actions,
     rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v3``; it runs on the
     symbolic backend, with no TDW build. Suites: ``tdw-dev-v5`` (100 episodes) and
-    ``tdw-test-v5`` (1,000); ``tdw-dev-v2`` and ``tdw-test-v2`` (``mh-gen-2.5``) stay playable.
+    ``tdw-test-v5`` (1,000); the frozen ``tdw-dev-v4``/``tdw-test-v4`` (``mh-gen-3.1``),
+    ``tdw-dev-v3``/``tdw-test-v3`` (``mh-gen-3.0``) and ``tdw-dev-v2``/``tdw-test-v2``
+    (``mh-gen-2.5``) stay playable.
 
     Needs the ``tdw`` extra (``pip install "mindhelper-env[tdw]"``); without it ``gym.make``
     raises ``ImportError`` saying so. Converted houses are cached under the package's cache
