@@ -4,6 +4,8 @@ keeps what it meant in 0.6.0 (mh-gen-3.1, narration 1), ``-v1`` what it meant in
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import pytest
 
@@ -38,6 +40,19 @@ def test_the_v2_ids_keep_their_meaning() -> None:
     assert env.unwrapped.episode_spec["horizon"] == 84
     for old in ("MindHelper-TDW-v2", "MindHelper-Trigger-v2"):
         assert ENV_SPECS[old][1] == {"generator": GENERATOR_V31, "narration": 1}
+
+
+@pytest.mark.parametrize("version, generator, horizon", [("v3", GENERATOR_V32, 96),
+                                                          ("v2", GENERATOR_V31, 84)])
+def test_the_trigger_ids_play_their_households_generator(version, generator, horizon) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # -v2 is out of date
+        env = gym.make(f"MindHelper-Trigger-{version}", pool_size=0)
+    env.reset(seed=1)
+    household = env.unwrapped.household
+    assert household.generator == generator
+    assert household.episode_spec["generator"] == generator
+    assert household.episode_spec["horizon"] == horizon
 
 
 def test_the_v1_ids_keep_their_meaning() -> None:
