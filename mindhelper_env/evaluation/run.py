@@ -235,7 +235,7 @@ def evaluate(
     trial ``t > 0`` the agent gets :func:`~mindhelper_env.evaluation.settings.trial_seed`).
     The env is ``env_id`` (default: the id the suite was released on,
     :func:`~mindhelper_env.evaluation.episode.suite_env_id`: ``MindHelper-VirtualHome-v3``
-    for the v3 suites, v0 for the v2 suites); ``env_kwargs`` go to ``gym.make`` (e.g.
+    for the v5 suites, v2 for the v4 ones, v1 for the v3 ones, v0 for the v2 ones); ``env_kwargs`` go to ``gym.make`` (e.g.
     ``window_ticks``), ``agent_kwargs[name]`` to the agent factory (``env`` is always passed).
 
     ``concurrency=N`` keeps up to ``N`` episodes in flight in each worker (threads; see
