@@ -3,14 +3,14 @@
 
 Part 1 runs ``direct-vlm`` and ``mindclaw`` (model backend: default, and with Action
 Generation on the model too) on the same episodes
-(``vh-dev-v4`` by default) against one scripted OpenAI-compatible server on 127.0.0.1
+(``vh-dev-v5`` by default) against one scripted OpenAI-compatible server on 127.0.0.1
 (``tests/scripted_models.py``: answers as a model with perfect judgement would, from the
 episode's reference, so direct-vlm makes as few calls as it can; replies carry no usage,
 so both agents' tokens are the client's ``ceil(chars / 4)`` estimate). It prints model
 calls, prompt and completion tokens per episode and per decision, seconds per decision
 (wall time inside ``act``, HTTP round trips included), parse failures, PHA and PIA side by
 side, and MindClaw / direct-vlm ratios. Part 2 plays symbolic MindClaw (no model) on
-``vh-test-v4`` with ``--workers`` processes and prints PHA, PIA, TA, harm, Trigger operation
+``vh-test-v5`` with ``--workers`` processes and prints PHA, PIA, TA, harm, Trigger operation
 accuracy and wall time.
 """
 
@@ -47,7 +47,7 @@ COUNTERS = ("model_calls", "prompt_tokens", "completion_tokens", "parse_failures
 
 
 def play(agent: Any, script: ReferenceScript, suite: str, n: int) -> dict[str, Any]:
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     totals = dict.fromkeys(COUNTERS, 0)
     seconds = 0.0
     records, refs = [], []
@@ -143,9 +143,9 @@ def part2(console: Console, suite: str, workers: int, limit: int | None) -> None
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", default="vh-dev-v4", help="suite of part 1")
+    ap.add_argument("--suite", default="vh-dev-v5", help="suite of part 1")
     ap.add_argument("--limit", type=int, default=None, help="first N episodes of part 1")
-    ap.add_argument("--test-suite", default="vh-test-v4", help="suite of part 2")
+    ap.add_argument("--test-suite", default="vh-test-v5", help="suite of part 2")
     ap.add_argument("--test-limit", type=int, default=None)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)

@@ -18,7 +18,7 @@ written and lost (must be 0), fallbacks (failed calls), 429s, and the peak resid
 of the run (this process and its workers, sampled every 0.2 s). Results also go to
 ``--json``.
 
-The issue's target is the full ``vh-test-v4`` (1,000 episodes, 1.0 s latency, 64 slots,
+The issue's target is the full ``vh-test-v5`` (1,000 episodes, 1.0 s latency, 64 slots,
 ``--concurrency 64 --workers 2``: >= 0.85 x 64 requests/s, <= 2 GB; 16 slots with 429s past
 them: >= 0.8 x 16, nothing lost). ``--short`` is a quick look (``--limit 200 --latency 0.2
 --curve 1,4,16,64``) that runs in a few minutes; small ``N`` play fewer episodes
@@ -156,7 +156,7 @@ def scenario(args: argparse.Namespace, name: str, slots: int, cap: int | None,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", default="vh-test-v4", help="suite (default vh-test-v4)")
+    parser.add_argument("--suite", default="vh-test-v5", help="suite (default vh-test-v5)")
     parser.add_argument("--limit", type=int, default=1000, help="episodes (default 1000)")
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per answer")
     parser.add_argument("--slots", type=int, default=64, help="server slots (capped)")

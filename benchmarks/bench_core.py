@@ -2,7 +2,7 @@
 
 Run: ``python benchmarks/bench_core.py [--repeats 5]``. Reports medians over repeats.
 
-* env steps/s: default ``MindHelper-VirtualHome-v2`` (text observations), a policy that mixes
+* env steps/s: default ``MindHelper-VirtualHome-v3`` (text observations), a policy that mixes
   silence (80 %) with random-but-valid programs (20 %), resetting when episodes end; and the
   same with ``obs_mode="text+rgb"`` (one 128 px frame per window);
 * resets/s: ``reset(seed=i)`` with ``pool_size=0`` (each samples and validates a fresh
@@ -36,7 +36,7 @@ from mindhelper_env.world.graph import Node
 from mindhelper_env.world.house import add_object, generate_house
 
 
-def bench_steps(n_steps: int = 4000, env_id: str = "MindHelper-VirtualHome-v2",
+def bench_steps(n_steps: int = 4000, env_id: str = "MindHelper-VirtualHome-v3",
                 **env_kwargs: object) -> float:
     """Env steps/s of ``env_id`` with a random policy (a program 20 % of the windows), over
     20 episodes generated beforehand (the timing is about stepping, not generation)."""
@@ -62,7 +62,7 @@ def bench_steps(n_steps: int = 4000, env_id: str = "MindHelper-VirtualHome-v2",
 
 def warm_pool_env(pool_size: int, generator: str | None = None) -> gym.Env:
     """The default env (episodes of ``generator``) with a ``pool_size`` episode pool, filled."""
-    env = gym.make("MindHelper-VirtualHome-v2", pool_size=pool_size, generator=generator)
+    env = gym.make("MindHelper-VirtualHome-v3", pool_size=pool_size, generator=generator)
     env.unwrapped.episode_pool.fill()
     return env
 
@@ -112,7 +112,7 @@ def bench_minigrid(n_steps: int = 4000, rgb_size: int | None = None) -> float | 
 
 
 def bench_resets(n: int = 100) -> tuple[float, float]:
-    env = gym.make("MindHelper-VirtualHome-v2", pool_size=0)
+    env = gym.make("MindHelper-VirtualHome-v3", pool_size=0)
     t0 = time.perf_counter()
     for i in range(n):
         env.reset(seed=1000 + i)

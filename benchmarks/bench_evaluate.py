@@ -1,6 +1,6 @@
 """Time a full evaluation of a suite at several worker counts.
 
-    python benchmarks/bench_evaluate.py                      # vh-test-v4, oracle, workers 1 and 2
+    python benchmarks/bench_evaluate.py                      # vh-test-v5, oracle, workers 1 and 2
     python benchmarks/bench_evaluate.py --workers 1,2,4 --agents oracle,silent --limit 200
 
 Suite episodes are generated on demand and cached only inside a process, so each row runs in
@@ -81,7 +81,7 @@ def _records(path: Path) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", default="vh-test-v4")
+    parser.add_argument("--suite", default="vh-test-v5")
     parser.add_argument("--agents", default="oracle")
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--limit", type=int, default=None)

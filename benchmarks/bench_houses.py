@@ -5,9 +5,9 @@ repeats, measured in the same run so the ratios compare like with like on a shar
 
 For each setting: env steps/s *including resets* on sampled episodes from a warm episode pool
 (the policy of ``bench_core.py``: silence 80 %, random-but-valid programs 20 %), and resets/s
-from that pool. Settings: ``MindHelper-VirtualHome-v2`` (generated houses),
-``MindHelper-VirtualHome-v2`` with ``house="virtualhome:scene1"`` (needs ``virtualhome-eval``)
-and ``MindHelper-TDW-v2`` (needs the ``tdw`` extra); a setting whose package is missing is
+from that pool. Settings: ``MindHelper-VirtualHome-v3`` (generated houses),
+``MindHelper-VirtualHome-v3`` with ``house="virtualhome:scene1"`` (needs ``virtualhome-eval``)
+and ``MindHelper-TDW-v3`` (needs the ``tdw`` extra); a setting whose package is missing is
 reported as skipped. The ratio column is against the generated-house env.
 """
 
@@ -22,10 +22,10 @@ from bench_core import bench_pool_resets, bench_pool_steps  # the same loops as 
 import mindhelper_env  # noqa: F401  (registers the envs)
 
 SETTINGS = {
-    "VirtualHome-v2 (generated houses)": ("MindHelper-VirtualHome-v2", {}),
-    "VirtualHome-v2 (TestScene1 apartment)": ("MindHelper-VirtualHome-v2",
+    "VirtualHome-v3 (generated houses)": ("MindHelper-VirtualHome-v3", {}),
+    "VirtualHome-v3 (TestScene1 apartment)": ("MindHelper-VirtualHome-v3",
                                               {"house": "virtualhome:scene1"}),
-    "TDW-v2 (TDW floorplans)": ("MindHelper-TDW-v2", {}),
+    "TDW-v3 (TDW floorplans)": ("MindHelper-TDW-v3", {}),
 }
 
 

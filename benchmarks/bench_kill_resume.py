@@ -1,6 +1,6 @@
 """Kill ``mindhelper evaluate --workers 2`` at random moments, resume, compare with a clean run.
 
-    python benchmarks/bench_kill_resume.py                   # 10 kills on vh-test-v4
+    python benchmarks/bench_kill_resume.py                   # 10 kills on vh-test-v5
     python benchmarks/bench_kill_resume.py --kills 3 --limit 200 --seed 1
 
 1. A reference run (``--no-timing``) writes the expected records.

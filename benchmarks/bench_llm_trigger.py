@@ -12,7 +12,7 @@ Run: ``python benchmarks/bench_llm_trigger.py [--out runs/llm-trigger] [--train-
 3. ``accuracy``: operation accuracy of the base model and of the checkpoint on the held-out
    examples (all, and excluding ``noop``, as the MindClaw paper reports), parse failures;
 4. ``suite``: PHA, PHR, PSR and ``reasoning_run`` operations per episode on the first
-   ``--limit`` episodes of ``--suite`` (default ``vh-dev-v4``) through the evaluation
+   ``--limit`` episodes of ``--suite`` (default ``vh-dev-v5``) through the evaluation
    runner, for the rule Trigger (``mindclaw``, symbolic), the shipped MLP Trigger
    (``learned-trigger``) and MindClaw with the fine-tuned Trigger
    (``mindclaw``, ``trigger="hf:CKPT"``; symbolic reasoning), plus the model calls and
@@ -83,7 +83,7 @@ def main() -> None:
     ap.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps")
     ap.add_argument("--max-examples", type=int, default=None,
                     help="fine-tune on a random subset of this many training examples")
-    ap.add_argument("--suite", default="vh-dev-v4")
+    ap.add_argument("--suite", default="vh-dev-v5")
     ap.add_argument("--limit", type=int, default=20, help="suite episodes (default 20)")
     ap.add_argument("--accuracy-limit", type=int, default=None,
                     help="score at most this many held-out examples")

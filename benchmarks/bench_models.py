@@ -22,7 +22,7 @@ for a fresh recording); ``--replay FILE`` plays from it with no server (byte-ide
 records with ``--no-timing``). The shipped cassette is regenerated with::
 
     python benchmarks/bench_models.py --record tests/data/smollm2-vh-dev.jsonl \\
-        --suite vh-dev-v4 --variants gbnf --limit 2 --agents direct-vlm,mindclaw --fresh
+        --suite vh-dev-v5 --variants gbnf --limit 2 --agents direct-vlm,mindclaw --fresh
 
 (it also writes ``tests/data/smollm2-vh-dev.meta.json``: suite, episodes and agent options,
 read by the test that replays the cassette).
@@ -56,7 +56,7 @@ import mindhelper_env  # noqa: F401  (registers the envs)
 from mindhelper_env.evaluation import HEADLINE_KEYS, evaluate, read_result_file
 
 #: The suite this benchmark plays unless told otherwise (the one place it is named).
-DEFAULT_SUITE = "vh-dev-v4"
+DEFAULT_SUITE = "vh-dev-v5"
 N_CTX = 8192
 #: variant -> per-agent options
 VARIANTS: dict[str, dict[str, dict[str, Any]]] = {

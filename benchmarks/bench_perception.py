@@ -2,21 +2,21 @@
 
 Three measurements (docs/vision.md, "The pixel parser"):
 
-1. **events** (``--events SUITE...``, default ``vh-dev-v4 tdw-dev-v4``): every episode is
+1. **events** (``--events SUITE...``, default ``vh-dev-v5 tdw-dev-v5``): every episode is
    played twice in lockstep with the same actions (the text belief tracker's), once with
    ``obs_mode="text"`` and once with ``obs_mode="rgb"``; each window's frames go through
    :class:`~mindhelper_env.perception.PixelPerception` and its events are compared with
    the text events by ``(tick, actor, verb, arg ids, room, contents)``. Prints precision
    and recall per verb (goal: >= 99.5 % each), and how often the perceived state (rooms,
    holdings, object locations, open containers) differs from text mode's ``info``.
-2. **tracker** (``--pha SUITE...``, default ``vh-test-v4 tdw-test-v4``): PHA of
+2. **tracker** (``--pha SUITE...``, default ``vh-test-v5 tdw-test-v5``): PHA of
    ``belief-tracker`` with ``observe="pixels"`` on the suite played in ``rgb`` mode, beside
    the text tracker's on the same episodes, the episodes whose decisions (tick, program) or
    belief tables at the intervention differ, and the wall and CPU time of the pixel-fed run
-   (goal: PHA >= 99; full ``vh-test-v4`` in <= 10 min on 2 cores: the CPU seconds per
+   (goal: PHA >= 99; full ``vh-test-v5`` in <= 10 min on 2 cores: the CPU seconds per
    episode are printed with what they make for 1,000 episodes on 2 cores, which a loaded
    machine's wall time does not show).
-3. **instruments** (``--instruments SUITE...``, default ``vh-dev-v4 tdw-dev-v4``): the non-mind
+3. **instruments** (``--instruments SUITE...``, default ``vh-dev-v5 tdw-dev-v5``): the non-mind
    instruments (``physical-rules``, ``coarse-mind``) fed by pixels beside text
    (goal: within 2 PHA).
 
@@ -227,9 +227,9 @@ def _print_agents(res: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--events", nargs="*", default=["vh-dev-v4", "tdw-dev-v4"])
-    ap.add_argument("--pha", nargs="*", default=["vh-test-v4", "tdw-test-v4"])
-    ap.add_argument("--instruments", nargs="*", default=["vh-dev-v4", "tdw-dev-v4"])
+    ap.add_argument("--events", nargs="*", default=["vh-dev-v5", "tdw-dev-v5"])
+    ap.add_argument("--pha", nargs="*", default=["vh-test-v5", "tdw-test-v5"])
+    ap.add_argument("--instruments", nargs="*", default=["vh-dev-v5", "tdw-dev-v5"])
     ap.add_argument("--limit", type=int, default=None, help="first N episodes of each suite")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--frame-size", type=int, default=DEFAULT_FRAME_SIZE)
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     # the envs and the renderer are imported here, before any worker forks: every worker
     # measures the code this run started with
-    make_env("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=args.frame_size).close()
+    make_env("MindHelper-VirtualHome-v3", obs_mode="rgb", frame_size=args.frame_size).close()
     out: dict[str, Any] = {"frame_size": args.frame_size, "limit": args.limit,
                            "events": [], "tracker": [], "instruments": []}
     ok = True

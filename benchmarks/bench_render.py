@@ -10,7 +10,7 @@ frame, which is timed separately.
 Run: ``python benchmarks/bench_render.py [--frames 500] [--seed 0]``.
 
 ``--rgb-env`` (or ``--only-rgb-env``) also measures the vision track end to end: env steps/s
-of ``MindHelper-VirtualHome-v2`` with ``obs_mode="rgb"`` (three frames a step, drawn by
+of ``MindHelper-VirtualHome-v3`` with ``obs_mode="rgb"`` (three frames a step, drawn by
 :class:`~mindhelper_env.render.frames.FrameRenderer`) at 128 and 256 px, with the
 ``bench_core.py`` policy (80 % silence, 20 % random programs, resets included), beside
 Minigrid's ``MiniGrid-DoorKey-8x8-v0`` wrapped in ``RGBImgObsWrapper`` at the same frame
@@ -85,7 +85,7 @@ def bench(size: int, frames: int, seed: int) -> tuple[float, float]:
     return statistics.median(rates), statistics.median(first_ms)
 
 
-def bench_rgb_env(size: int, n_steps: int, env_id: str = "MindHelper-VirtualHome-v2") -> float:
+def bench_rgb_env(size: int, n_steps: int, env_id: str = "MindHelper-VirtualHome-v3") -> float:
     """Env steps/s in ``obs_mode="rgb"`` at ``size`` px (the bench_core policy)."""
     import gymnasium as gym
     from bench_core import bench_steps  # this folder is on sys.path when run as a script

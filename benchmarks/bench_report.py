@@ -1,6 +1,6 @@
 """How long ``evaluate --report`` spends on the report (``python benchmarks/bench_report.py``).
 
-Runs the issue's command once, ``evaluate --suite vh-dev-v4 --agents
+Runs the issue's command once, ``evaluate --suite vh-dev-v5 --agents
 silent,random,reactive,belief-tracker,oracle,mindclaw`` in this process (``--workers``,
 default 1 as in the issue's command; timing off), then builds its report ``--repeat`` times in
 fresh folders as ``--report`` does (:func:`mindhelper_env.report.write_report`, replay and
@@ -32,7 +32,7 @@ def _cpu() -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", default="vh-dev-v4")
+    ap.add_argument("--suite", default="vh-dev-v5")
     ap.add_argument("--agents", default=AGENTS)
     ap.add_argument("--workers", type=int, default=1,
                     help="evaluate --workers (the issue's command uses the default, 1)")

@@ -1,4 +1,4 @@
-"""How long ``mindhelper score`` and ``mindhelper report`` take on 1,000 ``vh-test-v4`` records
+"""How long ``mindhelper score`` and ``mindhelper report`` take on 1,000 ``vh-test-v5`` records
 (``python benchmarks/bench_score.py``).
 
 Makes the records once with ``evaluate`` (``--agents``, default ``silent``: a cheap agent,
@@ -53,7 +53,7 @@ def _line(name: str, runs: list[tuple[float, float]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", default="vh-test-v4")
+    ap.add_argument("--suite", default="vh-test-v5")
     ap.add_argument("--agents", default="silent")
     ap.add_argument("--workers", type=int, default=2, help="evaluate's and report's workers")
     ap.add_argument("--run", type=Path, default=None, help="score this run folder instead")

@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--repeat", type=int, default=3, help="runs for the dev suites (median)")
     p.add_argument("--test-repeat", type=int, default=1, help="runs for the test suites")
-    p.add_argument("--suites", default="vh-dev-v2,vh-test-v2,vh-dev-v4,vh-test-v4",
+    p.add_argument("--suites", default="vh-dev-v2,vh-test-v2,vh-dev-v5,vh-test-v5",
                    help="comma-separated suites (a name with 'dev' uses --repeat); the v2 and "
-                        "v4 pairs compare the generators mh-gen-2.5 and mh-gen-3.1 in one run")
+                        "v5 pairs compare the generators mh-gen-2.5 and mh-gen-3.2 in one run")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger(S.__name__).setLevel(logging.WARNING)

@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_trigger.py [--parts ratio,speed,train,suite] [--r
 repeats.
 
 * ``ratio``: MaskablePPO learning with 2 envs (DummyVecEnv, ``n_steps=512``,
-  ``batch_size=256``) on ``MindHelper-Trigger-v2`` from a **cold** episode pool (a fresh
+  ``batch_size=256``) on ``MindHelper-Trigger-v3`` from a **cold** episode pool (a fresh
   ``MINDHELPER_CACHE_DIR`` per run and the env's default pool, as a user's first run has
   it) against the same learner on sb3-contrib's ``InvalidActionEnvDiscrete`` (the peer),
   run interleaved (peer, ours, peer, ours, ...) so that both see the same machine load;
@@ -15,7 +15,7 @@ repeats.
   DummyVecEnv (``best_vs_best``: each side in its fastest set-up; ``--vec lean``,
   ``--vec spin`` and ``--vec hybrid`` do the same on leaner process vector envs). Each
   pair also runs the same learner on a **replay** of ours (:class:`TapeEnv`: whole
-  episodes of ``MindHelper-Trigger-v2`` under masked random actions, recorded beforehand,
+  episodes of ``MindHelper-Trigger-v3`` under masked random actions, recorded beforehand,
   played back with their observations, rewards, masks and ``info`` dicts behind the
   wrappers ``gym.make`` adds): the learner's cost with our observation and ``info`` shapes
   and no simulation, which is the ceiling of the ratio (``replay_vs_peer``). The budget of one
@@ -26,7 +26,7 @@ repeats.
   env; ``masks``; ``rest``, the learner's own rollout work), which tells the env's cost
   from what the env does to the learner's own work around it;
 
-* ``speed``: env steps/s of ``MindHelper-Trigger-v2`` alone (masked random actions) and of
+* ``speed``: env steps/s of ``MindHelper-Trigger-v3`` alone (masked random actions) and of
   ``MaskablePPO`` learning with 2 envs (DummyVecEnv; the settings of ``mindhelper
   train-trigger``), both on a warm episode pool;
 * ``train``: ``train(...)`` from scratch (fresh weights; label behaviour cloning on
@@ -36,7 +36,7 @@ repeats.
   it, counting everything (held-out set and rule baseline, BC data, BC, learning); writes
   the run (learning curve included) to ``--out``/seed-K;
 * ``suite``: the rule Trigger (``mindclaw``, symbolic) against ``learned-trigger`` (the
-  shipped ``learned_trigger.npz``, or ``--policy``) on ``--suite`` (default ``vh-test-v4``)
+  shipped ``learned_trigger.npz``, or ``--policy``) on ``--suite`` (default ``vh-test-v5``)
   through the evaluation runner: PHA, PHR, PSR and ``reasoning_run`` operations per
   episode (mean and median, counted in each record's trace).
 
@@ -63,7 +63,7 @@ POOL = 1024
 
 
 def bench_env(n_steps: int = 6000) -> float:
-    env = gym.make("MindHelper-Trigger-v2", pool_size=POOL)
+    env = gym.make("MindHelper-Trigger-v3", pool_size=POOL)
     env.unwrapped.episode_pool.fill()
     rng = np.random.default_rng(0)
     env.reset(seed=0)
@@ -83,8 +83,8 @@ def bench_ppo(n_steps: int = 30_720) -> float:
     from mindhelper_env.agents.mindclaw.training import _make_model
 
     torch.set_num_threads(1)
-    gym.make("MindHelper-Trigger-v2", pool_size=POOL).unwrapped.episode_pool.fill()
-    vec = make_vec_env("MindHelper-Trigger-v2", n_envs=2, seed=0,
+    gym.make("MindHelper-Trigger-v3", pool_size=POOL).unwrapped.episode_pool.fill()
+    vec = make_vec_env("MindHelper-Trigger-v3", n_envs=2, seed=0,
                        env_kwargs={"pool_size": POOL})
     model = _make_model("maskable-ppo", vec, 0, None)
     model.learn(2048)  # warm-up
@@ -418,7 +418,7 @@ def bench_peer(n_steps: int, vec: str = "dummy", split: dict | None = None) -> f
 
 
 def bench_cold(n_steps: int, vec: str = "dummy", split: dict | None = None) -> float:
-    """MaskablePPO on ``MindHelper-Trigger-v2`` (default pool) in a fresh cache directory."""
+    """MaskablePPO on ``MindHelper-Trigger-v3`` (default pool) in a fresh cache directory."""
     import os
 
     from stable_baselines3.common.env_util import make_vec_env
@@ -427,7 +427,7 @@ def bench_cold(n_steps: int, vec: str = "dummy", split: dict | None = None) -> f
     with tempfile.TemporaryDirectory(prefix="mindhelper-cold-") as tmp:
         os.environ["MINDHELPER_CACHE_DIR"] = tmp
         try:
-            vec_env = make_vec_env("MindHelper-Trigger-v2", n_envs=2, seed=0,
+            vec_env = make_vec_env("MindHelper-Trigger-v3", n_envs=2, seed=0,
                                    vec_env_cls=_vec_cls(vec))
             return _ppo_rate(vec_env, n_steps, split)
         finally:
@@ -438,7 +438,7 @@ def bench_cold(n_steps: int, vec: str = "dummy", split: dict | None = None) -> f
 
 
 class TapeEnv(gym.Env):
-    """Plays back recorded episodes of ``MindHelper-Trigger-v2`` whatever the actions are:
+    """Plays back recorded episodes of ``MindHelper-Trigger-v3`` whatever the actions are:
     each ``reset`` starts the next recorded episode (cycling), each ``step`` returns the
     recorded observation, reward, flags and a fresh copy of the recorded ``info``, and
     :meth:`action_masks` the recorded mask. What the learner pays on it is its own cost
@@ -469,9 +469,9 @@ class TapeEnv(gym.Env):
 
 
 def record_tape(n_steps: int, seed: int = 0) -> tuple[list, gym.Space, gym.Space]:
-    """Whole episodes of ``MindHelper-Trigger-v2`` (default pool) under masked random actions,
+    """Whole episodes of ``MindHelper-Trigger-v3`` (default pool) under masked random actions,
     at least ``n_steps`` steps in all, for :class:`TapeEnv`."""
-    env = gym.make("MindHelper-Trigger-v2")
+    env = gym.make("MindHelper-Trigger-v3")
     rng = np.random.default_rng(seed)
     tape, steps = [], 0
     obs, info = env.reset(seed=seed)
@@ -640,7 +640,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--bc-episodes", type=int, default=500)
     ap.add_argument("--timesteps", type=int, default=200_000)
-    ap.add_argument("--suite", default="vh-test-v4")
+    ap.add_argument("--suite", default="vh-test-v5")
     ap.add_argument("--policy", default=None, help="an .npz (default: the shipped policy)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="runs/bench-trigger")

@@ -1,7 +1,7 @@
 """The household as a PettingZoo ParallelEnv, with one person swapped for a random policy.
 
     pip install -e ".[pettingzoo]"
-    python examples/pettingzoo_people.py                   # 20 vh-dev-v4 episodes
+    python examples/pettingzoo_people.py                   # 20 vh-dev-v5 episodes
     python examples/pettingzoo_people.py --episodes 5 --person person_1
 
 The robot is the ``belief-tracker`` agent in both runs. In the first every person follows
@@ -70,7 +70,7 @@ def play(episodes: int, suite: str, people: dict | None) -> tuple[dict, dict]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--episodes", type=int, default=20)
-    ap.add_argument("--suite", default="vh-dev-v4")
+    ap.add_argument("--suite", default="vh-dev-v5")
     ap.add_argument("--person", default="person_0")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()

@@ -1,6 +1,6 @@
 """Play one episode with the privileged oracle and print what the robot saw in each window.
 
-    python examples/play_oracle.py                       # first vh-dev-v4 episode needing help
+    python examples/play_oracle.py                       # first vh-dev-v5 episode needing help
     python examples/play_oracle.py --index 3 --window-ticks 2
     python examples/play_oracle.py --family implicit_goal_reach --seed 7
 
@@ -20,7 +20,7 @@ from mindhelper_env.agents import make_agent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Play one episode with the oracle.")
-    parser.add_argument("--suite", default="vh-dev-v4")
+    parser.add_argument("--suite", default="vh-dev-v5")
     parser.add_argument("--index", type=int, default=None,
                         help="episode index in the suite (default: the first that needs help)")
     parser.add_argument("--family", default=None,
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--window-ticks", type=int, default=3)
     args = parser.parse_args()
 
-    env = gym.make("MindHelper-VirtualHome-v2", window_ticks=args.window_ticks)
+    env = gym.make("MindHelper-VirtualHome-v3", window_ticks=args.window_ticks)
     if args.family:
         obs, info = env.reset(seed=args.seed, options={"family": args.family})
     else:

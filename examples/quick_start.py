@@ -1,4 +1,4 @@
-"""Quick start: one episode of MindHelper-VirtualHome-v2 with the random helper agent.
+"""Quick start: one episode of MindHelper-VirtualHome-v3 with the random helper agent.
 
     python examples/quick_start.py
 """
@@ -10,7 +10,7 @@ from mindhelper_env.agents import make_agent
 
 
 def main() -> None:
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     agent = make_agent("random", p=0.2, seed=0)
     obs, info = env.reset(seed=0)
     agent.reset(seed=0)

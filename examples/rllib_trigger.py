@@ -1,4 +1,4 @@
-"""Train the MindClaw Trigger on MindHelper-Trigger-v2 with RLlib's PPO (action masking).
+"""Train the MindClaw Trigger on MindHelper-Trigger-v3 with RLlib's PPO (action masking).
 
     pip install torch==2.13.0 && pip install -e ".[rllib]"
     python examples/rllib_trigger.py --iterations 20
@@ -43,7 +43,7 @@ class MaskedObservation(gym.ObservationWrapper):
 
 def make_env(config: dict[str, Any] | None = None) -> gym.Env:
     """The masked Trigger env; ``config`` is passed to ``gym.make`` (e.g. ``pool_size``)."""
-    return MaskedObservation(gym.make("MindHelper-Trigger-v2", **dict(config or {})))
+    return MaskedObservation(gym.make("MindHelper-Trigger-v3", **dict(config or {})))
 
 
 def build_config(batch: int = 512, minibatch: int = 128, epochs: int = 2,

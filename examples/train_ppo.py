@@ -1,4 +1,4 @@
-"""Train MaskablePPO on MindHelper-VirtualHome-v2 with the RL wrappers, then score it.
+"""Train MaskablePPO on MindHelper-VirtualHome-v3 with the RL wrappers, then score it.
 
     pip install torch==2.13.0 && pip install -e ".[rl]"
     python examples/train_ppo.py --timesteps 20000
@@ -23,7 +23,7 @@ from mindhelper_env.wrappers import BagOfWordsObs, CandidateActions, PrecisionIn
 
 
 def make_env(metrics: bool = False) -> gym.Env:
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     if metrics:
         env = PrecisionInterventionMetrics(env)
     return BagOfWordsObs(CandidateActions(env))
@@ -34,7 +34,7 @@ def main() -> None:
     ap.add_argument("--timesteps", type=int, default=4096)
     ap.add_argument("--envs", type=int, default=4)
     ap.add_argument("--eval-episodes", type=int, default=20)
-    ap.add_argument("--suite", default="vh-dev-v4")
+    ap.add_argument("--suite", default="vh-dev-v5")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 

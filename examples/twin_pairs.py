@@ -4,10 +4,12 @@
     python examples/twin_pairs.py false_belief_told_away false_belief_told --seed 3 --generator mh-gen-2.5
 
 Each column is the narration of one episode, played with a silent robot, from the reset
-observation to a few windows past the focus person's first struggle. With ``mh-gen-3.1``
-(the default here) or ``mh-gen-3.0`` the two are a true pair: two variants of one base draft, the same house,
-people and schedules, the focus person doing the same things up to the cue; only the mind
-switch differs (someone else's timing, or an adult on the phone; docs/scenarios.md). With
+observation to a few windows past the focus person's first struggle. With ``mh-gen-3.2``
+(the default here), ``mh-gen-3.1`` or ``mh-gen-3.0`` the two are a true pair: two variants of
+one base draft, the same house, people and schedules, the focus person doing the same things
+up to the cue; only the mind switch differs (someone else's timing, or an adult on the phone;
+docs/scenarios.md). With ``mh-gen-3.2`` the switched event also comes at the same tick on
+both sides (its block's place is drawn in the base). With
 ``mh-gen-2.5`` each family was drafted on its own and the columns only share a family's
 kind of set-up.
 """
@@ -24,7 +26,7 @@ from mindhelper_env.scenarios.generator import generate_episode
 
 
 def narration(family: str, seed: int, windows: int, generator: str) -> list[str]:
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     try:
         spec = generate_episode(family, seed, generator=generator)
         obs, _ = env.reset(options={"episode": spec})
@@ -47,8 +49,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--windows", type=int, default=14, help="windows to show (3 ticks each)")
     ap.add_argument("--width", type=int, default=60, help="column width")
-    ap.add_argument("--generator", default="mh-gen-3.1",
-                    help="mh-gen-3.1 (default: twins from one base draft, sight perception), "
+    ap.add_argument("--generator", default="mh-gen-3.2",
+                    help="mh-gen-3.2 (default: twins from one base draft, sight perception, "
+                         "timings drawn in the base), mh-gen-3.1 (timings per side), "
                          "mh-gen-3.0 (attention perception) or mh-gen-2.5")
     args = ap.parse_args()
     left = narration(args.help_family, args.seed, args.windows, args.generator)

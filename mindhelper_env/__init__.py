@@ -1,6 +1,6 @@
 """MindHelper-Env: Gymnasium environments for closed-loop precision intervention.
 
-Importing the package registers the environments (``MindHelper-VirtualHome-v2`` ...).
+Importing the package registers the environments (``MindHelper-VirtualHome-v3`` ...).
 Heavy dependencies (torch, stable-baselines3, openai, matplotlib, imageio) are only imported
 by the modules that need them.
 """

@@ -3,14 +3,14 @@
 ::
 
     inspect eval mindhelper_env/mindhelper --model anthropic/claude-sonnet-4-0 \\
-        -T suite=vh-dev-v4 -T agent=direct-vlm [-T limit=20] [-T seed=0] \\
+        -T suite=vh-dev-v5 -T agent=direct-vlm [-T limit=20] [-T seed=0] \\
         [-T window_ticks=3] [-T agent_options='{"max_calls": 8}'] [-T obs=rgb] --log-dir runs/logs
 
 The package registers this module as an Inspect extension (``[project.entry-points.
 inspect_ai]`` in pyproject.toml), so Inspect finds the task by name from any folder.
 
 One sample per suite episode (id: the episode id; metadata: suite, index, family). The
-solver plays the episode through the Gymnasium env (``MindHelper-VirtualHome-v2``) with the
+solver plays the episode through the Gymnasium env (``MindHelper-VirtualHome-v3``) with the
 chosen agent; a model-backed agent (``direct-vlm``, ``mindclaw``) talks to the task's model
 (Inspect's ``--model``) through :func:`~mindhelper_env.models.inspect_client.bridged_client`,
 so every call is a model event of the sample and its tokens count in Inspect's usage. The
@@ -102,7 +102,7 @@ def _options(agent_options: Any) -> dict[str, Any]:
 
 
 @task
-def mindhelper(suite: str = "vh-dev-v4", agent: str = "direct-vlm", limit: int | None = None,
+def mindhelper(suite: str = "vh-dev-v5", agent: str = "direct-vlm", limit: int | None = None,
                seed: int = 0, window_ticks: int | None = None,
                agent_options: Any = None, obs: str = "text",
                frame_size: int | None = None) -> Task:

@@ -17,7 +17,7 @@ from mindhelper_env.models import limits
 
 need("openai")
 
-SUITE = "vh-dev-v4"
+SUITE = "vh-dev-v5"
 #: ``--price fake=1,1``: a direct-vlm episode costs about $0.015 against this server
 PRICE = (1.0, 1.0)
 

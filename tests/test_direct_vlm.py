@@ -305,7 +305,7 @@ def test_a_model_whose_answers_mostly_do_not_parse_is_flagged(tmp_path, capsys):
 
     prose = Reply(text="I think everything is fine, no need to act.")
     with ScriptedServer([prose]) as srv:
-        args = ["evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--limit", "2",
+        args = ["evaluate", "--suite", "vh-dev-v5", "--agents", "direct-vlm", "--limit", "2",
                 "--model", f"openai:small@{srv.url}", "--no-plots", "--no-progress",
                 "--format", "csv", "--out", str(tmp_path / "run")]
         assert main(args) == 4
@@ -324,7 +324,7 @@ def test_a_model_whose_answers_mostly_do_not_parse_is_flagged(tmp_path, capsys):
     for extra in ([], ["--strict"]):
         with ScriptedServer([Reply(status=500, raw=body), Reply()]) as srv:
             codes[bool(extra)] = main([
-                "evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--limit", "2",
+                "evaluate", "--suite", "vh-dev-v5", "--agents", "direct-vlm", "--limit", "2",
                 "--model", f"openai:small@{srv.url}", "--agent", "direct-vlm:max_retries=0",
                 "--no-plots", "--no-progress", "--format", "csv", *extra,
                 "--out", str(tmp_path / f"answers{len(extra)}")])

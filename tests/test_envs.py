@@ -108,7 +108,7 @@ def test_bad_actions_never_raise_and_count_as_attempts(vh_env, action):
     assert vh_env.observation_space.contains(obs)
 
 
-@pytest.mark.parametrize("env_id", ["MindHelper-VirtualHome-v0", "MindHelper-VirtualHome-v2"])
+@pytest.mark.parametrize("env_id", ["MindHelper-VirtualHome-v0", "MindHelper-VirtualHome-v3"])
 @pytest.mark.parametrize("silence", ["", "   ", "\n\t"])
 def test_an_empty_string_is_silence_exactly_as_none(env_id, silence):
     """``step("")`` is ``step("none")``: nothing issued, no action_error, and the robot's

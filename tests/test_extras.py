@@ -89,7 +89,7 @@ def test_an_openai_run_imports_neither_torch_nor_transformers_nor_pillow(tmp_pat
     with SlotServer(latency=0.0, slots=8) as srv:
         out, err = _run_blocked(
             (*HEAVY, "PIL"),
-            ["evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--model",
+            ["evaluate", "--suite", "vh-dev-v5", "--agents", "direct-vlm", "--model",
              f"openai:m@{srv.url}", "--limit", "2", "--out", str(tmp_path / "run"),
              "--no-progress", "--no-plots", "--json"],
             env={"OPENAI_API_KEY": "k"})
@@ -106,7 +106,7 @@ def test_the_blocker_does_block(tmp_path):
     need("openai")
     out, err = _run_blocked(
         ("openai",),
-        ["evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--model",
+        ["evaluate", "--suite", "vh-dev-v5", "--agents", "direct-vlm", "--model",
          "openai:m@http://127.0.0.1:9/v1", "--limit", "1", "--out", str(tmp_path / "run"),
          "--no-progress", "--no-plots"])
     assert out["code"] == 2 and "mindhelper-env[api]" in err, err[-2000:]
@@ -118,7 +118,7 @@ def test_an_inspect_run_imports_neither_torch_nor_transformers(tmp_path):
     with SlotServer(latency=0.0, slots=8) as srv:
         out, err = _run_blocked(
             HEAVY,
-            ["evaluate", "--suite", "vh-dev-v4", "--agents", "direct-vlm", "--model",
+            ["evaluate", "--suite", "vh-dev-v5", "--agents", "direct-vlm", "--model",
              "inspect:openai-api/local/m", "--limit", "1", "--out", str(tmp_path / "run"),
              "--no-progress", "--no-plots"],
             env={"LOCAL_BASE_URL": srv.url, "LOCAL_API_KEY": "k"})

@@ -39,8 +39,9 @@ GOLDEN_RUN = {"env_id": "MindHelper-VirtualHome-v0", "env_kwargs": {}, "format":
 
 
 # The same six agents on the first 30 episodes of vh-dev-v3 (MindHelper-VirtualHome-v1),
-# pinned for 0.5.0 (mindclaw re-pinned for 0.6.0's skills), and of vh-dev-v4
-# (MindHelper-VirtualHome-v2), pinned for 0.6.0.
+# pinned for 0.5.0 (mindclaw re-pinned for 0.6.0's skills), of vh-dev-v4
+# (MindHelper-VirtualHome-v2), pinned for 0.6.0, and of vh-dev-v5 (MindHelper-VirtualHome-v3),
+# pinned for 0.8.0 (0.8.0's skills, re-mined on mh-gen-3.2, left every older pin as it was).
 GOLDEN_V3 = {
     "silent.jsonl": "ed577ee9998fa3f3c1fffadf7dafae4db5b9c61b028aedd798b227cac994d436",
     "random.jsonl": "191f908857257cec27801a2f9a9f0f85776a79e32e8e6204e6a9d994869629be",
@@ -57,12 +58,22 @@ GOLDEN_V4 = {
     "oracle.jsonl": "56e2f56b5e81f15d46d38fc271bcec9f28f9fefc2a941148f30aeed6e05db0a8",
     "mindclaw.jsonl": "1cf2cd871fd022566d283dee09fa034cd75f88b422e15873c34eb5efc753f972",
 }
+GOLDEN_V5 = {
+    "silent.jsonl": "a550ab48c35f3845c43d6a99a8ed688728643fec3faec44df679740cb735ec5d",
+    "random.jsonl": "8005706185ee91cd4df82e7ec393f3114dbf13bda7e79fe11aa8d1a4ad887db7",
+    "reactive.jsonl": "151306962b7655b7f088740996252d9841c55619d00f10cef93d7fa7327b01e2",
+    "belief-tracker.jsonl": "f27f1a2f3e5023deea4d8e09e995e83c9c6c0a7161101efe7a4a7ca207dcaa89",
+    "oracle.jsonl": "e0006ea931cc32fdaab859789387fbd16d34698c1fd6980a6a7ef1bd11288d89",
+    "mindclaw.jsonl": "831a81b4f5099f6efa736e31f44594e1c4fa0a71f34dfe60748f31a358cf332e",
+}
 #: suite -> (its pins, its run.json)
 GOLDEN_3X = {
     "vh-dev-v3": (GOLDEN_V3, {**GOLDEN_RUN, "env_id": "MindHelper-VirtualHome-v1",
                               "suite": "vh-dev-v3"}),
     "vh-dev-v4": (GOLDEN_V4, {**GOLDEN_RUN, "env_id": "MindHelper-VirtualHome-v2",
                               "suite": "vh-dev-v4"}),
+    "vh-dev-v5": (GOLDEN_V5, {**GOLDEN_RUN, "env_id": "MindHelper-VirtualHome-v3",
+                              "suite": "vh-dev-v5"}),
 }
 
 
@@ -113,7 +124,7 @@ def golden_run_3x(request: pytest.FixtureRequest,
     return request.param, _run(tmp_path_factory, request.param)
 
 
-def test_v3_v4_result_files_are_byte_identical(golden_run_3x: tuple[str, Path]) -> None:
+def test_v3_to_v5_result_files_are_byte_identical(golden_run_3x: tuple[str, Path]) -> None:
     suite, out = golden_run_3x
     pins = GOLDEN_3X[suite][0]
     got = {name: hashlib.sha256(_without_provenance_keys((out / name).read_bytes())).hexdigest()
@@ -121,7 +132,7 @@ def test_v3_v4_result_files_are_byte_identical(golden_run_3x: tuple[str, Path]) 
     assert got == pins, f"{suite}: {sorted(n for n in pins if got[n] != pins[n])} changed"
 
 
-def test_v3_v4_run_files_name_their_env(golden_run_3x: tuple[str, Path]) -> None:
+def test_v3_to_v5_run_files_name_their_env(golden_run_3x: tuple[str, Path]) -> None:
     suite, out = golden_run_3x
     run = json.loads((out / "run.json").read_text())
     run.pop("provenance")

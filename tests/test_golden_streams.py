@@ -92,6 +92,8 @@ GOLDEN = {
 # MindHelper-VirtualHome-v1 (0.5.0): mh-gen-3.0 episodes (vh-dev-v3; sampled and pooled
 # episodes of the twin groups), narration 1 (the robot's own moves narrated as a machine's).
 # MindHelper-VirtualHome-v2 (0.6.0): mh-gen-3.1 episodes (vh-dev-v4; sight perception).
+# MindHelper-VirtualHome-v3 (0.8.0): mh-gen-3.2 episodes (vh-dev-v5; timings drawn in the
+# base, 96 ticks; sampled episodes from the rebuilt bundled pool).
 GOLDEN_V1 = {
     "dev-home": "dbba13cf4256ab155456370cf6e4d7f464c44280d31513929a1ba977354af681",
     "fresh-home": "4fc311bcef8332b93de6e9e010c5246470fd9672d95f726b4ecd718c6704362c",
@@ -102,13 +104,19 @@ GOLDEN_V2 = {
     "fresh-home": "b9c14525112a472961cdadae6af5e0a246b6cfa7c829e1f8bacbf764c6c2384b",
     "pool-home": "131b7ae7fdf22185b6f0836cd3dfd0bb5381c7f4d37e1fe3b556562b35e7f758",
 }
+GOLDEN_V3 = {
+    "dev-home": "d68871e56cbd07dd188ac85eb44b2d74f5e3bedf6a285b22006b95b3ab2143e3",
+    "fresh-home": "df658ff58a3900153ef4b56cf3381b3747bed07e7f362b8a46f9f62a630f998f",
+    "pool-home": "44d308e83048b71271c5231d1cecc398d9282b683589fb87e89d35e3ac23adc6",
+}
 #: env id -> (its dev suite, its pins)
 CURRENT = {"MindHelper-VirtualHome-v1": ("vh-dev-v3", GOLDEN_V1),
-           "MindHelper-VirtualHome-v2": ("vh-dev-v4", GOLDEN_V2)}
+           "MindHelper-VirtualHome-v2": ("vh-dev-v4", GOLDEN_V2),
+           "MindHelper-VirtualHome-v3": ("vh-dev-v5", GOLDEN_V3)}
 
 
 @pytest.mark.parametrize("env_id", sorted(CURRENT))
-def test_v1_v2_dev_suite_streams_are_unchanged(env_id: str) -> None:
+def test_v1_to_v3_dev_suite_streams_are_unchanged(env_id: str) -> None:
     suite, golden = CURRENT[env_id]
     env = make_env(env_id, pool_size=0)
     resets = [{"options": {"suite": suite, "index": i}} for i in range(100)]
@@ -116,14 +124,14 @@ def test_v1_v2_dev_suite_streams_are_unchanged(env_id: str) -> None:
 
 
 @pytest.mark.parametrize("env_id", sorted(CURRENT))
-def test_v1_v2_freshly_sampled_streams_are_unchanged(env_id: str) -> None:
+def test_v1_to_v3_freshly_sampled_streams_are_unchanged(env_id: str) -> None:
     env = make_env(env_id, pool_size=0, window_ticks=2, max_ticks=90)
     resets = [{"seed": 500 + i} for i in range(8)]
     assert _stream_digest(env, resets, seed=11) == CURRENT[env_id][1]["fresh-home"]
 
 
 @pytest.mark.parametrize("env_id", sorted(CURRENT))
-def test_v1_v2_pool_streams_are_unchanged(env_id: str) -> None:
+def test_v1_to_v3_pool_streams_are_unchanged(env_id: str) -> None:
     env = make_env(env_id, pool_size=16)
     resets = [{"seed": 3}] + [{} for _ in range(15)]
     assert _stream_digest(env, resets, seed=5) == CURRENT[env_id][1]["pool-home"]

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from mindhelper_env.llm_training.trl import MindHelperToolEnv, episode_score
-from mindhelper_env.scenarios.generator import EPISODE_TICKS_V3
+from mindhelper_env.scenarios.generator import episode_ticks
 
-#: windows of a sampled episode (mh-gen-3.0: 84 ticks) at the default 3 ticks each
-WINDOWS = EPISODE_TICKS_V3 // 3
+#: windows of a sampled episode of the default env (mh-gen-3.2: 96 ticks) at the default 3
+#: ticks each
+WINDOWS = episode_ticks() // 3
 
 
 def need(module: str) -> Any:

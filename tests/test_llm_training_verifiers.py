@@ -22,11 +22,12 @@ import numpy as np
 import pytest
 
 from mindhelper_env.llm_training.vf_env import REWARD_WEIGHTS, parse_reply
-from mindhelper_env.scenarios.generator import EPISODE_TICKS_V3
+from mindhelper_env.scenarios.generator import episode_ticks
 from tests.fake_openai_server import Reply, ScriptedServer
 
-#: windows of a sampled episode (mh-gen-3.0: 84 ticks) at the default 3 ticks each
-WINDOWS = EPISODE_TICKS_V3 // 3
+#: windows of a sampled episode of the default env (mh-gen-3.2: 96 ticks) at the default 3
+#: ticks each
+WINDOWS = episode_ticks() // 3
 
 
 def need(module: str) -> Any:
@@ -249,8 +250,8 @@ def test_garbage_output_is_a_counted_fallback(vf_env) -> None:
     outputs, _ = _evaluate(vf_env, script)
     for out in outputs:
         m = out["metrics"]
-        # two of every three replies are unusable (the third of each three is usable)
-        assert m["fallbacks"] == WINDOWS - WINDOWS // 3
+        # two of every three replies are unusable: only windows 1, 4, 7, ... get a usable one
+        assert m["fallbacks"] == WINDOWS - len(range(1, WINDOWS, 3))
         assert m["action_errors"] == 0 and m["windows"] == WINDOWS
         # unusable replies are silence: scored as the silent policy
         assert out["reward"] == (0.0 if m["needs_help"] else 1.0)

@@ -31,7 +31,7 @@ from mindhelper_env.scenarios.suites import suite_episode
 from mindhelper_env.scenarios.trigger_labels import attach_trigger_labels, trigger_labels
 from mindhelper_env.validity import agent_scores
 
-SUITE = "vh-dev-v4"
+SUITE = "vh-dev-v5"
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def _no_model_env(monkeypatch):
 
 @pytest.fixture()
 def env():
-    e = gym.make("MindHelper-VirtualHome-v2")
+    e = gym.make("MindHelper-VirtualHome-v3")
     yield e
     e.close()
 

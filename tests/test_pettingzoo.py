@@ -49,13 +49,14 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("agent_name,seed,options", [
     ("random", 3, None),
     ("random", 11, None),
+    ("oracle", 0, {"suite": "vh-dev-v5", "index": 3}),  # a help episode (the oracle acts)
     ("oracle", 0, {"suite": "vh-dev-v4", "index": 2}),
     ("oracle", 0, {"suite": "vh-dev-v3", "index": 1}),
-    ("belief-tracker", 0, {"suite": "vh-dev-v4", "index": 4}),
+    ("belief-tracker", 0, {"suite": "vh-dev-v5", "index": 4}),
     ("oracle", 0, {"suite": "vh-dev-v2", "index": 1}),
 ])
 def test_robot_equals_single_agent_env(agent_name, seed, options):
-    single = gym.make("MindHelper-VirtualHome-v2")
+    single = gym.make("MindHelper-VirtualHome-v3")
     par = parallel_env()
     agent = make_agent(agent_name, env=single, seed=seed,
                        **({"p": 0.3} if agent_name == "random" else {}))

@@ -17,7 +17,7 @@ from mindhelper_env.scenarios.spec import family_weights
 from mindhelper_env.world.world import World
 
 DEFAULT_WEIGHTS = family_weights()  # the default generator's mix (the bundled pool's)
-ENV_ID = "MindHelper-VirtualHome-v2"
+ENV_ID = "MindHelper-VirtualHome-v3"
 FAMS = {"false_belief_relocation": 1.0, "routine": 1.0, "reach_helped": 0.5}
 
 
@@ -82,11 +82,11 @@ def test_key_depends_on_generator_and_families(tmp_path) -> None:
     shared = {"routine": 1.0, "implicit_goal_reach": 1.0}  # families of both generators
     b = EpisodePool(shared, 4, directory=tmp_path)
     c = EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-2.5")
-    assert b.generator == pool_mod.GENERATOR_VERSION == "mh-gen-3.1"
+    assert b.generator == pool_mod.GENERATOR_VERSION == "mh-gen-3.2"
     assert c.generator == "mh-gen-2.5"
     assert b.key != c.key
-    assert EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.1").key == b.key
-    assert EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.0").key != b.key
+    assert EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.2").key == b.key
+    assert EpisodePool(shared, 4, directory=tmp_path, generator="mh-gen-3.1").key != b.key
     with pytest.raises(ValueError, match="unknown generator"):
         EpisodePool(FAMS, 4, directory=tmp_path, generator="mh-gen-test")
     with pytest.raises(ValueError, match="known families"):

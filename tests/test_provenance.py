@@ -21,7 +21,7 @@ from mindhelper_env.scenarios import releases
 from mindhelper_env.scenarios.spec import GENERATOR_VERSION
 from mindhelper_env.schemas import schema_errors
 
-SUITE = "vh-dev-v4"
+SUITE = "vh-dev-v5"
 LIMIT = 4
 
 
@@ -76,7 +76,7 @@ def test_run_json_carries_the_full_provenance(run_dir: Path) -> None:
     assert prov["suite"]["public_sha256"] == rel.public_sha256
     assert prov["suite"]["released"] == rel.released
     assert (prov["env_id"], prov["env_kwargs"], prov["seed"], prov["trials"]) == \
-        ("MindHelper-VirtualHome-v2", {}, 0, 1)
+        ("MindHelper-VirtualHome-v3", {}, 0, 1)
     for key in ("python", "platform", "command", "started"):
         assert prov[key], key
     assert set(prov["agents"]) == {"silent", "mindclaw"}
@@ -91,7 +91,7 @@ def test_run_json_carries_the_full_provenance(run_dir: Path) -> None:
     assert schema_errors("run", broken)
     # the settings a resume compares are unchanged beside it
     assert {k: v for k, v in run.items() if k != "provenance"} == {
-        "env_id": "MindHelper-VirtualHome-v2", "env_kwargs": {}, "format": 1, "seed": 0,
+        "env_id": "MindHelper-VirtualHome-v3", "env_kwargs": {}, "format": 1, "seed": 0,
         "suite": SUITE, "timing": False}
 
 

@@ -187,7 +187,7 @@ def test_the_budget_holds_on_ray(ray_session: Any, tmp_path: Path) -> None:
     budget = 0.03
     with SlotServer(latency=0.0, slots=64) as srv:
         with pytest.raises(BudgetExhausted) as info:
-            evaluate("vh-dev-v4", ["direct-vlm"], tmp_path / "o", limit=4, progress=False,
+            evaluate("vh-dev-v5", ["direct-vlm"], tmp_path / "o", limit=4, progress=False,
                      plots=False, timing=False, backend="ray", workers=2, max_cost=budget,
                      allow_partial=True, prices={"openai:fake": (1.0, 1.0)},
                      agent_kwargs={"direct-vlm": {"model": f"openai:fake@{srv.url}",

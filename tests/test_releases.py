@@ -27,7 +27,8 @@ from tests.conftest import require_tdw
 # may only change by a withdrawal (status, replaced_by, note): any other edit or a removal
 # fails test_ledger_is_append_only. Append new releases here when they are made. The v4
 # entries' spec_sha256 was recorded after their release (computed from mh-gen-3.1, their
-# exports checked against their digests first): frozen from then on.
+# exports checked against their digests first): frozen from then on. The v5 entries
+# (mh-gen-3.2) recorded theirs at release.
 FROZEN: list[dict[str, Any]] = [
     {"name": "vh-dev-v0", "generator": "mh-gen-0.1", "episodes": 100,
      "seed_base": 3_000_000_000, "house": None, "released": "2026-11-30",
@@ -119,7 +120,31 @@ FROZEN: list[dict[str, Any]] = [
      "seed_base": 24_000_000_000, "house": "virtualhome:scene1", "released": "2026-12-06",
      "public_sha256": "6e393ae84e9d7e511723d52fe6d3f11f7019cd1a7d7c73e3a48069e9feb37f9d",
      "reference_sha256": "19973121153c7b91bbbfdbb9030215285f9fe99f73dc3063658806644e149011",
-     "spec_sha256": "905d67d298ead008499e102e91c451df6fd0422f575e23b1f9ca632387fd507c"},
+     "spec_sha256": "905d67d298ead008499e102e91c451df6fd0422f575e23b1f9ca632387fd507c"},    {"name": "vh-dev-v5", "generator": "mh-gen-3.2", "episodes": 100,
+     "seed_base": 25_000_000_000, "house": None, "released": "2026-12-07",
+     "public_sha256": "98ab986572a9e1ed5f2d26286793a6f960bfec806bd25e82470673a31c48b0d3",
+     "reference_sha256": "7e48793c66c050058827d989b74866791a8fc9fdfdad0876abeb5cef6c4dc9ae",
+     "spec_sha256": "8b840651cd532b264acebfc3fb75a0d3e1c818f368ce38f05b134f4586a63729"},
+    {"name": "vh-test-v5", "generator": "mh-gen-3.2", "episodes": 1000,
+     "seed_base": 26_000_000_000, "house": None, "released": "2026-12-07",
+     "public_sha256": "570db15e7cd37bca4c6f2077088d087dd65a8f5f1fe8b5f5a8ad2173adb836dd",
+     "reference_sha256": "c7ee4b1fe5e0faef23030844a8563d43af641ed973f765cf9f993dd50dc7c13d",
+     "spec_sha256": "4a8163a9cd5f8ad9e75d786346e75ff57ae6e59029ae5e636cf44ba5648f1316"},
+    {"name": "tdw-dev-v5", "generator": "mh-gen-3.2", "episodes": 100,
+     "seed_base": 27_000_000_000, "house": "tdw", "released": "2026-12-07",
+     "public_sha256": "9f5c113cf35fe6d01a3d806dcaa761243f6680696fee589809845085ad08b6d5",
+     "reference_sha256": "07b34caf38f361bf997663a40aba90dc1c0211982318329c85335dee040da2e2",
+     "spec_sha256": "e69d475169ae356b08bcdc397ceeb1ebde20b53836a0d3b9940891154d4458ae"},
+    {"name": "tdw-test-v5", "generator": "mh-gen-3.2", "episodes": 1000,
+     "seed_base": 28_000_000_000, "house": "tdw", "released": "2026-12-07",
+     "public_sha256": "2744592c437b70aa281114d02a516845e5fad278afe60260bdac30fbd39a7a42",
+     "reference_sha256": "30d1a07f751b18fd71d7ff097e2d0a3bc6d30b3e0a62463da6664903e62e6c58",
+     "spec_sha256": "6c20af236ea007b70a25d9004333d3bc9dbc902fb40809c5a60e90b10445136c"},
+    {"name": "vh-scene1-dev-v5", "generator": "mh-gen-3.2", "episodes": 100,
+     "seed_base": 29_000_000_000, "house": "virtualhome:scene1", "released": "2026-12-07",
+     "public_sha256": "66c7b10ab041410ffa0c86bf7711cf03ecbc2a3e7ce80b5572edaa337fa76547",
+     "reference_sha256": "473086778fdfa576e3ae2a2e422d7dd9e4ce25f4014ac021c27b420f706a8005",
+     "spec_sha256": "5c7ce538cce8466cf4db993871ee82634493f3a629877e55089dcc10e7ebe7b4"},
 ]
 #: What a withdrawal may change.
 WITHDRAWAL_FIELDS = {"status", "replaced_by", "note"}
@@ -163,8 +188,12 @@ def test_every_suite_matches_its_release() -> None:
 
 
 def test_v2_release_dates_follow_the_git_history_of_the_digests() -> None:
-    # mh-gen-2.5 was pinned on 2026-12-02 (38eaa2e); v1 on 2026-11-30
-    assert {releases.release_of(n).released for n in S.SUITES} == {"2026-12-02", "2026-12-06"}  # type: ignore[union-attr]
+    # mh-gen-2.5 was pinned on 2026-12-02 (38eaa2e); v1 on 2026-11-30; v3, v4 on 2026-12-06;
+    # v5 on 2026-12-07
+    dates = {n: releases.release_of(n).released for n in S.SUITES}  # type: ignore[union-attr]
+    assert set(dates.values()) == {"2026-12-02", "2026-12-06", "2026-12-07"}
+    assert {n for n, d in dates.items() if d == "2026-12-07"} == \
+        {n for n in S.SUITES if n.endswith("-v5")}
     assert releases.release_of("vh-dev-v1").released == "2026-11-30"  # type: ignore[union-attr]
 
 
@@ -418,7 +447,7 @@ def _newest_by_line() -> dict[str, str]:
 def test_only_the_newest_generation_is_current_and_older_ones_are_frozen(
         capsys: pytest.CaptureFixture[str]) -> None:
     newest = _newest_by_line()
-    assert newest["vh-dev"] == "vh-dev-v4"  # today's generation
+    assert newest["vh-dev"] == "vh-dev-v5"  # today's generation
     assert main(["list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     for name, info in listing["suites"].items():
@@ -432,11 +461,11 @@ def test_only_the_newest_generation_is_current_and_older_ones_are_frozen(
     # the withdrawn suites are listed, each with the newest generation to use instead
     withdrawn = listing["withdrawn"]
     assert set(withdrawn) == {r.name for r in releases.releases() if not r.current}
-    assert withdrawn["vh-dev-v1"]["use"] == ["vh-dev-v4"]
+    assert withdrawn["vh-dev-v1"]["use"] == ["vh-dev-v5"]
     assert withdrawn["vh-dev-v1"]["replaced_by"] == ["vh-dev-v2"]  # the ledger, unedited
     assert main(["list"]) == 0
     table = capsys.readouterr().out
-    assert "withdrawn: use tdw-test-v4" in table and "frozen (newest: vh-dev-v4)" in table
+    assert "withdrawn: use tdw-test-v5" in table and "frozen (newest: vh-dev-v5)" in table
 
 
 def test_a_withdrawn_suite_names_the_newest_replacement() -> None:
@@ -452,15 +481,16 @@ def test_a_withdrawn_suite_names_the_newest_replacement() -> None:
         assert str(err.value) == message
     message = releases.withdrawal_message("vh-dev-v1")
     assert message is not None
-    assert message.endswith("use vh-dev-v4 (the newest generation; replaced at the time by "
+    assert message.endswith("use vh-dev-v5 (the newest generation; replaced at the time by "
                             "vh-dev-v2, frozen)")
 
 
 def test_a_newer_release_freezes_the_current_generation(released_v9: str) -> None:
     assert releases.generation_status("vh-dev-v9") == "current"
+    assert releases.generation_status("vh-dev-v5") == "frozen"
     assert releases.generation_status("vh-dev-v4") == "frozen"
     assert releases.generation_status("vh-dev-v2") == "withdrawn"
-    assert releases.generation_status("vh-test-v4") == "current"  # another line
+    assert releases.generation_status("vh-test-v5") == "current"  # another line
     # v1 was replaced by v2, since withdrawn in favour of v9: the chain is followed
     message = releases.withdrawal_message("vh-dev-v1")
     assert message is not None and "; use vh-dev-v9 (the newest generation; replaced at the " \

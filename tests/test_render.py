@@ -418,11 +418,11 @@ def test_labels_at_256_px_keep_apart_and_the_high_mark_is_explained() -> None:
     from mindhelper_env.render import topdown_style as st
 
     renderer = TopDownRenderer(256)
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     explained = 0
     try:
         for index in range(4):
-            env.reset(options={"suite": "vh-dev-v4", "index": index})
+            env.reset(options={"suite": "vh-dev-v5", "index": index})
             sim = env.unwrapped.simulation
             labels: list = []
             renderer.render(sim.world, actors={a.id: (a.name, a.kind) for a in sim.actors},

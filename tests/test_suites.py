@@ -142,7 +142,7 @@ def test_family_does_not_follow_the_index() -> None:
 
 
 def test_withdrawn_suites_are_refused_with_the_replacement() -> None:
-    for old, new in (("vh-dev-v0", "vh-dev-v4"), ("vh-test-v0", "vh-test-v4")):
+    for old, new in (("vh-dev-v0", "vh-dev-v5"), ("vh-test-v0", "vh-test-v5")):
         assert old not in S.suite_names()
         with pytest.raises(ValueError, match=f"withdrawn.*{new}"):
             S.suite_episode(old, 0)

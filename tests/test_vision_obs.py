@@ -18,9 +18,9 @@ from mindhelper_env.render import sprites as sp
 from mindhelper_env.render.frames import FrameRenderer
 from tests.conftest import episode_steps, require_tdw
 
-VH = "MindHelper-VirtualHome-v2"
-TDW = "MindHelper-TDW-v2"
-SUITE = "vh-dev-v4"
+VH = "MindHelper-VirtualHome-v3"
+TDW = "MindHelper-TDW-v3"
+SUITE = "vh-dev-v5"
 #: the only keys of info in rgb mode (plus the episode record at the end)
 INFO_KEYS = {"tick", "window", "pending_program", "action_error", "robot", "candidates",
              "perception"}

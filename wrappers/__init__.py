@@ -2,7 +2,7 @@
 
 >>> import gymnasium as gym
 >>> from mindhelper_env.wrappers import PrecisionInterventionMetrics
->>> env = PrecisionInterventionMetrics(gym.make("MindHelper-VirtualHome-v2"))
+>>> env = PrecisionInterventionMetrics(gym.make("MindHelper-VirtualHome-v3"))
 
 For RL libraries: :class:`BagOfWordsObs` (text -> ``Box``) and :class:`CandidateActions`
 (``Discrete`` with action masks); :func:`make_rl_env` applies both. :class:`WindowImage`

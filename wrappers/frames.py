@@ -14,7 +14,7 @@ C)``. :class:`WindowImage` gives them one:
 >>> import gymnasium as gym
 >>> from gymnasium.wrappers import GrayscaleObservation, ResizeObservation
 >>> from mindhelper_env.wrappers import WindowImage
->>> env = gym.make("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=128)
+>>> env = gym.make("MindHelper-VirtualHome-v3", obs_mode="rgb", frame_size=128)
 >>> env = GrayscaleObservation(ResizeObservation(WindowImage(env), (84, 84)))
 >>> env.observation_space.shape
 (84, 84)

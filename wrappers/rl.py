@@ -14,7 +14,7 @@ use (``obs`` and ``info``, never the ground truth):
 
 >>> import gymnasium as gym
 >>> from mindhelper_env.wrappers import BagOfWordsObs, CandidateActions
->>> env = BagOfWordsObs(CandidateActions(gym.make("MindHelper-VirtualHome-v2")))
+>>> env = BagOfWordsObs(CandidateActions(gym.make("MindHelper-VirtualHome-v3")))
 >>> env.observation_space.shape, env.action_space.n
 ((243,), 41)
 
@@ -250,7 +250,7 @@ class CandidateActions(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return out
 
 
-def make_rl_env(env_id: str = "MindHelper-VirtualHome-v2", *, decay: float = 0.8,
+def make_rl_env(env_id: str = "MindHelper-VirtualHome-v3", *, decay: float = 0.8,
                 max_people: int = 3, max_objects: int = 6, max_containers: int = 4,
                 **env_kwargs: Any) -> gym.Env:
     """``BagOfWordsObs(CandidateActions(gym.make(env_id, **env_kwargs)))``."""

@@ -1,6 +1,6 @@
 """A learned Trigger policy run with numpy only (no torch, no Stable-Baselines3).
 
-A policy trained on ``MindHelper-Trigger-v2`` (``mindhelper train-trigger``) is exported to
+A policy trained on ``MindHelper-Trigger-v3`` (``mindhelper train-trigger``) is exported to
 a small ``.npz`` file: the weights of its MLP (``W0, b0, W1, b1, ...``), the activation
 between layers (``tanh`` or ``relu``), the observation names and the operations, so that
 :class:`NumpyTriggerPolicy` can check it matches this version of the features.

@@ -1,4 +1,4 @@
-"""Training a Trigger policy on ``MindHelper-Trigger-v2`` (``mindhelper train-trigger``).
+"""Training a Trigger policy on ``MindHelper-Trigger-v3`` (``mindhelper train-trigger``).
 
 Needs the ``rl`` extra (torch, Stable-Baselines3, sb3-contrib); importing this module
 imports none of them — :func:`train` does.
@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 ALGOS = ("maskable-ppo", "ppo", "dqn")
 #: Seed of the random stream that draws held-out training episodes.
 HELDOUT_STREAM = 9_100_001
-ENV_ID = "MindHelper-Trigger-v2"
+ENV_ID = "MindHelper-Trigger-v3"
 
 
 # --------------------------------------------------------------------------------------
@@ -79,7 +79,7 @@ PolicyFn = Callable[[np.ndarray, np.ndarray], int]
 def play_trigger(specs: Sequence[Mapping[str, Any]] | None, policy: PolicyFn | None, *,
                  env: Any = None, options: Sequence[Mapping[str, Any]] | None = None,
                  ) -> list[dict[str, Any]]:
-    """Play each episode on ``MindHelper-Trigger-v2`` choosing ``policy(obs, mask)`` (None:
+    """Play each episode on ``MindHelper-Trigger-v3`` choosing ``policy(obs, mask)`` (None:
     the rule Trigger). Episodes are given as ``specs`` or as reset ``options``. Returns one
     ``{"needs_help", "outcome", "reasoning_calls", "action_calls", "return"}`` per episode."""
     import gymnasium as gym
@@ -468,7 +468,7 @@ def _plot_curve(history: Sequence[Mapping[str, Any]], rule: Mapping[str, float],
     b.set_xlabel("env steps")
     b.set_ylabel("reasoning_run per episode")
     b.legend()
-    fig.suptitle(f"MindHelper-Trigger-v2, {title}")
+    fig.suptitle(f"MindHelper-Trigger-v3, {title}")
     fig.tight_layout()
     tmp = path.with_name(path.stem + ".tmp.png")
     fig.savefig(tmp, dpi=100)

@@ -41,7 +41,7 @@ expected at the place is elsewhere, and for each such object the person's commit
 holds another object of its class where the robot last saw it; ``usual_seen`` — for some
 class kept at the place that the person's table holds nothing of, the robot saw an object
 of that class at a usual place for it (not held). This is the observation of the Trigger env
-(``MindHelper-Trigger-v2``) and of the shipped learned Trigger. ``Trigger(features=fn)``
+(``MindHelper-Trigger-v3``) and of the shipped learned Trigger. ``Trigger(features=fn)``
 chooses which vector the policy gets (default :func:`trigger_features`).
 """
 

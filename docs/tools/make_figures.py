@@ -10,17 +10,17 @@ made it, what it shows and the file's sha256. ``tests/test_figures.py`` fails wh
 recorded generator differs from the package's (rerun this script) or when a file no longer
 matches its recorded digest (a figure changed by hand).
 
-* ``frames``: ``frame_vh_scene1.png`` (``vh-scene1-dev-v4`` episode 0, VirtualHome's
-  TestScene1; needs ``virtualhome-eval``) and ``frame_tdw_floorplan.png`` (``tdw-dev-v4``
+* ``frames``: ``frame_vh_scene1.png`` (``vh-scene1-dev-v5`` episode 0, VirtualHome's
+  TestScene1; needs ``virtualhome-eval``) and ``frame_tdw_floorplan.png`` (``tdw-dev-v5``
   episode 3; the ``tdw`` extra): the ``rgb_array`` render at 512 px, played by the oracle, at
   the end of the window holding the episode's onset (the first struggle).
-* ``vision``: ``vision_window_vh.png``: one false-belief window of ``vh-dev-v4`` episode 0
+* ``vision``: ``vision_window_vh.png``: one false-belief window of ``vh-dev-v5`` episode 0
   (the window in which someone other than the focus person moves the target object)
   in both tracks side by side: the text track's narration on the left, the vision track's
   three frames (``obs_mode="rgb"``, 512 px) on the right. Fast (seconds); run
   ``--only vision``.
 * ``report``: ``report_leaderboard.png``, ``report_paired.png`` and ``report_episode.png``:
-  ``mindhelper evaluate --report`` of the main job's agents and MindClaw on ``vh-dev-v4``,
+  ``mindhelper evaluate --report`` of the main job's agents and MindClaw on ``vh-dev-v5``,
   opened in headless Chromium (the ``report`` extra and Debian's ``chromium``). The episode
   is the first help episode MindClaw fails (any agent's when MindClaw fails none).
 * ``curve``: ``trigger_learning_curve.png``, the ``learning_curve.png`` of ``mindhelper
@@ -29,8 +29,8 @@ matches its recorded digest (a figure changed by hand).
 * ``tables``: result tables written into the pages between ``<!-- figure: NAME -->`` and
   ``<!-- /figure -->`` (the entry is ``PAGE#NAME``; its sha256 is the block's text):
   ``evaluation.md#dev-suite-table``, ``mindhelper score --format markdown`` of the main
-  job's agents and MindClaw on ``vh-dev-v4``; ``hosted-models.md#table2-cassette``, the
-  shipped real-model cassette replayed on ``vh-dev-v4`` (``--format markdown``).
+  job's agents and MindClaw on ``vh-dev-v5``; ``hosted-models.md#table2-cassette``, the
+  shipped real-model cassette replayed on ``vh-dev-v5`` (``--format markdown``).
 
 Measured tables (speed, validity figures on the 1,000-episode suites) come from the scripts
 in ``benchmarks/``, each with its command and date beside it.
@@ -91,7 +91,7 @@ def _frame(suite: str, index: int, out: Path) -> dict[str, Any]:
     import mindhelper_env  # noqa: F401  (registers the envs)
     from mindhelper_env.agents import make_agent
 
-    env = gym.make("MindHelper-VirtualHome-v2", render_mode="rgb_array", render_size=512)
+    env = gym.make("MindHelper-VirtualHome-v3", render_mode="rgb_array", render_size=512)
     obs, info = env.reset(seed=0, options={"suite": suite, "index": index})
     truth = env.unwrapped.ground_truth
     agent = make_agent("oracle", env=env)
@@ -113,14 +113,14 @@ def _frame(suite: str, index: int, out: Path) -> dict[str, Any]:
 
 def make_frames(work: Path) -> dict[str, dict[str, Any]]:
     out = {}
-    for name, suite, index in (("frame_vh_scene1.png", "vh-scene1-dev-v4", 0),
-                               ("frame_tdw_floorplan.png", "tdw-dev-v4", 3)):
+    for name, suite, index in (("frame_vh_scene1.png", "vh-scene1-dev-v5", 0),
+                               ("frame_tdw_floorplan.png", "tdw-dev-v5", 3)):
         print(f"frame: {name}", flush=True)
         out[name] = _frame(suite, index, DOCS / name)
     return out
 
 
-VISION_SUITE, VISION_INDEX = "vh-dev-v4", 0
+VISION_SUITE, VISION_INDEX = "vh-dev-v5", 0
 
 
 def make_vision(work: Path) -> dict[str, dict[str, Any]]:
@@ -135,8 +135,8 @@ def make_vision(work: Path) -> dict[str, dict[str, Any]]:
     import mindhelper_env  # noqa: F401  (registers the envs)
 
     opts = {"suite": VISION_SUITE, "index": VISION_INDEX}
-    text_env = gym.make("MindHelper-VirtualHome-v2")
-    rgb_env = gym.make("MindHelper-VirtualHome-v2", obs_mode="rgb", frame_size=512)
+    text_env = gym.make("MindHelper-VirtualHome-v3")
+    rgb_env = gym.make("MindHelper-VirtualHome-v3", obs_mode="rgb", frame_size=512)
     obs, _ = text_env.reset(options=opts)
     frames, _ = rgb_env.reset(options=opts)
     truth = text_env.unwrapped.ground_truth
@@ -217,12 +217,12 @@ def make_report(work: Path) -> dict[str, dict[str, Any]]:
     from tests.chromium_cdp import Browser
 
     run = work / "report-run"
-    _mindhelper("evaluate", "--suite", "vh-dev-v4", "--agents", REPORT_AGENTS, "--out",
+    _mindhelper("evaluate", "--suite", "vh-dev-v5", "--agents", REPORT_AGENTS, "--out",
                 str(run), "--workers", "2", "--report", "--no-progress", "--no-timing")
     report = run / "report"
     page, agent = _failed_episode(report)
     episode = page.stem
-    command = (f"mindhelper evaluate --suite vh-dev-v4 --agents {REPORT_AGENTS} "
+    command = (f"mindhelper evaluate --suite vh-dev-v5 --agents {REPORT_AGENTS} "
                "--out runs/dev --workers 2 --report")
     with Browser(offline=True, width=1400, height=900) as b:
         b.open((report / "index.html").as_uri())
@@ -307,7 +307,7 @@ def _markdown_table(args: list[str]) -> str:
 
 def make_tables(work: Path) -> dict[str, dict[str, Any]]:
     run = work / "dev-table"
-    _mindhelper("evaluate", "--suite", "vh-dev-v4", "--agents", REPORT_AGENTS, "--out",
+    _mindhelper("evaluate", "--suite", "vh-dev-v5", "--agents", REPORT_AGENTS, "--out",
                 str(run), "--workers", "2", "--no-progress", "--no-timing", "--no-plots")
     dev = _markdown_table(["score", str(run), "--format", "markdown"])
     _write_block(DOCS / "evaluation.md", "dev-suite-table", dev)
@@ -323,8 +323,8 @@ def make_tables(work: Path) -> dict[str, dict[str, Any]]:
     _write_block(DOCS / "hosted-models.md", "table2-cassette", _markdown_table(replay))
     return {
         "evaluation.md#dev-suite-table": {
-            "shows": f"mindhelper score of {REPORT_AGENTS} on vh-dev-v4",
-            "recipe": f"mindhelper evaluate --suite vh-dev-v4 --agents {REPORT_AGENTS} "
+            "shows": f"mindhelper score of {REPORT_AGENTS} on vh-dev-v5",
+            "recipe": f"mindhelper evaluate --suite vh-dev-v5 --agents {REPORT_AGENTS} "
                       "--out runs/dev --workers 2; mindhelper score runs/dev --format markdown"},
         "hosted-models.md#table2-cassette": {
             "shows": f"the shipped cassette ({meta['model']}) replayed on {meta['suite']}",

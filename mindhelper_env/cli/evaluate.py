@@ -51,7 +51,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("evaluate", parents=[common],
                         help="run agents on a suite and write result records",
                         **epilog(SMALL_MODEL_HELP, EXIT_CODES_HELP))
-    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v4")
+    ev.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v5")
     ev.add_argument("--agents", required=True, type=agent_list,
                     help="comma-separated agents: built-in names (mindhelper list), e.g. "
                          "silent,random,oracle, or your own class as module:Class (imported "

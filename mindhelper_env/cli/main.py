@@ -2,10 +2,10 @@
 
 ::
 
-    mindhelper evaluate --suite vh-dev-v4 --agents silent,random,oracle --out runs/dev
-    mindhelper score runs/dev/*.jsonl --suite vh-dev-v4 [--format markdown|csv|json]
-    mindhelper suite export vh-dev-v4 data/vh-dev-v4
-    mindhelper suite validate data/vh-dev-v4
+    mindhelper evaluate --suite vh-dev-v5 --agents silent,random,oracle --out runs/dev
+    mindhelper score runs/dev/*.jsonl --suite vh-dev-v5 [--format markdown|csv|json]
+    mindhelper suite export vh-dev-v5 data/vh-dev-v5
+    mindhelper suite validate data/vh-dev-v5
     mindhelper list
     mindhelper train-trigger --algo maskable-ppo --timesteps 200000 --envs 2 --out runs/trigger
     mindhelper mine-skills

@@ -44,7 +44,7 @@ def collect_rollouts(specs: Sequence[Mapping[str, Any]]) -> list[Any]:
     from mindhelper_env.agents.mindclaw.skills import CueOutcome, SkillBook
     from mindhelper_env.metrics import episode_outcome
 
-    env = gym.make("MindHelper-VirtualHome-v2")
+    env = gym.make("MindHelper-VirtualHome-v3")
     agent = MindClawAgent(skills=SkillBook())
     out: list[CueOutcome] = []
     try:

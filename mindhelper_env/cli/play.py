@@ -25,7 +25,7 @@ from mindhelper_env.cli.base import (
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     pl = sub.add_parser("play", parents=[common],
                         help="be the robot yourself at the terminal; recorded and scored")
-    pl.add_argument("--suite", default="vh-dev-v4", help="suite (default vh-dev-v4)")
+    pl.add_argument("--suite", default="vh-dev-v5", help="suite (default vh-dev-v5)")
     pl.add_argument("--index", type=integer, default=0, help="episode index (default 0)")
     pl.add_argument("--out", type=path_arg, default=Path("runs/play"),
                     help="folder for human.jsonl (default runs/play): a new episode is "

@@ -41,7 +41,7 @@ def describe_outcome(outcome: dict[str, Any], reference: dict[str, Any]) -> str:
 
 def play(
     *,
-    suite: str | None = "vh-dev-v4",
+    suite: str | None = "vh-dev-v5",
     index: int | None = 0,
     seed: int = 0,
     out_dir: str | os.PathLike[str] | None = None,

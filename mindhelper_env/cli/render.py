@@ -28,7 +28,7 @@ from mindhelper_env.cli.base import (
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     rd = sub.add_parser("render", parents=[common],
                         help="play one suite episode with an agent; write a video and a timeline")
-    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v4")
+    rd.add_argument("--suite", required=True, help="suite name, e.g. vh-dev-v5")
     rd.add_argument("--index", required=True, type=integer,
                     help="episode index in the suite")
     rd.add_argument("--agent", required=True, help="agent name, e.g. oracle")

@@ -18,7 +18,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                                parser_class=Parser)
     ex = su_sub.add_parser("export", parents=[common],
                            help="write public.jsonl, reference.jsonl and a manifest")
-    ex.add_argument("name", help="suite name, e.g. vh-dev-v4")
+    ex.add_argument("name", help="suite name, e.g. vh-dev-v5")
     ex.add_argument("dir", type=path_arg, help="output directory")
     ex.set_defaults(func=run_export)
     va = su_sub.add_parser("validate", parents=[common], help="check an exported suite directory")

@@ -1,4 +1,4 @@
-"""``mindhelper train-trigger``: train a MindClaw Trigger policy on MindHelper-Trigger-v2
+"""``mindhelper train-trigger``: train a MindClaw Trigger policy on MindHelper-Trigger-v3
 (needs the rl extra)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ DEFAULT_EVAL_FREQ = 10_000
 
 def register(sub: Any, common: argparse.ArgumentParser) -> None:
     tt = sub.add_parser("train-trigger", parents=[common],
-                        help="train a MindClaw Trigger policy on MindHelper-Trigger-v2 "
+                        help="train a MindClaw Trigger policy on MindHelper-Trigger-v3 "
                              "(needs the rl extra)")
     tt.add_argument("--algo", choices=TRAIN_ALGOS + ("sft",), default="maskable-ppo",
                     help="maskable-ppo (default; sb3-contrib), ppo or dqn (Stable-Baselines3); "

@@ -1,14 +1,14 @@
 """A PettingZoo view of the household: the robot and every person are agents.
 
 :class:`MindHelperParallelEnv` (built by :func:`mindhelper_env.envs.parallel_env`) is a
-``pettingzoo.ParallelEnv`` over ``MindHelper-VirtualHome-v2``: one ``step`` is one
+``pettingzoo.ParallelEnv`` over ``MindHelper-VirtualHome-v3``: one ``step`` is one
 observation window for everyone. The agents are ``"robot"`` and ``"person_0"`` ..
 ``"person_{n-1}"``, the episode's people in id order (``possible_agents`` lists
 ``max_people`` of them, 8 by default; an episode with more raises).
 
 * **The robot** is the single-agent env's agent, unchanged: the same observation, reward,
   termination and ``info`` (the final one with ``episode_record``) as
-  ``gym.make("MindHelper-VirtualHome-v2", **kwargs)`` gives for the same seed and actions.
+  ``gym.make("MindHelper-VirtualHome-v3", **kwargs)`` gives for the same seed and actions.
 * **People** act by their scripted policies (:class:`~mindhelper_env.actors.Actor`) unless
   ``people={"person_k": controller}`` says otherwise: a callable
   ``policy(observation, info) -> action`` (called by the env each step with that person's
@@ -142,9 +142,9 @@ class MindHelperParallelEnv(ParallelEnv):
         people: ``{"person_k": "scripted" | "external" | policy}`` (default: every person
             scripted); ``policy(observation, info) -> action`` is called each step.
         max_people: the people in ``possible_agents`` (an episode with more raises).
-        render_mode: passed to ``MindHelper-VirtualHome-v2``
+        render_mode: passed to ``MindHelper-VirtualHome-v3``
             (:class:`~mindhelper_env.envs.MindHelperEnv`).
-        **env_kwargs: passed to ``MindHelper-VirtualHome-v2`` too.
+        **env_kwargs: passed to ``MindHelper-VirtualHome-v3`` too.
     """
 
     metadata = {"name": "mindhelper_household_v0", "render_modes": ["ansi", "rgb_array"],

@@ -3,9 +3,10 @@
 Env ids follow Gymnasium's versioning rule: a change of an env's dynamics, observations or
 rewards gets a new ``-vN`` id; the old id either stays registered (:data:`ENV_SPECS`) or is
 retired (:data:`RETIRED_ENV_IDS`) and then refused on ``gym.make`` with one line naming its
-replacement. ``MindHelper-VirtualHome-v2`` is the current id of the VirtualHome env
-(``mh-gen-3.1`` episodes: sight perception; narration 1); ``MindHelper-VirtualHome-v1`` and
-``-v0`` stay registered with what they always meant (``mh-gen-3.0`` episodes, narration 1;
+replacement. ``MindHelper-VirtualHome-v3`` is the current id of the VirtualHome env
+(``mh-gen-3.2`` episodes: timings drawn in the base, 96 ticks; narration 1);
+``MindHelper-VirtualHome-v2``, ``-v1`` and ``-v0`` stay registered with what they always
+meant (``mh-gen-3.1`` episodes, narration 1; ``mh-gen-3.0`` episodes, narration 1;
 ``mh-gen-2.5`` episodes, narration 0), and so do the TDW and Trigger ids.
 """
 
@@ -19,15 +20,19 @@ __all__ = ["ENV_SPECS", "RETIRED_ENV_IDS", "RetiredEnvError", "register_envs", "
 
 _V0 = {"generator": "mh-gen-2.5", "narration": 0}  # the v0 ids, as released in 0.4.0
 _V1 = {"generator": "mh-gen-3.0", "narration": 1}  # the v1 ids, as released in 0.5.0
+_V2 = {"generator": "mh-gen-3.1", "narration": 1}  # the v2 ids, as released in 0.6.0
 _VH = "mindhelper_env.envs.virtualhome:MindHelperEnv"
 _TDW = "mindhelper_env.envs.tdw:MindHelperTDWEnv"
 _TRIGGER = "mindhelper_env.envs.trigger:MindHelperTriggerEnv"
 
 #: id -> (entry point, default kwargs, max_episode_steps)
 ENV_SPECS: dict[str, tuple[str, dict, int | None]] = {
-    "MindHelper-VirtualHome-v2": (_VH, {}, None),
-    "MindHelper-TDW-v2": (_TDW, {}, None),
-    "MindHelper-Trigger-v2": (_TRIGGER, {}, None),
+    "MindHelper-VirtualHome-v3": (_VH, {}, None),
+    "MindHelper-TDW-v3": (_TDW, {}, None),
+    "MindHelper-Trigger-v3": (_TRIGGER, {}, None),
+    "MindHelper-VirtualHome-v2": (_VH, dict(_V2), None),
+    "MindHelper-TDW-v2": (_TDW, dict(_V2), None),
+    "MindHelper-Trigger-v2": (_TRIGGER, dict(_V2), None),
     "MindHelper-VirtualHome-v1": (_VH, dict(_V1), None),
     "MindHelper-TDW-v1": (_TDW, dict(_V1), None),
     "MindHelper-Trigger-v1": (_TRIGGER, dict(_V1), None),

@@ -1,4 +1,4 @@
-"""``MindHelper-TDW-v2``: the household env in ThreeDWorld's floorplan houses."""
+"""``MindHelper-TDW-v3``: the household env in ThreeDWorld's floorplan houses."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ class MindHelperTDWEnv(MindHelperEnv):
     floor sections, doors between adjacent sections, furniture from the layouts' models with
     their TDW model names in ``prefab_name`` and their real positions and bounds;
     :mod:`mindhelper_env.world.tdw_house`). Families, ground truth, observations, actions,
-    rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v2``; it runs on the
-    symbolic backend, with no TDW build. Suites: ``tdw-dev-v4`` (100 episodes) and
-    ``tdw-test-v4`` (1,000); ``tdw-dev-v2`` and ``tdw-test-v2`` (``mh-gen-2.5``) stay playable.
+    rewards, metrics and rendering are those of ``MindHelper-VirtualHome-v3``; it runs on the
+    symbolic backend, with no TDW build. Suites: ``tdw-dev-v5`` (100 episodes) and
+    ``tdw-test-v5`` (1,000); the frozen ``tdw-dev-v4``/``tdw-test-v4`` (``mh-gen-3.1``),
+    ``tdw-dev-v3``/``tdw-test-v3`` (``mh-gen-3.0``) and ``tdw-dev-v2``/``tdw-test-v2``
+    (``mh-gen-2.5``) stay playable.
 
     Needs the ``tdw`` extra (``pip install "mindhelper-env[tdw]"``); without it ``gym.make``
     raises ``ImportError`` saying so. Converted houses are cached under the package's cache
@@ -29,11 +31,13 @@ class MindHelperTDWEnv(MindHelperEnv):
 
     ## Arguments
 
-    Those of ``MindHelper-VirtualHome-v2``; ``house`` defaults to ``"tdw"`` (any other value
+    Those of ``MindHelper-VirtualHome-v3``; ``house`` defaults to ``"tdw"`` (any other value
     of :func:`~mindhelper_env.world.houses.resolve_houses` works too).
 
     ## Version History
 
+    * v3 (0.8.0): ``mh-gen-3.2`` episodes (timings drawn in the base, 96 ticks), as
+      ``MindHelper-VirtualHome-v3``; v2 keeps ``mh-gen-3.1``.
     * v2 (0.6.0): ``mh-gen-3.1`` episodes (sight perception), as
       ``MindHelper-VirtualHome-v2``; v1 keeps ``mh-gen-3.0``.
     * v1 (0.5.0): ``mh-gen-3.0`` episodes and narration 1, as ``MindHelper-VirtualHome-v1``;

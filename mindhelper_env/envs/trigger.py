@@ -1,4 +1,4 @@
-"""``MindHelper-Trigger-v2``: MindClaw's loop as an MDP whose agent is the Trigger."""
+"""``MindHelper-Trigger-v3``: MindClaw's loop as an MDP whose agent is the Trigger."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class MindHelperTriggerEnv(gym.Env):
     """
     ## Description
 
-    MindClaw (:mod:`mindhelper_env.agents.mindclaw`) on ``MindHelper-VirtualHome-v2`` with
+    MindClaw (:mod:`mindhelper_env.agents.mindclaw`) on ``MindHelper-VirtualHome-v3`` with
     the **Trigger** as the learning agent. Each observation window, MindClaw's Engine
     perceives the window (Observation), then asks its Trigger for operations until one ends
     the window (``action_run`` that wrote a program, or ``noop``); the program, or
@@ -100,7 +100,7 @@ class MindHelperTriggerEnv(gym.Env):
     so only windows with pending belief changes still ask (committing them changes no
     outcome; with a random policy about one step in eight comes after the intervention),
     and the others run automatically); the final ``info`` carries
-    ``episode_record`` and ``episode_record_json`` (as ``MindHelper-VirtualHome-v2``'s),
+    ``episode_record`` and ``episode_record_json`` (as ``MindHelper-VirtualHome-v3``'s),
     ``outcome`` (the :data:`OUTCOMES` flags) and ``trace`` is available as
     ``env.unwrapped.agent.trace``. Never truncated by the env itself.
 
@@ -108,7 +108,7 @@ class MindHelperTriggerEnv(gym.Env):
 
     * ``families``, ``window_ticks`` (3), ``observability`` (``"home"``), ``max_ticks``
       (150), ``pool_size``, ``pool_dir``, ``house`` (train in real houses, e.g. ``"tdw"``):
-      passed to ``MindHelper-VirtualHome-v2``.
+      passed to ``MindHelper-VirtualHome-v3``.
     * ``reward``: overrides of :data:`TRIGGER_REWARD`.
     * ``model``: a model spec (or client) for MindClaw's model backends; default
       ``"symbolic"`` (no model; ``$MINDHELPER_MODEL`` is not read).
@@ -130,6 +130,8 @@ class MindHelperTriggerEnv(gym.Env):
 
     ## Version History
 
+    * v3 (0.8.0): the household is ``MindHelper-VirtualHome-v3`` (``mh-gen-3.2`` episodes:
+      timings drawn in the base, 96 ticks, 32 windows); v2 keeps ``mh-gen-3.1``.
     * v2 (0.6.0): the household is ``MindHelper-VirtualHome-v2`` (``mh-gen-3.1`` episodes:
       sight perception); v1 keeps ``mh-gen-3.0``.
     * v1 (0.5.0): the household is ``MindHelper-VirtualHome-v1`` (``mh-gen-3.0`` episodes,

@@ -5,10 +5,10 @@ sub-env, so ``options={"suite": s, "index": i}`` gives every sub-env episode ``i
 :func:`make_vec_env` sets ``env.unwrapped.vector_index = k`` on sub-env ``k``; then
 
 >>> envs = make_vec_env(4)                                        # doctest: +SKIP
->>> obs, info = envs.reset(options={"suite": "vh-dev-v4", "indices": [0, 1, 2, 3]})  # doctest: +SKIP
+>>> obs, info = envs.reset(options={"suite": "vh-dev-v5", "indices": [0, 1, 2, 3]})  # doctest: +SKIP
 
 gives sub-env ``k`` episode ``indices[k]``. Autoresets (no options) sample training episodes.
-Plain ``gym.make_vec("MindHelper-VirtualHome-v2", num_envs=n)`` works too (every ``info``
+Plain ``gym.make_vec("MindHelper-VirtualHome-v3", num_envs=n)`` works too (every ``info``
 value keeps one type, see :mod:`mindhelper_env.envs.records`), only without ranks; with
 ``vectorization_mode="async"`` pass ``vector_kwargs={"shared_memory": False}``: shared
 memory cannot carry ``Text`` observations.
@@ -26,7 +26,7 @@ from mindhelper_env.envs.records import complete_final_info
 
 __all__ = ["make_vec_env", "CompleteEpisodeRecord"]
 
-DEFAULT_ENV_ID = "MindHelper-VirtualHome-v2"
+DEFAULT_ENV_ID = "MindHelper-VirtualHome-v3"
 
 
 class CompleteEpisodeRecord(gym.Wrapper, gym.utils.RecordConstructorArgs):

@@ -1,4 +1,4 @@
-"""``MindHelper-VirtualHome-v2``: the closed loop on the symbolic VirtualHome-style world."""
+"""``MindHelper-VirtualHome-v3``: the closed loop on the symbolic VirtualHome-style world."""
 
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ class MindHelperEnv(gym.Env):
       contacted at ``reset()``; if it cannot be reached, or fails mid-episode, ``reset``/``step``
       raise ``SimulatorUnavailable`` (a ``ConnectionError``) or ``UnityError``.
       ``"tdw"`` mirrors every tick in a TDW build you start yourself (episodes must be set in
-      TDW houses: ``MindHelper-TDW-v2`` or a ``tdw-*`` suite;
+      TDW houses: ``MindHelper-TDW-v3`` or a ``tdw-*`` suite;
       :mod:`mindhelper_env.backends.tdw_build`): the floorplan scene, the furniture by model
       name as the layout placed it, the everyday objects, one Replicant per person (a
       wheelchair Replicant for wheelchair users) and the robot, teleported tick by tick; an
@@ -211,9 +211,11 @@ class MindHelperEnv(gym.Env):
       ``skip_animation`` (True).
 
     * ``generator``: the generator of sampled episodes (default
-      :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, ``mh-gen-3.1``: twin groups
-      built from one base draft, sight perception; ``"mh-gen-3.0"``: the same groups with
-      attention perception, as ``MindHelper-VirtualHome-v1`` registers; ``"mh-gen-2.5"``:
+      :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`, ``mh-gen-3.2``: twin groups
+      built from one base draft, sight perception, every timing the switch does not need
+      drawn in the base, 96-tick episodes; ``"mh-gen-3.1"``: the same groups with their
+      timings drawn per side (84 ticks), as ``MindHelper-VirtualHome-v2`` registers;
+      ``"mh-gen-3.0"``: attention perception, as ``MindHelper-VirtualHome-v1`` registers; ``"mh-gen-2.5"``:
       the v2 families, as ``MindHelper-VirtualHome-v0`` registers). Suite episodes carry
       their own.
     * ``narration`` (1): the wording (:data:`NARRATIONS`); ``0`` narrates the robot's own
@@ -225,6 +227,10 @@ class MindHelperEnv(gym.Env):
 
     ## Version History
 
+    * v3 (0.8.0): sampled episodes from ``mh-gen-3.2``: every timing the mind switch does
+      not need is drawn in the base and shared by both sides of a twin group; 96-tick
+      episodes (the suites ``*-v5``). ``MindHelper-VirtualHome-v2`` stays registered with
+      ``generator="mh-gen-3.1"``.
     * v2 (0.6.0): sampled episodes from ``mh-gen-3.1``: sight perception (a chore done
       facing away blinds like a call; a person sees objects taken and put next door
       through an open door; the reset narration and ``info["doors"]`` say which doors are
@@ -295,7 +301,7 @@ class MindHelperEnv(gym.Env):
         #: the wording of the narration (:data:`NARRATIONS`)
         self.narration = int(narration)
         #: the generator of sampled episodes (:data:`GENERATORS`; None: the current default,
-        #: ``mh-gen-3.1``)
+        #: ``mh-gen-3.2``)
         self.generator = GENERATOR_VERSION if generator is None else generator
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None")

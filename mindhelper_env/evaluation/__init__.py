@@ -9,7 +9,7 @@ A result record is the env's final ``info["episode_record"]`` without ``"referen
 ground truth never goes into result files) plus ``agent``, ``suite``, ``index`` and
 ``usage``::
 
-    {"agent": "oracle", "suite": "vh-dev-v4", "index": 7, "episode_id": "...",
+    {"agent": "oracle", "suite": "vh-dev-v5", "index": 7, "episode_id": "...",
      "family": "...", "actions": [{"tick", "program"}], "executed": [{"tick", "line", "ok",
      "reason"}], "focus_success": true, "harm": false, "ticks": 31, "steps": 11,
      "terminated": true, "truncated": false,

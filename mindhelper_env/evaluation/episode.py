@@ -18,13 +18,14 @@ __all__ = ["DEFAULT_ENV_ID", "SUITE_ENV_IDS", "MAX_STEPS", "make_env", "suite_en
 
 logger = logging.getLogger("mindhelper_env.evaluation")
 
-DEFAULT_ENV_ID = "MindHelper-VirtualHome-v2"
+DEFAULT_ENV_ID = "MindHelper-VirtualHome-v3"
 #: The env id a suite is played on, by the generator that built it: the id its results were
 #: released on, so that a number on a released suite keeps its meaning (the v2 suites'
 #: narration is ``MindHelper-VirtualHome-v0``'s).
 SUITE_ENV_IDS = {"mh-gen-2.5": "MindHelper-VirtualHome-v0",
                  "mh-gen-3.0": "MindHelper-VirtualHome-v1",
-                 "mh-gen-3.1": "MindHelper-VirtualHome-v2"}
+                 "mh-gen-3.1": "MindHelper-VirtualHome-v2",
+                 "mh-gen-3.2": "MindHelper-VirtualHome-v3"}
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:
@@ -166,7 +167,7 @@ def run_episode(
     traceback of each agent is logged in full, once, as a warning. Errors of the env itself
     propagate.
 
-    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v4", "index": 3}``);
+    ``options`` are passed to ``env.reset`` (e.g. ``{"suite": "vh-dev-v5", "index": 3}``);
     the record's ``suite`` and ``index`` are taken from them when present. ``agent_name``
     defaults to ``agent.name``. With ``timing=False`` ``usage.seconds`` is 0.0, which makes
     records fully reproducible.

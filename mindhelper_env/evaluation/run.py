@@ -194,9 +194,9 @@ def evaluate(
     """Run every agent on the first ``limit`` (default: all) episodes of ``suite``.
 
     Call it with one :class:`~mindhelper_env.evaluation.settings.EvalSettings`
-    (``evaluate(EvalSettings("vh-dev-v4", ["oracle"], "runs/dev", workers=2))``) or, as
+    (``evaluate(EvalSettings("vh-dev-v5", ["oracle"], "runs/dev", workers=2))``) or, as
     before the settings object existed, with its fields as arguments
-    (``evaluate("vh-dev-v4", ["oracle"], "runs/dev", workers=2)``: a thin shim that builds
+    (``evaluate("vh-dev-v5", ["oracle"], "runs/dev", workers=2)``: a thin shim that builds
     the settings). ``on_record(record)`` is called as each record is written.
 
     Writes ``<out_dir>/<agent>.jsonl`` (one result record per episode and trial, appended
@@ -234,8 +234,8 @@ def evaluate(
     or ``overwrite=True``. Episode ``i`` is reset with seed ``seed + i`` (the agent too; in
     trial ``t > 0`` the agent gets :func:`~mindhelper_env.evaluation.settings.trial_seed`).
     The env is ``env_id`` (default: the id the suite was released on,
-    :func:`~mindhelper_env.evaluation.episode.suite_env_id`: ``MindHelper-VirtualHome-v2``
-    for the v3 suites, v0 for the v2 suites); ``env_kwargs`` go to ``gym.make`` (e.g.
+    :func:`~mindhelper_env.evaluation.episode.suite_env_id`: ``MindHelper-VirtualHome-v3``
+    for the v5 suites, v2 for the v4 ones, v1 for the v3 ones, v0 for the v2 ones); ``env_kwargs`` go to ``gym.make`` (e.g.
     ``window_ticks``), ``agent_kwargs[name]`` to the agent factory (``env`` is always passed).
 
     ``concurrency=N`` keeps up to ``N`` episodes in flight in each worker (threads; see

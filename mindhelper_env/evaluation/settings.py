@@ -73,7 +73,8 @@ class EvalSettings:
     overwrite: bool = False
     limit: int | None = None
     #: None: the suite's own id (:func:`~mindhelper_env.evaluation.episode.suite_env_id`:
-    #: ``MindHelper-VirtualHome-v0`` for the v2 suites, v1 for the v3 suites)
+    #: ``MindHelper-VirtualHome-v0`` for the v2 suites, v1 for the v3, v2 for the v4, v3 for the
+    #: v5 suites)
     env_id: str | None = None
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     agent_kwargs: Mapping[str, Mapping[str, Any]] | None = None

@@ -49,7 +49,7 @@ DATA_FORMAT = "mh-trigger-chat-1"
 HELDOUT_EPISODES = 200
 COLUMNS = ("messages", "operation", "episode_id", "family", "seed", "needs_help", "window",
            "tick", "asked")
-ENV_ID = "MindHelper-VirtualHome-v2"
+ENV_ID = "MindHelper-VirtualHome-v3"
 
 
 class DatasetVersionError(ValueError):

@@ -6,7 +6,7 @@
 ...                       environment_factory=MindHelperToolEnv, args=GRPOConfig(...))
 
 :class:`MindHelperToolEnv` is a thin layer over the Gymnasium env
-``MindHelper-VirtualHome-v2``: TRL builds it with no arguments, calls ``reset(**row)`` with
+``MindHelper-VirtualHome-v3``: TRL builds it with no arguments, calls ``reset(**row)`` with
 a row of the training dataset and exposes its public methods to the model as tools —
 :meth:`~MindHelperToolEnv.act` (issue a program of script lines in this window) and
 :meth:`~MindHelperToolEnv.wait` (stay silent and watch the next window); each returns what
@@ -72,9 +72,9 @@ def _describe(obs: Mapping[str, Any], info: Mapping[str, Any]) -> str:
 
 
 class MindHelperToolEnv:
-    """One episode of ``MindHelper-VirtualHome-v2`` for TRL (see the module docstring)."""
+    """One episode of ``MindHelper-VirtualHome-v3`` for TRL (see the module docstring)."""
 
-    env_id = "MindHelper-VirtualHome-v2"
+    env_id = "MindHelper-VirtualHome-v3"
 
     def __init__(self) -> None:
         self._env: Any = None

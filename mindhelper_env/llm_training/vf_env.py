@@ -6,7 +6,7 @@ and evaluators (the ``verifiers`` extra).
 >>> results = env.evaluate_sync(client=..., model=..., num_examples=8)  # doctest: +SKIP
 
 The environment is a ``verifiers.MultiTurnEnv`` over the Gymnasium env
-``MindHelper-VirtualHome-v2``, not a second environment. Each rollout is one episode on a
+``MindHelper-VirtualHome-v3``, not a second environment. Each rollout is one episode on a
 training seed (never a suite episode): the prompt is the first observation rendered as text
 as the TRL adapter renders it (:mod:`.trl`: tick, narration, the people); each model turn
 answers one observation window with a program of script lines (``[walk] <fridge> (132);
@@ -48,7 +48,7 @@ from mindhelper_env.llm_training.trl import _describe, episode_score
 __all__ = ["load_environment", "seed_dataset", "parse_reply", "SYSTEM_PROMPT",
            "REWARD_WEIGHTS", "ENV_ID"]
 
-ENV_ID = "MindHelper-VirtualHome-v2"
+ENV_ID = "MindHelper-VirtualHome-v3"
 SYSTEM_PROMPT = (
     "You are a household robot helper watching people at home. After each observation "
     "window answer with exactly one of: `none` to stay silent, or a program of script "

@@ -92,7 +92,7 @@ _PHRASES: dict[str, tuple[str, ...]] = {
     "move": ("{who} moved {a0} to {a1} in the {room}.",),
 }
 #: The robot's own actions where a person's phrase would not fit a machine (narration 1,
-#: ``MindHelper-VirtualHome-v2``): as many options as :data:`_PHRASES` has for the key, so
+#: ``MindHelper-VirtualHome-v3``): as many options as :data:`_PHRASES` has for the key, so
 #: the choice among them is the same.
 _ROBOT_PHRASES: dict[str, tuple[str, ...]] = {
     "arrive": ("{who} went to {a0} in the {room}.", "{who} walked over to {a0} in the {room}.",

@@ -4,7 +4,7 @@
 canvas (no pyplot, no display, no global state). Input format (a plain dict, JSON-friendly)::
 
     {
-        "episode_id": "vh-dev-v4/0007",
+        "episode_id": "vh-dev-v5/0007",
         "ticks": 40,                                    # episode length in ticks
         "lanes": {                                      # one lane per actor, in drawing order
             "Alice": [

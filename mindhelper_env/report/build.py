@@ -101,7 +101,7 @@ def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
             raise ReportError(f"{d}: suite {run.get('suite')!r}, not {suite!r} "
                               "(one suite per report)")
         suite = run.get("suite")
-        settings.setdefault("env_id", run.get("env_id", "MindHelper-VirtualHome-v2"))
+        settings.setdefault("env_id", run.get("env_id", "MindHelper-VirtualHome-v3"))
         settings.setdefault("env_kwargs", run.get("env_kwargs") or {})
         files: list[Path] = []
         spend: dict[str, Any] = {}

@@ -67,7 +67,7 @@ def _window_view(obs: Any, last: Any) -> tuple[dict[str, Any], Any]:
 class Replayer:
     """One env per (env id, env kwargs), reused across episodes."""
 
-    def __init__(self, env_id: str = "MindHelper-VirtualHome-v2",
+    def __init__(self, env_id: str = "MindHelper-VirtualHome-v3",
                  env_kwargs: Mapping[str, Any] | None = None) -> None:
         import gymnasium as gym
 

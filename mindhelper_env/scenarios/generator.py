@@ -92,8 +92,9 @@ def episode_ticks(generator: str | None = None) -> int:
         return EPISODE_TICKS_V32
     return EPISODE_TICKS_V3 if gen in V3_GENERATORS else EPISODE_TICKS
 #: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
-#: suites), ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`; the v3 suites) and
-#: ``mh-gen-3.1`` (the same with sight perception; the v4 suites, the default).
+#: suites), ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`; the v3 suites),
+#: ``mh-gen-3.1`` (the same with sight perception; the v4 suites) and ``mh-gen-3.2`` (unlisted
+#: timings drawn in the base; the v5 suites, the default).
 GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
 #: The twin groups of ``mh-gen-3.x``, in a fixed order (each seeds its own base drafts).
 V3_GROUPS = tuple(V3_TWINS)

@@ -14,16 +14,16 @@ once, computed from their own generator, and it is frozen from then on.
 
 **The rule.** A code change that alters a released suite's episodes comes with a new
 :data:`~mindhelper_env.scenarios.spec.GENERATOR_VERSION`; the suites it would change must be
-released under new names (``vh-dev-v4`` ...). Until that is done, asking for a current suite
+released under new names (``vh-dev-v5`` ...). Until that is done, asking for a current suite
 whose ledger generator differs from the running one raises :class:`SuiteVersionError`, which
 says what to do. A withdrawn name is refused everywhere (``evaluate``, ``env.reset(options=
 {"suite": ...})``, ``suite export``, ``score``, ``report``, ``render``, ``play`` and the
 Python API) with one line naming its replacement (:class:`SuiteWithdrawnError`).
 
 Releasing (maintainers): add the new names to :data:`~mindhelper_env.scenarios.suites.SUITES`,
-then :func:`~mindhelper_env.scenarios.suites.pin_digests` (``pin_digests(["vh-dev-v4"],
+then :func:`~mindhelper_env.scenarios.suites.pin_digests` (``pin_digests(["vh-dev-v5"],
 note="...")``) exports each suite and appends its entry; :func:`withdraw` (``withdraw(
-"vh-dev-v2", ["vh-dev-v4"], "on DATE, because ...")``) withdraws an old one.
+"vh-dev-v2", ["vh-dev-v5"], "on DATE, because ...")``) withdraws an old one.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def running_generators() -> tuple[str, ...]:
 
 def suite_line(name: str) -> str:
     """The line a suite name belongs to: the name without its ``-vN`` generation suffix
-    (``vh-dev-v4`` -> ``vh-dev``); generations of a line are versions of one suite."""
+    (``vh-dev-v5`` -> ``vh-dev``); generations of a line are versions of one suite."""
     m = re.fullmatch(r"(.+)-v(\d+)", name)
     return m.group(1) if m else name
 

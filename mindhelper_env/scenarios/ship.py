@@ -1,11 +1,11 @@
 """Maintainers: rebuild the shipped files of released suites
 (:mod:`mindhelper_env.scenarios.shipped`) after a release::
 
-    python -m mindhelper_env.scenarios.ship vh-dev-v4 vh-test-v4 tdw-dev-v4 tdw-test-v4 \\
-        vh-scene1-dev-v4 --episodes vh-dev-v4,vh-test-v4
+    python -m mindhelper_env.scenarios.ship vh-dev-v5 vh-test-v5 tdw-dev-v5 tdw-test-v5 \\
+        vh-scene1-dev-v5 --episodes vh-dev-v5,vh-test-v5
 
-What ships: the references of every current released suite (the v2, v3 and v4 ones) and
-the episodes of vh-dev-v4 and vh-test-v4. Every suite is generated (the shipped files
+What ships: the references of every current released suite (the v2 to v5 ones) and
+the episodes of vh-dev-v5 and vh-test-v5. Every suite is generated (the shipped files
 turned off) and its reference checked against
 the ledger's digest before anything is written.
 """

@@ -35,7 +35,7 @@ GENERATOR_V3 = "mh-gen-3.0"
 #: Generator ``mh-gen-3.1``: ``mh-gen-3.0``'s twin groups with **sight perception** (the spec's
 #: ``"perception": "sight"``): besides a phone call, a chore done facing away keeps a person
 #: in the room from seeing anything, and a person in the next room sees what happens through
-#: an open door (not through a closed one). The default from 0.6.0 on.
+#: an open door (not through a closed one). The default in 0.6.0 and 0.7.x (the v4 suites).
 GENERATOR_V31 = "mh-gen-3.1"
 #: Generator ``mh-gen-3.2``: ``mh-gen-3.1`` with **every timing the mind switch does not need
 #: drawn in the base and shared by both sides** (docs/scenarios.md, "mh-gen-3.2"): the block
@@ -43,7 +43,7 @@ GENERATOR_V31 = "mh-gen-3.1"
 #: object left astray) sits at a place drawn in the base, busy on the help side and watching
 #: on the twin's, so the switched event comes at the same tick on both sides and tell to
 #: look, move to look and the end of that block to the look are the same; a next-door block
-#: is drawn for both kinds alike. Not the default until its suites (v5) are released.
+#: is drawn for both kinds alike. The default from 0.8.0 on (the v5 suites).
 GENERATOR_V32 = "mh-gen-3.2"
 #: The generators that build twin groups from one base draft (:data:`V3_FAMILIES`).
 V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
@@ -51,11 +51,11 @@ V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
 SIGHT_GENERATORS = (GENERATOR_V31, GENERATOR_V32)
 #: The generators whose unlisted timings are drawn in the base (``mh-gen-3.2`` on).
 TIMED_GENERATORS = (GENERATOR_V32,)
-#: The generator the package builds by default: ``MindHelper-VirtualHome-v2``'s sampled
+#: The generator the package builds by default: ``MindHelper-VirtualHome-v3``'s sampled
 #: episodes, the bundled pool, ``generate_episode`` without ``generator=``. A change that
 #: changes episodes gets a new version here, and new suite names (see
 #: :mod:`mindhelper_env.scenarios.releases`).
-GENERATOR_VERSION = GENERATOR_V31
+GENERATOR_VERSION = GENERATOR_V32
 
 HELP_FAMILIES = (
     "false_belief_relocation",
