@@ -11,7 +11,7 @@ Both are trained on ``--train`` training-seed episodes of the suite's own genera
 quarters fit, the rest held out to tune depth, number of trees, the feature subset and the
 threshold; suite episodes are never used to tune), then played on each ``--suite``::
 
-    python benchmarks/bench_physical_learned.py --suite vh-dev-v4 --suite vh-test-v4 \\
+    python benchmarks/bench_physical_learned.py --suite vh-dev-v5 --suite vh-test-v5 \\
         --train 2000 --json out.json
 """
 
@@ -29,12 +29,12 @@ from mindhelper_env.scenarios.suites import SUITES
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", action="append", default=None,
-                    help="suite to play on (repeatable; default vh-dev-v4)")
+                    help="suite to play on (repeatable; default vh-dev-v5)")
     ap.add_argument("--train", type=int, default=2000, help="training-seed episodes")
     ap.add_argument("--limit", type=int, default=None, help="first N suite episodes only")
     ap.add_argument("--json", default=None, help="write the figures here")
     args = ap.parse_args(argv)
-    suites = args.suite or ["vh-dev-v4"]
+    suites = args.suite or ["vh-dev-v5"]
     gens = {V.generator_of(s) for s in suites}
     houses = {str(SUITES[s].get("house")) for s in suites}
     if len(gens) != 1 or len(houses) != 1:
