@@ -36,7 +36,9 @@ On a suite (:data:`mindhelper_env.validity.TEST_SUITE_V3`, the default generator
    a 95 % interval, and the reset, cue, window, feature-scan and object-scan classifiers per
    group with a 95 % Wilson interval, each beside the suite's figure; held to the suite's
    bounds when every group has at least :data:`FRESH_MIN_GROUP` episodes (N = 4,600 gives
-   500 or more a group);
+   500 or more a group). The per-group classifier bounds are then held on the fresh
+   figures, and the suite's classifier figures (about 140 episodes a group) are reported
+   beside them ("suite draw"); the agents are bounded on both;
 8. the **hedge gains** (``+wait3``, ``+repeat2``, ``+delay1``, ``+prefix8``) of the non-mind
    agents, overall and per twin group;
 9. with ``--timing-scan N``, the **timing scan** (:mod:`mindhelper_env.validity.timing`) of
@@ -301,10 +303,23 @@ def main(argv: list[str] | None = None) -> int:
     shortcut = [*V.SHORTCUT_BASELINES, *V.WINDOW_AGENTS]
     # on mh-gen-3.x suites post-hoc features are reported, not bounded: the scan in time
     bounded_scan = (scan_time if V.is_v3(args.suite) else scan) or None
-    broken = V.check_bounds(scores, classifiers={k: v for k, v in classifiers.items()
-                                                 if k != "reset+2"},
-                            scan=bounded_scan, shortcuts=shortcut, bounds=bounds)
-    v3_checks = V.check_bounds_v3(scores, scan=oscan)
+    suite_cls = {k: v for k, v in classifiers.items() if k != "reset+2"}
+    # with 500+ fresh episodes a group the per-group classifier bounds are carried by the
+    # fresh figures (section 7b, checked there); the suite's ~140 a group are reported beside
+    # them: one standard error is about 4 points, and the best of some 70 such figures on a
+    # suite sits near 60 by chance. The agents are bounded on both.
+    fresh_carries = bool(fresh_out.get("bounded")) and V.is_v3(args.suite)
+    broken = V.check_bounds(scores, classifiers=None if fresh_carries else suite_cls,
+                            scan=None if fresh_carries else bounded_scan, shortcuts=shortcut,
+                            bounds=bounds)
+    v3_checks = V.check_bounds_v3(scores, scan=None if fresh_carries else oscan)
+    suite_draws: list[str] = []
+    if fresh_carries:
+        suite_draws = (V.check_bounds({}, classifiers=suite_cls, scan=bounded_scan,
+                                      bounds=bounds)
+                       + V.check_bounds_v3({}, scan=oscan))
+        for d in suite_draws:
+            console.print(f"suite draw (reported; the bound is held on the fresh episodes): {d}")
     broken += timing_broken + fresh_broken
     if V.is_v3(args.suite):
         broken += v3_checks
@@ -344,7 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                                         "gb": v["gb"]["test"]} if isinstance(v, dict) else v)
                                    for k, v in r.items()} for g, r in oscan.items()},
                "timing_scan": timing, "fresh": fresh_out,
-               "v3_checks": v3_checks, "broken": broken, "unchecked": unchecked}
+               "v3_checks": v3_checks, "suite_classifier_draws": suite_draws,
+               "broken": broken, "unchecked": unchecked}
         with open(args.json, "w") as fh:
             json.dump(out, fh, indent=1)
     for u in unchecked:
