@@ -212,8 +212,10 @@ def narrations(spec: dict[str, Any], windows: int = 0) -> str:
     import gymnasium as gym
 
     import mindhelper_env  # noqa: F401 - registers the env
+    from mindhelper_env.evaluation import DEFAULT_ENV_ID
 
-    env = gym.make("MindHelper-VirtualHome-v2")
+    # the episode is given: any current id plays it as it is
+    env = gym.make(DEFAULT_ENV_ID)
     try:
         obs, _ = env.reset(options={"episode": spec})
         texts = [obs["narration"]]

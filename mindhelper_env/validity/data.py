@@ -119,7 +119,10 @@ def episode_data(spec: Mapping[str, Any]) -> EpisodeData:
     ref = spec["reference"]
     window = ref.get("window") if ref.get("needs_intervention") else None
     tracker = _CueTracker()
-    env = gym.make("MindHelper-VirtualHome-v2")
+    from mindhelper_env.evaluation import DEFAULT_ENV_ID
+
+    # the episode is given: any current id plays it as it is
+    env = gym.make(DEFAULT_ENV_ID)
     windows, ticks, texts = [], [], []
     snap_reset: dict[str, float] = {}
     snap_cue: dict[str, float] | None = None

@@ -155,7 +155,10 @@ def physical_data(spec: Mapping[str, Any]) -> PhysicalEpisode:
     ref = spec["reference"]
     window = ref.get("window") if ref.get("needs_intervention") else None
     t = ObjectTracker()
-    env = gym.make("MindHelper-VirtualHome-v2")
+    from mindhelper_env.evaluation import DEFAULT_ENV_ID
+
+    # the episode is given: any current id plays it as it is
+    env = gym.make(DEFAULT_ENV_ID)
     pending: list[tuple[Struggle, int, dict[str, float], Any]] = []
     last_tick = 0
     try:
