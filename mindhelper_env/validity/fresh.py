@@ -95,14 +95,11 @@ def pha_interval(m: Mapping[str, Any], z: float = 1.96) -> tuple[float, float] |
 
 
 def wilson(accuracy: float, n: int, z: float = 1.96) -> tuple[float, float] | None:
-    """95 % Wilson interval (percent) of an accuracy (a fraction) measured on ``n`` cases."""
-    if n <= 0:
-        return None
-    p = accuracy
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (100 * max(0.0, mid - half), 100 * min(1.0, mid + half))
+    """95 % Wilson interval (percent) of an accuracy (a fraction) measured on ``n`` cases
+    (:func:`mindhelper_env.validity.timing.wilson` on the count); None without cases."""
+    from mindhelper_env.validity.timing import wilson as wilson_count
+
+    return None if n <= 0 else wilson_count(round(accuracy * n), n, z)
 
 
 def group_counts(data: Sequence[Any]) -> dict[str, int]:
