@@ -380,8 +380,10 @@ def _print_spend_line(summary: dict[str, Any]) -> None:
     if ledger is not None:
         limit = (f" of --max-cost ${spend['max_cost']:g}" if spend.get("max_cost") is not None
                  else f" of --max-tokens {spend['max_tokens']:,}")
-        text += (f"; this run paid ${ledger['spent_usd']:.4f} for {ledger['spent_tokens']:,} "
-                 f"tokens{limit}")
+        paid = spend.get("spent_usd", ledger["spent_usd"])
+        text += (f"; this run paid ${paid:.4f} for {ledger['spent_tokens']:,} tokens{limit} "
+                 f"(${spend.get('written_usd', 0.0):.4f} on the episodes written, "
+                 f"${spend.get('unwritten_usd', 0.0):.4f} on episodes cut)")
     retried = spend.get("rate_limited_retries") or 0
     if retried:
         text += f"; {retried:,} rate-limited (429) answers retried"

@@ -8,36 +8,40 @@ model name alone (``openai:gpt-4o-mini@http://...`` matches a price given for
 ``openai:gpt-4o-mini`` or ``gpt-4o-mini``). ``replay:`` answers cost nothing; an agent
 without a model costs nothing.
 
-Spend is counted from the tokens in the result records (``usage.prompt_tokens``,
+Spend by agent is counted from the tokens in the result records (``usage.prompt_tokens``,
 ``usage.completion_tokens``: the server's counts, or estimates where it sent none), as each
 episode finishes (:class:`Meter`). Answers served from a response cache are counted as if
 paid: the figures are an upper bound.
 
 A budget (``max_cost``, ``max_tokens``) holds like a bank balance: the run has one ledger
 (:mod:`mindhelper_env.models.ledger`: a file-locked JSON file in the run's folder, or a Ray
-actor on a Ray cluster) shared by every worker process and thread; each model request
-reserves its worst case on it before it is sent, waits while only requests in flight stand
-in the way, and is not sent when it cannot fit; answers settle their reservation to their
-real usage. To waste little on episodes cut half-played, no new episode starts once what was
-paid plus the episodes in flight at the mean cost of an episode so far reaches the limit
-(:meth:`Meter.should_drain`), and no more episodes are in flight than what is left can pay
-for at the dry pass's cost of an episode, or that mean if larger
-(:meth:`Meter.in_flight_cap`). The first refused request closes the ledger: no new episode starts, every
-episode whose request was refused is cut (not recorded; ``resume`` plays it), the episodes
-that finish are written, the summary is written marked ``partial``, and the run ends with
-:class:`BudgetExhausted`. The ledger's ``spent_usd`` (what the server was asked to bill,
-cut episodes included) never passes ``max_cost``.
+actor on a Ray cluster) shared by every worker process and thread. An episode of an agent
+with a live model starts only when what is left covers its worst case (its agent's most
+calls an episode times the worst case of its largest request, learned from what the server
+billed: :mod:`mindhelper_env.models.worst_case`), and waits while only the episodes in
+flight stand in the way; each of its requests draws its worst case from the episode's hold.
+The first episode the budget cannot cover even with none in flight closes the ledger: no
+new episode starts (those handed out come back *not started*, nothing of them sent), the
+episodes in flight finish on what they hold; one whose request its hold and the free budget
+cannot cover is *cut* (not recorded; ``resume`` plays it, as it plays the ones not started).
+The episodes that finish are written, the summary is written marked ``partial``, and the run
+ends with :class:`BudgetExhausted`. The ledger's ``spent_usd`` (what the server billed, cut
+episodes included) never passes ``max_cost`` as long as no request is billed more than its
+worst case; the summary's ``spend.spent_usd`` is that figure, split into ``written_usd``
+(the records this run wrote) and ``unwritten_usd`` (episodes cut).
 
 :func:`estimate_run` is the dry pass made before a run with a budget: the first episodes are
 played with a model that answers nothing (:class:`~mindhelper_env.models.dry.DryClient`: no
 request leaves the machine); completion tokens are counted at the agent's ``max_tokens``.
 For ``direct-vlm``, which asks in every window until it acts, that is an upper bound; an
 agent whose next calls depend on what the model answers (MindClaw asks for a program after
-a "blocked" answer) can spend more.
+a "blocked" answer) can spend more. It also gives the ledger its start: each agent's most
+calls an episode and largest request (:func:`ledger_seed`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -46,7 +50,7 @@ from typing import Any
 
 __all__ = ["Price", "Meter", "BudgetExhausted", "BudgetTooSmall", "parse_price",
            "check_prices", "price_of", "record_cost", "estimate_run", "scale_estimate",
-           "episode_over_budget", "model_spec_of"]
+           "episode_over_budget", "model_spec_of", "ledger_seed"]
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,7 @@ class Meter:
     are added with ``played=False`` (in the totals, not in this run's spend). ``ledger``
     holds the run's ledger figures (:meth:`mindhelper_env.models.ledger.LedgerState.summary`)
     when it has a budget; ``rate_limited`` counts rate-limit answers retried, ``cut`` the
-    episodes the budget cut."""
+    episodes the budget cut, ``not_started`` those it did not start."""
 
     def __init__(self, prices: Mapping[str, Price | None], *, max_cost: float | None = None,
                  max_tokens: int | None = None) -> None:
@@ -195,6 +199,7 @@ class Meter:
         self.ledger: dict[str, Any] | None = None
         self.rate_limited = 0
         self.cut = 0
+        self.not_started = 0
 
     def add(self, record: Mapping[str, Any], *, played: bool = True) -> None:
         agent = str(record.get("agent"))
@@ -215,53 +220,6 @@ class Meter:
             self.run_cost += cost
             self.run_tokens += pt + ct
             self.run_episodes += 1
-            if pt + ct:
-                self._model_episodes += 1
-
-    _model_episodes = 0
-
-    def should_drain(self, in_flight: int) -> str | None:
-        """``"max_cost"`` / ``"max_tokens"`` when what this run paid (the ledger's figure)
-        plus ``in_flight`` episodes at the mean of this run's recorded episodes that used a
-        model reaches a limit: start no new episode, so that those in flight can finish
-        within the budget rather than be cut (the ledger holds the limit either way)."""
-        n = self._model_episodes
-        if not n:
-            return None
-        led = self.ledger or {}
-        if self.max_cost is not None:
-            paid = max(self.run_cost, float(led.get("spent_usd", 0.0)))
-            if paid + in_flight * self.run_cost / n >= self.max_cost:
-                return "max_cost"
-        if self.max_tokens is not None:
-            used = max(self.run_tokens, int(led.get("spent_tokens", 0)))
-            if used + in_flight * self.run_tokens / n >= self.max_tokens:
-                return "max_tokens"
-        return None
-
-    def in_flight_cap(self, estimate: Mapping[str, Any] | None) -> int | None:
-        """How many episodes may be in flight so that they can all finish on what is left
-        (at least 1; None when no cost of an episode is known): what is left over the cost
-        of an episode, the larger of the dry pass's (``estimate``: an upper bound) and the
-        mean of this run's recorded model episodes (biased low early on: cheap episodes end
-        first)."""
-        n = self._model_episodes
-        led = self.ledger or {}
-        rows = [r for r in (estimate or {}).get("agents", {}).values() if r["episodes"]]
-        caps = []
-        if self.max_cost is not None:
-            per = max([r["usd"] / r["episodes"] for r in rows if r.get("usd")]
-                      + [self.run_cost / n if n else 0.0])
-            if per > 0:
-                paid = max(self.run_cost, float(led.get("spent_usd", 0.0)))
-                caps.append(int((self.max_cost - paid) / per))
-        if self.max_tokens is not None:
-            per_t = max([r["tokens"] / r["episodes"] for r in rows]
-                        + [self.run_tokens / n if n else 0.0])
-            if per_t > 0:
-                used = max(self.run_tokens, int(led.get("spent_tokens", 0)))
-                caps.append(int((self.max_tokens - used) / per_t))
-        return max(1, min(caps)) if caps else None
 
     def total_usd(self) -> float | None:
         """US dollars of every counted record; None when an agent that made model calls
@@ -271,8 +229,15 @@ class Meter:
             return None
         return sum(row["usd"] for row in self.by_agent.values())
 
+    def spent_usd(self) -> float:
+        """What this run paid: the ledger's figure (cut episodes included) when it has a
+        budget, else the US dollars of the records it wrote."""
+        if self.ledger is not None:
+            return float(self.ledger.get("spent_usd", 0.0))
+        return self.run_cost
+
     def progress_text(self) -> str:
-        paid = self.ledger["spent_usd"] if self.ledger else self.run_cost
+        paid = self.spent_usd()
         text = f"${paid:.4f}"
         if self.max_cost is not None:
             text += f" of ${self.max_cost:g}"
@@ -282,8 +247,12 @@ class Meter:
 
     def to_dict(self) -> dict[str, Any]:
         total = self.total_usd()
+        spent = self.spent_usd()
         return {
             "usd": None if total is None else round(total, 6),
+            "spent_usd": round(spent, 6),
+            "written_usd": round(self.run_cost, 6),
+            "unwritten_usd": round(max(0.0, spent - self.run_cost), 6),
             "run_usd": round(self.run_cost, 6),
             "run_tokens": self.run_tokens,
             "max_cost": self.max_cost,
@@ -291,6 +260,7 @@ class Meter:
             "stopped": self.stopped,
             "rate_limited_retries": self.rate_limited,
             "episodes_cut": self.cut,
+            "episodes_not_started": self.not_started,
             **({"ledger": dict(self.ledger)} if self.ledger is not None else {}),
             "prices": {a: (p.to_dict() if p is not None else None)
                        for a, p in sorted(self.prices.items())},
@@ -306,20 +276,31 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
     :class:`~mindhelper_env.models.dry.DryClient`; per agent: calls, prompt and completion
     tokens per episode, and the upper-bound tokens and US dollars of
     ``episodes_to_play[agent]`` episodes."""
+    import json
+    import tempfile
+    from pathlib import Path
+
     from mindhelper_env.evaluation.runners import EpisodeRunner, Job, freeze
+    from mindhelper_env.models.ledger import Ledger, LedgerSpec
+    from mindhelper_env.models.worst_case import Shape
 
     agent_kwargs = dict(settings.agent_kwargs or {})
     out: dict[str, Any] = {"episodes_sampled": k, "agents": {}}
     total_usd: float | None = 0.0
+    scratch = tempfile.TemporaryDirectory(prefix="mindhelper-dry-")
     for agent, n in episodes_to_play.items():
         spec = model_spec_of(agent, agent_kwargs)
         if spec is None or spec.startswith(("replay:", "hf:", "dry:")) or n == 0:
             continue
         kwargs = {**(agent_kwargs.get(agent) or {}), "model": f"dry:{spec}"}
+        # a ledger without limits sees the dry episodes' calls and requests (their shapes)
+        ledger_spec = LedgerSpec(path=str(Path(scratch.name) / f"{len(out['agents'])}.json"),
+                                 metered=(agent,))
+        Ledger.create(ledger_spec, max_cost=None, max_tokens=None)
         job = Job(suite=settings.suite, env_id=settings.env_id,
                   env_kwargs=freeze(settings.env_kwargs),
                   agent_kwargs=((agent, freeze(kwargs)),), seed=int(settings.seed),
-                  timing=False)
+                  timing=False, ledger=ledger_spec)
         runner = EpisodeRunner(job)
         calls = pt = ct = 0
         price = prices.get(agent)
@@ -347,6 +328,12 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
                "max_episode_tokens": worst_tokens,
                "episodes": n,
                "tokens": math.ceil((pt + ct) / per * n)}
+        seen = (json.loads(Path(str(ledger_spec.path)).read_text(encoding="utf-8"))
+                ["agents"].get(agent) or {})
+        if seen.get("shape"):
+            # what the run's ledger starts from: an episode's calls and largest request
+            row["max_calls_per_episode"] = int(seen.get("calls", 0))
+            row["largest_request"] = dataclasses.asdict(Shape.from_list(seen["shape"]))
         if price is not None:
             row["max_episode_usd"] = round(worst_usd, 6)
             row["usd"] = round(price.cost(pt, ct) / per * n, 4)
@@ -355,6 +342,7 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
         else:
             total_usd = None
         out["agents"][agent] = row
+    scratch.cleanup()
     out["usd"] = None if total_usd is None else round(total_usd, 4)
     out["tokens"] = sum(r["tokens"] for r in out["agents"].values())
     return out
@@ -381,6 +369,19 @@ def scale_estimate(estimate: dict[str, Any], episodes_to_play: Mapping[str, int]
         out["agents"][agent] = new
     out["usd"] = None if total is None else round(total, 4)
     out["tokens"] = sum(r["tokens"] for r in out["agents"].values())
+    return out
+
+
+def ledger_seed(estimate: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """What the run's ledger starts from (:meth:`~mindhelper_env.models.ledger.LedgerState.seed`):
+    each agent's most calls an episode and largest request in the dry pass."""
+    from mindhelper_env.models.worst_case import Shape
+
+    out = {}
+    for agent, row in ((estimate or {}).get("agents") or {}).items():
+        if row.get("largest_request") and row.get("max_calls_per_episode"):
+            out[agent] = {"calls": int(row["max_calls_per_episode"]),
+                          "shape": Shape(**row["largest_request"]).to_list()}
     return out
 
 

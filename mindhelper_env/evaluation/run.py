@@ -21,6 +21,7 @@ from mindhelper_env.evaluation.budget import (
     check_prices,
     episode_over_budget,
     estimate_run,
+    ledger_seed,
     model_spec_of,
     price_of,
     scale_estimate,
@@ -437,7 +438,7 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
                                              for a in agents}, prices)
         if on_estimate is not None:
             on_estimate(estimate)
-    ledger = _open_ledger(out, settings, prices) if budgeted else None
+    ledger = _open_ledger(out, settings, prices, estimate) if budgeted else None
     if ledger is not None:
         import dataclasses
 
@@ -454,19 +455,28 @@ def _evaluate_locked(job: Job, settings: EvalSettings, runner: Any,
             kill_ray_ledger(ledger.spec)
 
 
-def _open_ledger(out: Path, settings: EvalSettings, prices: Mapping[str, Price | None]) -> Any:
+def _open_ledger(out: Path, settings: EvalSettings, prices: Mapping[str, Price | None],
+                 estimate: Mapping[str, Any] | None = None) -> Any:
     """A fresh ledger for this run: a file in ``out`` (every process of this machine), or
-    a Ray actor (``backend="ray"``: every worker of the cluster)."""
+    a Ray actor (``backend="ray"``: every worker of the cluster); its agents with a live
+    model hold each episode's worst case, starting from what the dry pass saw."""
     import uuid
 
     from mindhelper_env.models.ledger import Ledger, LedgerSpec
 
     table = tuple((a, p.input, p.output) for a, p in sorted(prices.items()) if p is not None)
+    kwargs = settings.agent_kwargs or {}
+    metered = tuple(sorted(a for a in settings.agents
+                           if (model_spec_of(a, kwargs) or "replay:").split(":", 1)[0]
+                           not in ("replay", "dry")))
     if settings.backend == "ray":
-        spec = LedgerSpec(actor=f"mindhelper-ledger:{uuid.uuid4().hex}", prices=table)
+        spec = LedgerSpec(actor=f"mindhelper-ledger:{uuid.uuid4().hex}", prices=table,
+                          metered=metered)
     else:
-        spec = LedgerSpec(path=str((out / LEDGER_FILE).resolve()), prices=table)
-    return Ledger.create(spec, max_cost=settings.max_cost, max_tokens=settings.max_tokens)
+        spec = LedgerSpec(path=str((out / LEDGER_FILE).resolve()), prices=table,
+                          metered=metered)
+    return Ledger.create(spec, max_cost=settings.max_cost, max_tokens=settings.max_tokens,
+                         seed=ledger_seed(estimate))
 
 
 def _shows_spend(settings: EvalSettings, prices: Mapping[str, Price | None]) -> bool:
@@ -503,8 +513,6 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
     handles = {a: safety.open_append(files[a]) for a in agents}
     raised: set[str] = set()  # agents whose first traceback was shown
     batches = runner.batches(job, tasks)
-    if budgeted and hasattr(batches, "max_in_flight"):  # episodes it can pay for
-        batches.max_in_flight = meter.in_flight_cap(estimate)
     try:
         for batch in batches:
             written_now = 0
@@ -513,6 +521,9 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
                 meter.rate_limited += int(meta.get("rate_limited", 0))
                 if meta.get("cut"):
                     meter.cut += 1
+                    continue
+                if meta.get("not_started"):
+                    meter.not_started += 1
                     continue
                 written_now += 1
                 spec = rec["agent"]
@@ -528,15 +539,12 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
             if budgeted:
                 meter.ledger = ledger.summary()
             bar.advance(written_now, spend=meter.progress_text())
-            if budgeted and hasattr(batches, "max_in_flight"):
-                batches.max_in_flight = meter.in_flight_cap(estimate)
             if budgeted and meter.stopped is None:
-                meter.stopped = meter.ledger["closed"] or meter.should_drain(
-                    getattr(batches, "outstanding", 0))
+                meter.stopped = meter.ledger["closed"]
             if meter.stopped is not None:
-                # no new episode; those in flight end, written or cut. Ray tasks cannot be
-                # drained: their episodes play on, each cut at its first request once the
-                # ledger is closed (those that need no more requests are still written).
+                # no new episode; those in flight end on what they hold, written or cut.
+                # Ray tasks cannot be drained: their episodes not started yet come back
+                # "not started" at once (the ledger is closed).
                 if hasattr(batches, "drain"):
                     batches.drain()
     finally:
@@ -588,7 +596,8 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
     if partial:
         summary["partial"] = {"reason": meter.stopped, "episodes_written": written,
                               "episodes_total": already + len(tasks),
-                              "episodes_cut": meter.cut}
+                              "episodes_cut": meter.cut,
+                              "episodes_not_started": meter.not_started}
     if settings.concurrency > 1:
         summary["concurrency"] = settings.concurrency
     if any(row["model_calls"] for row in meter.by_agent.values()) or budgeted \
@@ -604,7 +613,10 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
     summary["coverage"] = coverage(records_by_agent, len(ids))
     summary["provenance"] = provenance
     summary["plots"] = []
-    if settings.plots:
+    if settings.plots and not any(records_by_agent.values()):
+        summary["plots_skipped"] = "no episode was written"
+        logger.info("%s: no plots: no episode was written", out)
+    elif settings.plots:
         try:
             summary["plots"] = _write_plots_atomic(summary["metrics"], out, settings.suite)
         except ImportError as exc:
@@ -619,12 +631,14 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
                               (json.dumps(summary, indent=2) + "\n").encode("utf-8"))
     if partial:
         raise BudgetExhausted(_stop_message(out, settings, meter, written,
-                                            already + len(tasks)), summary["spend"], summary)
+                                            already + len(tasks),
+                                            no_plots="plots_skipped" in summary),
+                              summary["spend"], summary)
     return summary
 
 
 def _stop_message(out: Path, settings: EvalSettings, meter: Meter, written: int,
-                  total: int) -> str:
+                  total: int, *, no_plots: bool = False) -> str:
     """The budget stop in one line: spent, budget, reserved but not sent, what is written."""
     led = meter.ledger or {}
     if meter.stopped == "max_tokens":
@@ -633,10 +647,14 @@ def _stop_message(out: Path, settings: EvalSettings, meter: Meter, written: int,
     else:
         spent = f"spent ${led.get('spent_usd', meter.run_cost):.4f} of ${settings.max_cost:g}"
         unsent = f"${led.get('unsent_usd', 0.0):.4f}"
+    if meter.stopped != "max_tokens" and meter.ledger is not None:
+        spent += (f" (${meter.run_cost:.4f} on the episodes written, "
+                  f"${max(0.0, meter.spent_usd() - meter.run_cost):.4f} on episodes cut)")
+    plots = "; no plots: no episode was written" if no_plots else ""
     return (f"{out}: stopped at the budget: {spent}; {unsent} reserved for "
             f"{led.get('requests_refused', 0)} request(s) not sent; {written} of {total} "
-            f"episodes written, {meter.cut} cut by the budget (not recorded; a resumed run "
-            "plays them)")
+            f"episodes written, {meter.cut} cut by the budget, {meter.not_started} not "
+            f"started (neither recorded; a resumed run plays them){plots}")
 
 
 def write_videos(

@@ -22,9 +22,13 @@ is played by a freshly reset agent with the seeds of a sequential run.
 A run with a budget carries its ledger in the job (``Job.ledger``, a
 :class:`~mindhelper_env.models.ledger.LedgerSpec`): each episode plays inside a
 :func:`~mindhelper_env.models.ledger.call_scope`, so its model requests reserve on the run's
-one ledger, in every thread and process. An episode whose request the budget refused comes
-back as a *cut* marker instead of a record (:data:`RUN_KEY` ``{"cut": True}``; the caller
-does not record it). Every record also carries :data:`RUN_KEY` ``{"rate_limited": n}``
+one ledger, in every thread and process; an episode of an agent with a live model
+(``LedgerSpec.metered``) first holds its worst case
+(:meth:`~mindhelper_env.models.ledger.Ledger.start_episode`) and releases what is left of it
+when it ends. An episode whose request the budget refused comes back as a *cut* marker
+instead of a record (:data:`RUN_KEY` ``{"cut": True}``), one the budget could not start as
+a *not started* marker (``{"not_started": True}``: nothing of it was sent); the caller
+records neither. Every record also carries :data:`RUN_KEY` ``{"rate_limited": n}``
 (rate-limit answers its requests were retried after), which the caller pops before writing.
 """
 
@@ -135,13 +139,19 @@ class EpisodeRunner:
              trial: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
         """``(record, reference)`` of one episode, or a cut marker (see the module
         docstring)."""
-        from mindhelper_env.models.ledger import BudgetRefused, call_scope
+        from mindhelper_env.models.ledger import BudgetRefused, EpisodeNotStarted, call_scope
 
         agent = self.agent(agent_name)
         spec = self.job.ledger
         ledger = _open_ledger(spec) if spec is not None else None
         price = spec.price(agent_name) if spec is not None else (0.0, 0.0)
         with call_scope(ledger, price) as scope:
+            if ledger is not None and agent_name in spec.metered:
+                try:
+                    scope.episode = ledger.start_episode(agent_name, price)
+                except EpisodeNotStarted:
+                    return ({"agent": agent_name, "index": index, "trial": trial,
+                             RUN_KEY: {"not_started": True, "rate_limited": 0}}, {})
             try:
                 record, reference = play_episode(
                     self.env,
@@ -156,6 +166,9 @@ class EpisodeRunner:
                 )
             except BudgetRefused:
                 scope.cut = True
+            finally:
+                if scope.episode is not None:
+                    ledger.end_episode(scope.episode)
         if scope.cut:
             return ({"agent": agent_name, "index": index, "trial": trial,
                      RUN_KEY: {"cut": True, "rate_limited": scope.rate_limited}}, {})
