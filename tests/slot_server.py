@@ -8,7 +8,10 @@ instead of being answered (by request body and number). Answers are a function o
 request alone (never of the order requests arrive in), so records do not depend on how
 many are in flight: :func:`deterministic_answer` plays ``direct-vlm`` (JSON format) and
 intervenes in a window with probability about 1/16, chosen by a hash of the prompt. Usage:
-``ceil(characters / 4)`` prompt and completion tokens.
+``ceil(characters / 4)`` prompt and completion tokens, plus, with ``image_tokens``, that
+function of each image's ``(height, width)`` (read from its PNG header) for every image of
+the prompt (without it images are not billed): a server that bills images above what the
+package estimates.
 
 Counters: ``answered``, ``refused`` (past the slots), ``failed`` (``fail``), ``peak`` (most
 requests served at once), ``answered_times`` (monotonic time of each answer), and
@@ -33,6 +36,22 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def message_images(msg: dict[str, Any]) -> list[tuple[int, int]]:
+    """``(height, width)`` of every PNG data URL image part of an OpenAI-format message."""
+    import base64
+    import struct
+
+    out = []
+    content = msg.get("content")
+    for part in content if isinstance(content, list) else []:
+        url = (part.get("image_url") or {}).get("url", "") if isinstance(part, dict) else ""
+        if url.startswith("data:image/png;base64,"):
+            head = base64.b64decode(url.split(",", 1)[1][:32])
+            width, height = struct.unpack(">II", head[16:24])  # the IHDR chunk
+            out.append((height, width))
+    return out
 
 
 def message_text(msg: dict[str, Any]) -> str:
@@ -65,6 +84,7 @@ class SlotServer:
                  retry_after: float | None = None,
                  answer: Callable[[dict[str, Any]], str] = deterministic_answer,
                  fail: Callable[[dict[str, Any], int], int | None] | None = None,
+                 image_tokens: Callable[[int, int], int] | None = None,
                  port: int = 0) -> None:
         self.latency = float(latency)
         self.slots = int(slots)
@@ -72,6 +92,7 @@ class SlotServer:
         self.retry_after = retry_after
         self.answer = answer
         self.fail = fail
+        self.image_tokens = image_tokens
         self.answered = self.refused = self.failed = self.requests = 0
         self.in_flight = self.peak = 0
         self.billed_prompt = self.billed_completion = 0
@@ -149,8 +170,12 @@ class SlotServer:
                     self._send(status, {"error": {"message": f"scripted {status}"}})
                     return
                 chars = sum(len(message_text(m)) for m in body.get("messages", []))
+                prompt = math.ceil(chars / 4)
+                if server.image_tokens is not None:
+                    prompt += sum(server.image_tokens(h, w) for m in body.get("messages", [])
+                                  for h, w in message_images(m))
                 with server._lock:
-                    server.billed_prompt += math.ceil(chars / 4)
+                    server.billed_prompt += prompt
                     server.billed_completion += math.ceil(len(text) / 4)
                 server._leave(True)
                 self._send(200, {
@@ -158,9 +183,9 @@ class SlotServer:
                     "model": body.get("model", "m"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": math.ceil(chars / 4),
+                    "usage": {"prompt_tokens": prompt,
                               "completion_tokens": math.ceil(len(text) / 4),
-                              "total_tokens": math.ceil(chars / 4) + math.ceil(len(text) / 4)}})
+                              "total_tokens": prompt + math.ceil(len(text) / 4)}})
 
             def _send(self, status: int, payload: dict[str, Any],
                       headers: dict[str, str] | None = None) -> None:
