@@ -6,6 +6,7 @@ continues to the records of an uninterrupted run."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from fake_openai_server import need
@@ -350,3 +351,137 @@ def test_the_reservation_counts_the_clients_own_image_rule():
     assert image_tokens_bound(256, 256, "fixed:5000") == 5000
     assert image_tokens_bound(256, 256, "openai-low") == image_tokens_bound(256, 256)
     assert prompt_tokens_bound(msgs, "fixed:5000") - prompt_tokens_bound(msgs) == 5000 - 258
+
+
+# --------------------------------------------------------------------------------------
+# Episodes hold their worst case; the worst case is learned from the bills
+# --------------------------------------------------------------------------------------
+
+
+def _shape(text=4000, images=0, max_tokens=100):
+    """A request of ``text`` ASCII characters in one user message and ``images`` 256 px
+    frames (255 tokens each by the default rule)."""
+    import numpy as np
+
+    from mindhelper_env.models.worst_case import request_shape
+
+    frame = np.zeros((256, 256, 3), np.uint8)
+    return request_shape([{"role": "user", "content": ["x" * text] + [frame] * images}],
+                         max_tokens)
+
+
+def test_the_worst_case_of_a_request_is_learned_from_what_the_server_billed():
+    from mindhelper_env.models.worst_case import MARGIN, fresh_rates, learn, worst_tokens
+
+    two = _shape(text=4000, images=2)
+    assert (two.text_estimate, two.image_rule, two.images) == (1005, 510, 2)
+    rates = fresh_rates()
+    # the prior: the package's estimate (4 characters a token, 255 an image) and max_tokens
+    assert worst_tokens(two, rates) == (math.ceil((1005 + 510) * (1 + MARGIN)), 100)
+    # ... or, for a request no episode backs, the hard bound (bytes, every API's images)
+    assert worst_tokens(two, rates, hard_prior=True)[0] == two.text_bound + two.image_bound
+    # a server that bills each image at three times the rule, and text as estimated
+    billed = 1005 + 2 * 765
+    learn(rates, two, billed, 40)
+    assert rates["image"] == pytest.approx(765)
+    assert worst_tokens(two, rates)[0] >= billed
+    # learned per image: a request with more images is reserved at the learned rate
+    five = _shape(text=4000, images=5)
+    assert worst_tokens(five, rates)[0] >= 1005 + 5 * 765
+    # a text request's ratio is learned apart from images, and never lowers the floor
+    text = _shape(text=8000)
+    learn(rates, text, 1000, 10)  # cheaper than estimated
+    assert worst_tokens(text, rates)[0] == math.ceil(text.text_estimate * (1 + MARGIN))
+    learn(rates, text, 3 * text.text_estimate, 10)  # three times dearer
+    assert worst_tokens(text, rates)[0] >= 3 * text.text_estimate
+    # completion past max_tokens (reasoning tokens, say) is learned too
+    learn(rates, text, 10, 250)
+    assert worst_tokens(text, rates)[1] == 250
+
+
+def _state(max_usd, agents=None):
+    from mindhelper_env.models.ledger import PICO, LedgerState
+
+    state = LedgerState(max_pico=int(max_usd * PICO))
+    state.seed(agents or {})
+    return state
+
+
+def test_an_episode_starts_only_when_the_budget_covers_its_worst_case():
+    from mindhelper_env.models.ledger import PICO
+    from mindhelper_env.models.worst_case import episode_worst
+
+    shape = _shape(text=4000)
+    price = (1.0, 1.0)  # a dollar a million tokens
+    worst, _ = episode_worst(10, shape, None, price)  # pico
+    state = _state(2.5 * worst / PICO, {"a": {"calls": 10, "shape": shape.to_list()}})
+    assert state.start_episode("e1", "a", price, 1) == "ok"
+    assert state.start_episode("e2", "a", price, 1) == "ok"
+    assert state.start_episode("e3", "a", price, 1) == "wait"  # fits once one ends
+    # a request draws from its episode's hold: nothing more is held
+    assert state.request("e1", "r1", shape.to_list(), price, 1) == "ok"
+    assert state.reserved()[0] == 2 * worst
+    # its answer is charged, the ledger learns the bill, and the hold shrinks to the
+    # rest of the episode at the learned rate (text billed at half the estimate: floor 1)
+    state.settle_request("e1", "r1", shape.to_list(), price, shape.text_estimate // 2, 10)
+    assert state.spent_pico == (shape.text_estimate // 2 + 10) * 10**6
+    assert state.held["e1"][0] == episode_worst(9, shape, state.rates, price)[0]
+    state.end_episode("e1")
+    assert "e1" not in state.held and state.agents["a"]["calls"] == 10
+    assert state.start_episode("e3", "a", price, 1) == "ok"
+    state.end_episode("e2")
+    state.end_episode("e3")
+    # with nothing in flight, the rest cannot pay for one episode: not started, closed
+    state.spent_pico = state.max_pico - worst + 1
+    assert state.start_episode("e4", "a", price, 1) == "refused"
+    assert state.closed == "max_cost" and state.episodes_refused == 1
+    assert state.start_episode("e5", "a", price, 1) == "refused"  # closed: none after it
+    assert state.summary()["episodes_not_started"] == 2
+
+
+def test_an_episode_longer_than_its_hold_takes_from_the_free_budget_or_is_cut():
+    from mindhelper_env.models.ledger import PICO
+    from mindhelper_env.models.worst_case import episode_worst
+
+    shape = _shape(text=4000)
+    price = (1.0, 1.0)
+    one, _ = episode_worst(1, shape, None, price)
+    state = _state(3.5 * one / PICO, {"a": {"calls": 2, "shape": shape.to_list()}})
+    assert state.start_episode("e1", "a", price, 1) == "ok"  # holds 2 calls
+    for i in range(2):
+        assert state.request("e1", f"r{i}", shape.to_list(), price, 1) == "ok"
+        state.settle_request("e1", f"r{i}", shape.to_list(), price, shape.text_estimate, 100)
+    # a third call, past what any episode made: from what nobody holds
+    assert state.request("e1", "r2", shape.to_list(), price, 1) == "ok"
+    state.settle_request("e1", "r2", shape.to_list(), price, shape.text_estimate, 100)
+    assert state.agents["a"]["calls"] == 3  # learned: episodes now hold three calls
+    # nothing left for a fourth: refused (the episode is cut), the ledger stays open
+    state.spent_pico = state.max_pico - one // 2
+    assert state.request("e1", "r3", shape.to_list(), price, 1) == "refused"
+    assert state.refused == 1 and state.closed is None
+    state.end_episode("e1")
+    assert state.held == {} and state.spent_pico == state.max_pico - one // 2
+
+
+def test_an_agent_without_a_known_episode_plays_one_first_alone():
+    shape = _shape(text=400)
+    price = (1.0, 1.0)
+    state = _state(1.0)
+    assert state.start_episode("p", "a", price, 1) == "ok"  # nothing known: nothing held
+    assert state.held["p"][0] == 0 and state.episodes["p"]["probe"]
+    assert state.start_episode("q", "a", price, 1) == "wait"  # until the first one ends
+    assert state.request("p", "r", shape.to_list(), price, 1) == "ok"  # from the free budget
+    state.settle_request("p", "r", shape.to_list(), price, 100, 10)
+    state.end_episode("p")
+    assert state.start_episode("q", "a", price, 1) == "ok"
+    assert state.held["q"][0] > 0 and not state.episodes["q"]["probe"]
+
+
+def test_a_dead_process_holds_count_as_spent():
+    shape = _shape(text=400)
+    state = _state(1.0, {"a": {"calls": 3, "shape": shape.to_list()}})
+    assert state.start_episode("e", "a", (1.0, 1.0), 4242) == "ok"
+    hold = state.held["e"][0]
+    state.drop_dead(lambda pid: pid != 4242)
+    assert state.spent_pico == hold and state.held == {} and state.episodes == {}
+    assert state.request("e", "r", shape.to_list(), (1.0, 1.0), 4242) == "refused"
