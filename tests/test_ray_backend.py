@@ -178,13 +178,14 @@ def test_unreachable_ray_address_fails_fast_and_keeps_results(
 
 
 def test_the_budget_holds_on_ray(ray_session: Any, tmp_path: Path) -> None:
-    """Ray workers reserve on one ledger (a named actor): what the server bills never
-    passes --max-cost, and the stop writes the partial summary."""
+    """Ray workers hold episodes and reserve requests on one ledger (a named actor): what
+    the server bills never passes --max-cost, an episode the budget cannot cover is not
+    started, and the stop writes the partial summary."""
     from slot_server import SlotServer
 
     from mindhelper_env.evaluation.budget import BudgetExhausted
 
-    budget = 0.03
+    budget = 0.1  # one episode's worst case (32 calls at max_tokens) is about $0.08
     with SlotServer(latency=0.0, slots=64) as srv:
         with pytest.raises(BudgetExhausted) as info:
             evaluate("vh-dev-v5", ["direct-vlm"], tmp_path / "o", limit=4, progress=False,
@@ -199,3 +200,6 @@ def test_the_budget_holds_on_ray(ray_session: Any, tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert summary["partial"]["reason"] == "max_cost"
     assert summary["spend"]["ledger"] == ledger
+    assert summary["spend"]["spent_usd"] == ledger["spent_usd"]
+    assert summary["partial"]["episodes_not_started"] >= 1
+    assert ledger["episodes_started"] == summary["partial"]["episodes_written"] >= 1
