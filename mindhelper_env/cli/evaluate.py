@@ -130,11 +130,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                             "not depend on it")
     scale.add_argument("--max-cost", type=_usd, default=None, metavar="USD",
                        help="this run's model spend never passes USD (needs --price for "
-                            "every live model): each request reserves its worst case first "
-                            "and is not sent when it does not fit; episodes it cuts are not "
-                            "recorded, the rest and summary.json (marked partial) are "
-                            "written, and --resume continues (exit code 4); refused up front "
-                            "when one episode's estimate is over USD (unless --allow-partial)")
+                            "every live model): an episode starts only when what is left "
+                            "covers its worst case (learned from what the server bills); "
+                            "once one does not fit, none starts after it, those in flight "
+                            "finish, summary.json (marked partial) is written, and --resume "
+                            "continues (exit code 4); refused up front when one episode's "
+                            "estimate is over USD (unless --allow-partial)")
     scale.add_argument("--max-tokens", type=positive_int, default=None, metavar="N",
                        help="this run's model tokens (input + output) never pass N (like "
                             "--max-cost)")

@@ -251,12 +251,17 @@ def evaluate(
     (passed to ``on_estimate(estimate)``, and kept in the summary); when one episode's
     estimate is over the whole budget the run is refused
     (:class:`~mindhelper_env.evaluation.budget.BudgetTooSmall`, a ``ValueError``) unless
-    ``allow_partial``. Every model request then reserves its worst case on the run's one
-    ledger (:mod:`mindhelper_env.models.ledger`) and is not sent when it does not fit; the
-    episodes it cuts are not recorded, the others are written, ``summary.json`` is written
-    marked ``partial``, and :class:`~mindhelper_env.evaluation.budget.BudgetExhausted` is
-    raised (``resume=True`` continues). The summary's ``spend`` has tokens and US dollars by
-    agent, the ledger's figures, and the rate-limit answers retried.
+    ``allow_partial``. An episode of an agent with a live model then starts only when the
+    run's one ledger (:mod:`mindhelper_env.models.ledger`) can hold its worst case (learned
+    from what the server billed), and each of its model requests draws its own worst case
+    from that hold; once an episode cannot be covered, none starts after it, those in
+    flight finish (written) or are cut, and neither the cut nor the not-started ones are
+    recorded; ``summary.json`` is written marked ``partial``, and
+    :class:`~mindhelper_env.evaluation.budget.BudgetExhausted` is raised (``resume=True``
+    continues). The summary's ``spend`` has what the run paid (``spent_usd``, the ledger's
+    figure; ``written_usd`` on the records written, ``unwritten_usd`` on episodes cut),
+    tokens and US dollars by agent, the ledger's figures, and the rate-limit answers
+    retried. With no episode written, no plot is written (``plots_skipped``).
 
     ``trials=K`` plays every episode ``K`` times; records carry ``trial`` (absent when
     ``K == 1``, so one-trial records are unchanged) and the summary adds ``trials``

@@ -12,10 +12,11 @@ overflow, 404 unknown model, a replay miss) is counted in ``usage.fallbacks`` an
 warning the first time each (agent, kind) occurs in a process, then at debug level. The run's
 summary prints one line per kind with the count (:func:`mindhelper_env.models.report.warning_lines`).
 
-In a run with a budget, every call first reserves its worst case on the run's ledger and
-settles it to the answer's usage (:mod:`mindhelper_env.models.ledger`); a call the budget
-cannot hold raises :class:`~mindhelper_env.models.ledger.BudgetRefused` (not counted as a
-failed call: the episode is cut and not recorded).
+In a run with a budget, every call first reserves its worst case on the run's ledger (from
+its episode's hold) and settles it to the answer's billed usage, which the ledger learns
+from (:mod:`mindhelper_env.models.ledger`); a call the budget cannot hold raises
+:class:`~mindhelper_env.models.ledger.BudgetRefused` (not counted as a failed call: the
+episode is cut and not recorded).
 """
 
 from __future__ import annotations
