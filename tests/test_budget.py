@@ -54,8 +54,10 @@ def cost(rec):
     return (PRICE[0] * u["prompt_tokens"] + PRICE[1] * u["completion_tokens"]) / 1e6
 
 
-def worst_episode_usd(srv, tmp_path, limit=12):
-    """The dry pass's costliest episode of direct-vlm on SUITE at PRICE."""
+def first_hold_usd(srv, tmp_path, limit=12):
+    """What the first episode of direct-vlm on SUITE at PRICE is held at before the
+    server's first answer (the dry pass's most calls at the hard bound of its largest
+    request)."""
     from mindhelper_env.evaluation.budget import estimate_run
     from mindhelper_env.evaluation.settings import EvalSettings
 
@@ -63,7 +65,9 @@ def worst_episode_usd(srv, tmp_path, limit=12):
                             agent_kwargs={"direct-vlm": {"model": f"openai:m@{srv.url}",
                                                          "api_key": "k"}})
     est = estimate_run(settings, {"direct-vlm": limit}, {"direct-vlm": Price(*PRICE)}, 2)
-    return est["agents"]["direct-vlm"]["max_episode_usd"]
+    row = est["agents"]["direct-vlm"]
+    assert row["first_episode_hold_usd"] > row["max_episode_usd"]
+    return row["first_episode_hold_usd"]
 
 
 def test_spend_in_the_summary_is_the_records_tokens_at_the_price(tmp_path):
@@ -85,9 +89,11 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_records(tmp_path, concu
     with SlotServer(latency=0.0, slots=64) as srv:
         run(tmp_path / "full", srv, limit=12)
         full = records(tmp_path / "full" / "direct-vlm.jsonl")
-        # room for about two episodes at their worst case (every window asked, every
-        # answer at max_tokens): the run starts episodes while it can pay for them
-        budget = round(2.5 * worst_episode_usd(srv, tmp_path), 2)
+        # room for the first episode at its worst case (every window asked, every answer
+        # at max_tokens, the prompt at its hard bound), then for episodes at the worst
+        # case learned from the answers while what is left pays for them
+        hold = first_hold_usd(srv, tmp_path)
+        budget = round(1.05 * hold, 2)
         estimates = []
         with pytest.raises(BudgetExhausted, match="stopped at the budget") as info:
             run(tmp_path / "cut", srv, concurrency=concurrency, limit=12, max_cost=budget,
@@ -108,7 +114,7 @@ def test_budget_stop_then_resume_gives_the_uninterrupted_records(tmp_path, concu
         assert spend["ledger"]["episodes_started"] == len(kept)
         assert spend["ledger"]["closed"] == "max_cost"
         # what is left could not pay for one more episode at its worst
-        assert budget - spend["ledger"]["spent_usd"] < 1.2 * worst_episode_usd(srv, tmp_path)
+        assert budget - spend["ledger"]["spent_usd"] < hold
         # the stop wrote the summary of what was played, marked partial, with the spend
         written = json.loads((tmp_path / "cut" / "summary.json").read_text())
         assert written["partial"]["reason"] == "max_cost"
@@ -212,11 +218,12 @@ def test_cli_budget_errors_are_one_line_exit_2(tmp_path, capsys):
 def test_cli_budget_stop_exits_4_prints_the_partial_table_and_resume_finishes(tmp_path,
                                                                              capsys):
     with SlotServer(latency=0.0, slots=64) as srv:
-        base = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "4",
+        budget = f"{1.05 * first_hold_usd(srv, tmp_path):.0f}"
+        base = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "12",
                 "--model", f"openai:m@{srv.url}", "--no-progress", "--no-plots",
                 "--no-timing", "--price", "openai:m=1000,4000", "--format", "markdown"]
-        code = main([*base, "--out", str(tmp_path / "o"), "--max-cost", "100",
-                     "--concurrency", "2", "--allow-partial"])
+        code = main([*base, "--out", str(tmp_path / "o"), "--max-cost", budget,
+                     "--concurrency", "2"])
         captured = capsys.readouterr()
         assert code == 4, captured.err
         assert "estimate for direct-vlm" in captured.err
@@ -226,11 +233,12 @@ def test_cli_budget_stop_exits_4_prints_the_partial_table_and_resume_finishes(tm
         summary = json.loads((tmp_path / "o" / "summary.json").read_text())
         paid = summary["spend"]["spent_usd"]
         # the line, the summary and the ledger say one spend
-        assert f"spent ${paid:.4f} of $100 (" in stop[0] and "not started" in stop[0]
-        assert stop[0].endswith("--max-cost 100 --concurrency 2 --allow-partial --resume")
-        assert summary["partial"] and 0 < paid == summary["spend"]["ledger"]["spent_usd"] <= 100
+        assert f"spent ${paid:.4f} of ${budget} (" in stop[0] and "not started" in stop[0]
+        assert stop[0].endswith(f"--max-cost {budget} --concurrency 2 --resume")
+        assert summary["partial"]
+        assert 0 < paid == summary["spend"]["ledger"]["spent_usd"] <= float(budget)
         assert main([*base, "--out", str(tmp_path / "o"), "--resume"]) == 0
-    assert len(records(tmp_path / "o" / "direct-vlm.jsonl")) == 4
+    assert len(records(tmp_path / "o" / "direct-vlm.jsonl")) == 12
 
 
 def test_the_dry_spec_sends_nothing_and_counts_the_prompt():
@@ -376,15 +384,14 @@ def test_the_worst_case_of_a_request_is_learned_from_what_the_server_billed():
     two = _shape(text=4000, images=2)
     assert (two.text_estimate, two.image_rule, two.images) == (1005, 510, 2)
     rates = fresh_rates()
-    # the prior: the package's estimate (4 characters a token, 255 an image) and max_tokens
-    assert worst_tokens(two, rates) == (math.ceil((1005 + 510) * (1 + MARGIN)), 100)
-    # ... or, for a request no episode backs, the hard bound (bytes, every API's images)
-    assert worst_tokens(two, rates, hard_prior=True)[0] == two.text_bound + two.image_bound
+    # before any answer: the hard bound (UTF-8 bytes, every API's images) and max_tokens
+    assert worst_tokens(two, rates) == (two.text_bound + two.image_bound, 100)
     # a server that bills each image at three times the rule, and text as estimated
     billed = 1005 + 2 * 765
+    assert billed > two.text_estimate + two.image_rule  # more than the package estimates
     learn(rates, two, billed, 40)
     assert rates["image"] == pytest.approx(765)
-    assert worst_tokens(two, rates)[0] >= billed
+    assert worst_tokens(two, rates)[0] == math.ceil(billed * (1 + MARGIN))
     # learned per image: a request with more images is reserved at the learned rate
     five = _shape(text=4000, images=5)
     assert worst_tokens(five, rates)[0] >= 1005 + 5 * 765
@@ -431,8 +438,11 @@ def test_an_episode_starts_only_when_the_budget_covers_its_worst_case():
     assert state.start_episode("e3", "a", price, 1) == "ok"
     state.end_episode("e2")
     state.end_episode("e3")
-    # with nothing in flight, the rest cannot pay for one episode: not started, closed
-    state.spent_pico = state.max_pico - worst + 1
+    # with nothing in flight, the rest cannot pay for one episode at the learned worst
+    # case: not started, and the ledger closes
+    learned = episode_worst(10, shape, state.rates, price)[0]
+    assert learned < worst
+    state.spent_pico = state.max_pico - learned + 1
     assert state.start_episode("e4", "a", price, 1) == "refused"
     assert state.closed == "max_cost" and state.episodes_refused == 1
     assert state.start_episode("e5", "a", price, 1) == "refused"  # closed: none after it
@@ -441,7 +451,7 @@ def test_an_episode_starts_only_when_the_budget_covers_its_worst_case():
 
 def test_an_episode_longer_than_its_hold_takes_from_the_free_budget_or_is_cut():
     from mindhelper_env.models.ledger import PICO
-    from mindhelper_env.models.worst_case import episode_worst
+    from mindhelper_env.models.worst_case import episode_worst, worst_tokens
 
     shape = _shape(text=4000)
     price = (1.0, 1.0)
@@ -456,11 +466,13 @@ def test_an_episode_longer_than_its_hold_takes_from_the_free_budget_or_is_cut():
     state.settle_request("e1", "r2", shape.to_list(), price, shape.text_estimate, 100)
     assert state.agents["a"]["calls"] == 3  # learned: episodes now hold three calls
     # nothing left for a fourth: refused (the episode is cut), the ledger stays open
-    state.spent_pico = state.max_pico - one // 2
+    w_prompt, w_completion = worst_tokens(shape, state.rates)
+    state.spent_pico = state.max_pico - (w_prompt + w_completion) * 10**6 // 2
     assert state.request("e1", "r3", shape.to_list(), price, 1) == "refused"
     assert state.refused == 1 and state.closed is None
     state.end_episode("e1")
-    assert state.held == {} and state.spent_pico == state.max_pico - one // 2
+    assert state.held == {} and state.spent_pico == state.max_pico - (
+        w_prompt + w_completion) * 10**6 // 2
 
 
 def test_an_agent_without_a_known_episode_plays_one_first_alone():

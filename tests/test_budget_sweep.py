@@ -99,6 +99,11 @@ def test_budgets_buy_whole_episodes_against_a_server_that_bills_more(tmp_path):
             part = written["partial"]
             assert part["episodes_written"] == len(recs) < LIMIT, combo
             assert part["episodes_cut"] + part["episodes_not_started"] >= 1, combo
+            # the episodes cut or not started are listed, and none of them was recorded
+            missing = [t["index"] for t in part["cut"] + part["not_started"]]
+            assert len(missing) == part["episodes_cut"] + part["episodes_not_started"]
+            assert not set(missing) & {r["index"] for r in recs}, combo
+            assert len(set(missing)) == len(missing), combo
             assert ledger["closed"] == "max_cost", combo
         else:
             assert "partial" not in written and len(recs) == LIMIT, combo

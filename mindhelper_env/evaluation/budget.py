@@ -282,7 +282,7 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
 
     from mindhelper_env.evaluation.runners import EpisodeRunner, Job, freeze
     from mindhelper_env.models.ledger import Ledger, LedgerSpec
-    from mindhelper_env.models.worst_case import Shape
+    from mindhelper_env.models.worst_case import Shape, episode_worst
 
     agent_kwargs = dict(settings.agent_kwargs or {})
     out: dict[str, Any] = {"episodes_sampled": k, "agents": {}}
@@ -331,9 +331,16 @@ def estimate_run(settings: Any, episodes_to_play: Mapping[str, int],
         seen = (json.loads(Path(str(ledger_spec.path)).read_text(encoding="utf-8"))
                 ["agents"].get(agent) or {})
         if seen.get("shape"):
-            # what the run's ledger starts from: an episode's calls and largest request
+            # what the run's ledger starts from: an episode's calls and largest request,
+            # and what its first episode is held at before the server's first answer
             row["max_calls_per_episode"] = int(seen.get("calls", 0))
             row["largest_request"] = dataclasses.asdict(Shape.from_list(seen["shape"]))
+            hold = episode_worst(int(seen.get("calls", 0)), Shape.from_list(seen["shape"]),
+                                 None, (price.input, price.output) if price else (0.0, 0.0))
+            if hold is not None:
+                if price is not None:
+                    row["first_episode_hold_usd"] = round(hold[0] / 1e12, 6)
+                row["first_episode_hold_tokens"] = hold[1]
         if price is not None:
             row["max_episode_usd"] = round(worst_usd, 6)
             row["usd"] = round(price.cost(pt, ct) / per * n, 4)
@@ -387,19 +394,31 @@ def ledger_seed(estimate: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]
 
 def episode_over_budget(estimate: Mapping[str, Any], max_cost: float | None,
                         max_tokens: int | None) -> str | None:
-    """A one-line reason when the dry pass's costliest episode of an agent is over the
-    whole budget (the run could not finish one such episode), else None."""
+    """A one-line reason when the dry pass's costliest episode of an agent, or what the
+    run's first episode of it is held at before the server's first answer
+    (``first_episode_hold_usd`` / ``_tokens``: its most calls at the hard bound of its
+    largest request), is over the whole budget (no such episode could start), else
+    None."""
     for agent, row in estimate["agents"].items():
         usd = row.get("max_episode_usd")
+        hold = row.get("first_episode_hold_usd")
+        if max_cost is not None and hold is not None and hold > max_cost \
+                and (usd is None or usd <= max_cost):
+            return (f"the first episode of {agent} is held at up to ${hold:.4f} before the "
+                    "server's first answer (every window asked, the prompt at its hard "
+                    "bound, every answer at max_tokens), over the whole budget (--max-cost "
+                    f"${max_cost:g}): raise --max-cost, or add --allow-partial to start "
+                    "anyway (no episode that does not fit is started)")
         if max_cost is not None and usd is not None and usd > max_cost:
             return (f"one episode of {agent} is estimated at up to ${usd:.4f}, over the whole "
                     f"budget (--max-cost ${max_cost:g}): raise --max-cost, or add "
-                    "--allow-partial to start anyway (episodes the budget cuts are not "
-                    "recorded)")
-        tokens = row.get("max_episode_tokens")
-        if max_tokens is not None and tokens is not None and tokens > max_tokens:
-            return (f"one episode of {agent} is estimated at up to {tokens:,} tokens, over the "
+                    "--allow-partial to start anyway (no episode that does not fit is "
+                    "started)")
+        tokens = max(row.get("max_episode_tokens") or 0,
+                     row.get("first_episode_hold_tokens") or 0)
+        if max_tokens is not None and tokens > max_tokens:
+            return (f"one episode of {agent} is held at up to {tokens:,} tokens, over the "
                     f"whole budget (--max-tokens {max_tokens:,}): raise --max-tokens, or add "
-                    "--allow-partial to start anyway (episodes the budget cuts are not "
-                    "recorded)")
+                    "--allow-partial to start anyway (no episode that does not fit is "
+                    "started)")
     return None

@@ -518,17 +518,20 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
     handles = {a: safety.open_append(files[a]) for a in agents}
     raised: set[str] = set()  # agents whose first traceback was shown
     batches = runner.batches(job, tasks)
+    # episodes the budget cut or did not start: never recorded (``resume`` plays them)
+    unrecorded: dict[str, list[dict[str, Any]]] = {"cut": [], "not_started": []}
     try:
         for batch in batches:
             written_now = 0
             for rec, ref in batch:
                 meta = rec.pop(RUN_KEY, None) or {}
                 meter.rate_limited += int(meta.get("rate_limited", 0))
-                if meta.get("cut"):
-                    meter.cut += 1
-                    continue
-                if meta.get("not_started"):
-                    meter.not_started += 1
+                if meta.get("cut") or meta.get("not_started"):
+                    unrecorded["cut" if meta.get("cut") else "not_started"].append(
+                        {"agent": labels.get(rec["agent"], rec["agent"]),
+                         "index": int(rec["index"]), "trial": int(rec.get("trial", 0))})
+                    meter.cut += bool(meta.get("cut"))
+                    meter.not_started += bool(meta.get("not_started"))
                     continue
                 written_now += 1
                 spec = rec["agent"]
@@ -602,7 +605,10 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
         summary["partial"] = {"reason": meter.stopped, "episodes_written": written,
                               "episodes_total": already + len(tasks),
                               "episodes_cut": meter.cut,
-                              "episodes_not_started": meter.not_started}
+                              "episodes_not_started": meter.not_started,
+                              "cut": sorted(unrecorded["cut"], key=_task_key),
+                              "not_started": sorted(unrecorded["not_started"],
+                                                    key=_task_key)}
     if settings.concurrency > 1:
         summary["concurrency"] = settings.concurrency
     if any(row["model_calls"] for row in meter.by_agent.values()) or budgeted \
@@ -640,6 +646,10 @@ def _play_and_summarize(job: Job, settings: EvalSettings, runner: Any,
                                             no_plots="plots_skipped" in summary),
                               summary["spend"], summary)
     return summary
+
+
+def _task_key(task: Mapping[str, Any]) -> tuple[str, int, int]:
+    return str(task["agent"]), int(task["index"]), int(task["trial"])
 
 
 def _stop_message(out: Path, settings: EvalSettings, meter: Meter, written: int,

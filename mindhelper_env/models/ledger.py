@@ -23,12 +23,14 @@ shared by every thread and process that plays its episodes.
   and the hold shrinks to what the rest of the episode can cost at worst; when the episode
   ends, what it still holds is released.
 * **The worst case is learned from the bills**
-  (:mod:`mindhelper_env.models.worst_case`): a request's prompt at the package's estimate
-  (4 characters a token, images by the client's image rule) scaled by the largest ratio of
-  billed to estimated tokens seen, per kind (text, and tokens an image), with the
-  package's rules as the prior and the floor, plus 10 %; its completion at ``max_tokens``.
-  A server that bills more than the package estimates is reserved at what it bills from
-  its first answer on; that first answer is paid from its episode's hold.
+  (:mod:`mindhelper_env.models.worst_case`): before the run's first answer, a request is
+  bounded by :func:`prompt_tokens_bound` (UTF-8 bytes plus 8 tokens a message, plus the
+  most tokens any common vision API bills for each image) plus ``max_tokens``; from then on
+  by the package's estimate (4 characters a token, images by the client's image rule)
+  scaled by the largest ratio of billed to estimated tokens seen, per kind (text, and
+  tokens an image), never below the package's rules, plus 10 %. A server that bills more
+  than the package estimates is reserved at what it bills from its first answer on; that
+  first answer is paid from its episode's hold.
 
 So the spend (settled usage) never passes the budget, whatever the workers, the episodes in
 flight or the backend, as long as no episode is billed more than it holds plus what nobody
@@ -40,11 +42,9 @@ an exclusive ``flock`` of its lock file (every process of the machine: ``--worke
 ``--concurrency``, a local Ray), or, for a Ray cluster, a named Ray actor that holds the
 same state. A hold of a process that died is counted as spent (its requests may have been
 billed). Amounts are integers of 10^-12 US dollars, so sums are exact. A request made
-outside an episode (a :func:`call_scope` without ``episode``) reserves on its own, before the
-run's first answer at the hard bound :func:`prompt_tokens_bound` (UTF-8 bytes plus 8 tokens a
-message, plus the most tokens any common vision API bills for each image): it waits while
-requests in flight stand in the way, and the first one that cannot fit closes the ledger
-(:meth:`LedgerState.try_reserve`).
+outside an episode (a :func:`call_scope` without ``episode``) reserves on its own: it waits
+while requests in flight stand in the way, and the first one that cannot fit closes the
+ledger (:meth:`LedgerState.try_reserve`).
 
 An episode plays inside a :func:`call_scope` (the episode runner opens it): the ledger, the
 price of the episode's agent, the episode's hold, a ``cut`` flag set when one of the
@@ -236,7 +236,7 @@ class LedgerState:
         episode, :meth:`try_reserve`."""
         price = (float(price[0]), float(price[1]))
         req = Shape.from_list(shape)
-        prompt, completion = worst_tokens(req, self.rates, hard_prior=eid is None)
+        prompt, completion = worst_tokens(req, self.rates)
         pico = math.ceil(_pico(price, prompt, completion))
         tokens = prompt + completion
         if eid is None:

@@ -11,21 +11,26 @@ What it can cost at worst (:func:`worst_tokens`) depends on what the run has lea
 (:func:`fresh_rates`: a small JSON-able dict kept on the run's ledger, so every worker
 shares it):
 
-* the text at the package's estimate times the largest ratio of billed to estimated prompt
-  tokens seen on a request without images (1 before any), and the images at the largest
-  number of tokens a server billed for one image (the billed prompt tokens of a request
-  with images, less its text at that estimate, over its images), never below the client's
-  image rule (:mod:`~mindhelper_env.models.images`: the prior); the prompt then counts
-  :data:`MARGIN` more. A request that no episode's hold backs (made outside an episode) is
-  reserved, before the run's first answer, at the package's hard bound instead: the
-  text's UTF-8 bytes plus 8 tokens a message, and the images' :func:`image_tokens_bound`;
+* before the run's first answer, the text at the package's hard bound: its UTF-8 bytes plus
+  8 tokens a message (every token of a byte-level BPE or byte-fallback tokenizer covers at
+  least a byte);
+* from then on, the text at the package's estimate times the largest ratio of billed to
+  estimated prompt tokens seen on a request without images (at least 1), plus
+  :data:`MARGIN`;
+* before the first answer to a request with images, each image at
+  :func:`image_tokens_bound` (the most any common vision API bills for its size); from
+  then on at the largest number of tokens a server billed for one image (the billed prompt
+  tokens of a request with images, less its text at that estimate, over its images), never
+  below the client's image rule (:mod:`~mindhelper_env.models.images`: the floor), plus
+  :data:`MARGIN`;
 * the completion at ``max_tokens`` times the largest ratio of billed completion tokens to
   ``max_tokens`` seen (at least 1: a server that bills past ``max_tokens``, reasoning tokens
   say, is learned too).
 
-So a server that bills images at three times the package's rule is reserved at three times
-the rule from its first answer on, and a server that bills text as the package estimates is
-not reserved at four times that.
+So the run's first episodes are held at the hard bounds, and from the first answer on a
+server that bills images at three times the package's rule is reserved at three times the
+rule, and a server that bills text as the package estimates is not reserved at four times
+that.
 
 An episode's worst case is the most model calls an episode of the agent made (the dry pass's
 episodes, then every episode played) times the worst case of a call as large, field by field,
@@ -140,22 +145,23 @@ def learn(rates: dict[str, Any], shape: Shape, prompt_tokens: int,
     rates["answers"] = int(rates.get("answers", 0)) + 1
 
 
-def worst_tokens(shape: Shape, rates: Mapping[str, Any] | None, *,
-                 hard_prior: bool = False) -> tuple[int, int]:
+def worst_tokens(shape: Shape, rates: Mapping[str, Any] | None) -> tuple[int, int]:
     """``(prompt, completion)`` tokens the request can be billed at worst (see the module
-    docstring); ``hard_prior``: before any answer, the package's hard bound rather than its
-    estimate (a request that no episode's hold backs)."""
+    docstring)."""
     rates = rates or {}
-    if hard_prior and not rates.get("answers"):
-        prompt = shape.text_bound + shape.image_bound
+    if not rates.get("answers"):
+        text = float(shape.text_bound)
     else:
-        text = shape.text_estimate * max(1.0, rates.get("text") or 1.0)
-        pictures = float(shape.image_rule)
-        if shape.images and rates.get("image") is not None:
-            pictures = max(pictures, shape.images * float(rates["image"]))
-        prompt = math.ceil((text + pictures) * (1.0 + MARGIN))
+        text = shape.text_estimate * max(1.0, rates.get("text") or 1.0) * (1.0 + MARGIN)
+    if not shape.images:
+        pictures = 0.0
+    elif rates.get("image") is None:
+        pictures = float(shape.image_bound)
+    else:
+        pictures = max(float(shape.image_rule),
+                       shape.images * float(rates["image"])) * (1.0 + MARGIN)
     completion = math.ceil(shape.max_tokens * max(1.0, rates.get("completion") or 1.0))
-    return int(prompt), int(completion)
+    return int(math.ceil(text + pictures)), int(completion)
 
 
 def max_shape(a: Shape | None, b: Shape) -> Shape:
