@@ -497,3 +497,15 @@ def test_a_dead_process_holds_count_as_spent():
     state.drop_dead(lambda pid: pid != 4242)
     assert state.spent_pico == hold and state.held == {} and state.episodes == {}
     assert state.request("e", "r", shape.to_list(), (1.0, 1.0), 4242) == "refused"
+
+
+def test_no_plot_is_written_of_agents_without_an_episode(tmp_path):
+    """A run stopped by its budget before any episode was written has metrics of nothing:
+    write_plots writes no file (and calls no matplotlib) rather than empty charts."""
+    from mindhelper_env.metrics import as_percentages, compute_table
+    from mindhelper_env.plots import write_plots
+
+    table = {a: as_percentages(m) for a, m in compute_table({"direct-vlm": []}, {}).items()}
+    assert table["direct-vlm"]["episodes"] == 0
+    assert write_plots(table, tmp_path / "p", suite=SUITE) == []
+    assert not (tmp_path / "p").exists()
