@@ -509,3 +509,29 @@ def test_no_plot_is_written_of_agents_without_an_episode(tmp_path):
     assert table["direct-vlm"]["episodes"] == 0
     assert write_plots(table, tmp_path / "p", suite=SUITE) == []
     assert not (tmp_path / "p").exists()
+
+
+def test_an_episode_whose_worst_case_is_no_longer_covered_is_cut_before_it_spends_more():
+    """The first answer shows the server bills images at ten times the rule: the episode's
+    hold grows from the free budget when it can, and when it cannot the episode is cut at
+    its next request instead of spending the budget on an episode that cannot finish."""
+    from mindhelper_env.models.ledger import PICO
+    from mindhelper_env.models.worst_case import episode_worst, worst_tokens
+
+    shape = _shape(text=400, images=2)
+    price = (1.0, 1.0)
+    hard, _ = episode_worst(3, shape, None, price)
+    billed = shape.text_estimate + 2 * 2550
+    for budget, doomed in ((1.2 * hard / PICO, True), (100 * hard / PICO, False)):
+        state = _state(budget, {"a": {"calls": 3, "shape": shape.to_list()}})
+        assert state.start_episode("e", "a", price, 1) == "ok"
+        assert state.request("e", "r0", shape.to_list(), price, 1) == "ok"
+        state.settle_request("e", "r0", shape.to_list(), price, billed, 10)
+        rest = 2 * sum(worst_tokens(shape, state.rates)) * 10**6
+        assert rest > hard  # the learned worst case of the rest is over the first hold
+        if doomed:
+            assert state.request("e", "r1", shape.to_list(), price, 1) == "refused"
+            assert state.episodes["e"]["doomed"] and state.closed is None
+        else:
+            assert state.held["e"][0] == rest  # held more, from the free budget
+            assert state.request("e", "r1", shape.to_list(), price, 1) == "ok"

@@ -20,8 +20,10 @@ shared by every thread and process that plays its episodes.
   when that is not enough either the request is not sent (:class:`BudgetRefused`) and its
   episode is **cut**. On the answer, :func:`settle` charges the server's billed usage
   (a failed call nothing, a timeout its whole reservation, since it may have been billed)
-  and the hold shrinks to what the rest of the episode can cost at worst; when the episode
-  ends, what it still holds is released.
+  and the hold becomes what the rest of the episode can cost at worst: it shrinks, or, when
+  the bills were higher than held, grows from what nobody holds; when that is not enough,
+  the episode is cut at its next request, before it spends more. When the episode ends,
+  what it still holds is released.
 * **The worst case is learned from the bills**
   (:mod:`mindhelper_env.models.worst_case`): before the run's first answer, a request is
   bounded by :func:`prompt_tokens_bound` (UTF-8 bytes plus 8 tokens a message, plus the
@@ -246,6 +248,11 @@ class LedgerState:
         if ep is None or hold is None:  # its process was counted dead
             self.refused += 1
             return "refused"
+        if ep.get("doomed"):
+            self.refused += 1
+            self.unsent_pico += pico
+            self.unsent_tokens += tokens
+            return "refused"
         row = self.agents.setdefault(ep["agent"], {"calls": 0, "shape": None})
         row["shape"] = max_shape(Shape.from_list(row["shape"]) if row.get("shape") else None,
                                  req).to_list()
@@ -272,7 +279,9 @@ class LedgerState:
         """Settle a request to the answer's billed usage (learned, :func:`learn`); a failed
         call (no usage) to nothing, except a ``timeout`` (it may have been billed) to its
         whole reservation. In an episode the amount leaves the episode's hold, which then
-        shrinks to what the rest of the episode can cost at worst."""
+        becomes what the rest of the episode can cost at worst (at what was learned): it
+        shrinks, or grows from what nobody holds; when that is not enough, the episode's
+        next request is refused (it is cut before it spends more)."""
         price = (float(price[0]), float(price[1]))
         req = Shape.from_list(shape)
         if eid is None:
@@ -300,9 +309,16 @@ class LedgerState:
         rest = self._agent_worst(ep["agent"], int(row.get("calls", 0)) - ep["calls"], price)
         out_pico = sum(o[0] for o in ep["out"].values())
         out_tokens = sum(o[1] for o in ep["out"].values())
-        rest_pico, rest_tokens = rest if rest is not None else (0, 0)
-        hold[0] = min(hold[0], rest_pico + out_pico)
-        hold[1] = min(hold[1], rest_tokens + out_tokens)
+        need_pico = (rest[0] if rest is not None else 0) + out_pico
+        need_tokens = (rest[1] if rest is not None else 0) + out_tokens
+        extra_pico, extra_tokens = max(0, need_pico - hold[0]), max(0, need_tokens - hold[1])
+        if not (extra_pico or extra_tokens):
+            hold[0], hold[1] = need_pico, need_tokens  # shrink: release the rest
+        elif self._over(extra_pico, extra_tokens) is None:
+            hold[0] += extra_pico  # the bills were higher than held: hold more
+            hold[1] += extra_tokens
+        else:  # its worst case is no longer covered: cut it now, before it spends more
+            ep["doomed"] = True
 
     def end_episode(self, eid: str) -> None:
         """Release what the episode still holds; requests it never settled count as
