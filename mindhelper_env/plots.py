@@ -446,13 +446,12 @@ def write_plots(
     """Write ``metrics.png``, ``silent_all.png``, ``per_family.png``, ``breakdown.png``
     (when the metrics have a ``breakdown``) and, when any agent called a model,
     ``tokens.png`` into ``out_dir``; every title names ``suite`` (when given) and the
-    episode count. Agents without an episode are left out; with none left (a run stopped
-    by its budget before any episode was written) no plot is written and ``[]`` returned.
+    episode count. When no agent has an episode (a run stopped by its budget before any
+    episode was written) no plot is written and ``[]`` returned.
 
     Raises ``ImportError`` with an install hint when matplotlib is missing.
     """
-    table = {a: m for a, m in table.items() if int(m.get("episodes") or 0) > 0}
-    if not table:
+    if not any(int(m.get("episodes") or 0) > 0 for m in table.values()):
         return []
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
