@@ -21,8 +21,9 @@ shared by every thread and process that plays its episodes.
   episode is **cut**. On the answer, :func:`settle` charges the server's billed usage
   (a failed call nothing, a timeout its whole reservation, since it may have been billed)
   and the hold becomes what the rest of the episode can cost at worst: it shrinks, or, when
-  the bills were higher than held, grows from what nobody holds; when that is not enough,
-  the episode is cut at its next request, before it spends more. When the episode ends,
+  the bills were higher than held, grows from what nobody holds; when that leaves it short
+  by more than the worst case's 10 % margin, the episode is cut at its next request,
+  before it spends more. When the episode ends,
   what it still holds is released.
 * **The worst case is learned from the bills**
   (:mod:`mindhelper_env.models.worst_case`): before the run's first answer, a request is
@@ -70,6 +71,7 @@ from typing import Any
 
 from mindhelper_env.models.base import ModelError
 from mindhelper_env.models.worst_case import (
+    MARGIN,
     MESSAGE_OVERHEAD,
     Shape,
     episode_worst,
@@ -167,6 +169,15 @@ class LedgerState:
                 self.spent_tokens + r_tokens + tokens > self.max_tokens:
             return "max_tokens"
         return None
+
+    def _free(self) -> tuple[int, int]:
+        """What no reservation holds, within the limits (a large number without one)."""
+        r_pico, r_tokens = self.reserved()
+        free_pico = 10**30 if self.max_pico is None else \
+            max(0, self.max_pico - self.spent_pico - r_pico)
+        free_tokens = 10**30 if self.max_tokens is None else \
+            max(0, self.max_tokens - self.spent_tokens - r_tokens)
+        return free_pico, free_tokens
 
     def try_reserve(self, rid: str, pico: int, tokens: int, pid: int) -> str:
         """One request outside an episode: ``"ok"`` (held), ``"wait"`` (fits once requests
@@ -280,8 +291,9 @@ class LedgerState:
         call (no usage) to nothing, except a ``timeout`` (it may have been billed) to its
         whole reservation. In an episode the amount leaves the episode's hold, which then
         becomes what the rest of the episode can cost at worst (at what was learned): it
-        shrinks, or grows from what nobody holds; when that is not enough, the episode's
-        next request is refused (it is cut before it spends more)."""
+        shrinks, or grows from what nobody holds; when that leaves it short by more than
+        the worst case's margin, the episode's next request is refused (it is cut before
+        it spends more)."""
         price = (float(price[0]), float(price[1]))
         req = Shape.from_list(shape)
         if eid is None:
@@ -317,8 +329,15 @@ class LedgerState:
         elif self._over(extra_pico, extra_tokens) is None:
             hold[0] += extra_pico  # the bills were higher than held: hold more
             hold[1] += extra_tokens
-        else:  # its worst case is no longer covered: cut it now, before it spends more
-            ep["doomed"] = True
+        else:
+            # hold what is free; when even that leaves the rest's worst case short by more
+            # than its margin, the episode cannot be expected to finish: cut it now, before
+            # it spends more (a smaller shortfall plays on: each request is still checked)
+            free_pico, free_tokens = self._free()
+            hold[0] += min(extra_pico, free_pico)
+            hold[1] += min(extra_tokens, free_tokens)
+            if need_pico > hold[0] * (1.0 + MARGIN) or need_tokens > hold[1] * (1.0 + MARGIN):
+                ep["doomed"] = True
 
     def end_episode(self, eid: str) -> None:
         """Release what the episode still holds; requests it never settled count as
