@@ -183,16 +183,22 @@ def test_the_budget_holds_on_ray(ray_session: Any, tmp_path: Path) -> None:
     started, and the stop writes the partial summary."""
     from slot_server import SlotServer
 
-    from mindhelper_env.evaluation.budget import BudgetExhausted
+    from mindhelper_env.evaluation.budget import BudgetExhausted, Price, estimate_run
+    from mindhelper_env.evaluation.settings import EvalSettings
 
-    budget = 0.1  # one episode's worst case (32 calls at max_tokens) is about $0.08
     with SlotServer(latency=0.0, slots=64) as srv:
+        kwargs = {"direct-vlm": {"model": f"openai:fake@{srv.url}", "api_key": "k"}}
+        est = estimate_run(EvalSettings("vh-dev-v5", ["direct-vlm"], tmp_path / "x",
+                                        agent_kwargs=kwargs),
+                           {"direct-vlm": 16}, {"direct-vlm": Price(1.0, 1.0)}, 2)
+        # room for the first episode at its hard bound (about $0.25), then for the episodes
+        # at the learned worst case (about $0.08) while what is left pays for them
+        budget = round(1.02 * est["agents"]["direct-vlm"]["first_episode_hold_usd"], 4)
         with pytest.raises(BudgetExhausted) as info:
-            evaluate("vh-dev-v5", ["direct-vlm"], tmp_path / "o", limit=4, progress=False,
+            evaluate("vh-dev-v5", ["direct-vlm"], tmp_path / "o", limit=16, progress=False,
                      plots=False, timing=False, backend="ray", workers=2, max_cost=budget,
                      allow_partial=True, prices={"openai:fake": (1.0, 1.0)},
-                     agent_kwargs={"direct-vlm": {"model": f"openai:fake@{srv.url}",
-                                                  "api_key": "k"}})
+                     agent_kwargs=kwargs)
         billed = (srv.billed_prompt + srv.billed_completion) / 1e6
     ledger = info.value.spend["ledger"]
     assert 0 < billed <= budget
