@@ -36,6 +36,22 @@ DECOY_TAIL = (4, 12)
 _BUSY = ("phone", "chore")
 
 
+def _where(act: dict[str, Any]) -> int | None:
+    """The furniture an activity leaves its person at (None: unknown)."""
+    for key in ("dest", "target"):
+        if act.get(key) is not None:
+            return int(act[key])
+    return None
+
+
+def _next_door(d: Draft, info: dict[str, Any]) -> bool:
+    """Is A's block of ``info`` spent next door (either kind: the same draws)?"""
+    how = info["draws"][0]
+    opened, shut = (d.door_rooms(info["room"], open_=o) if info["doors"] else []
+                    for o in (True, False))
+    return bool(opened and shut and how < 0.4)
+
+
 def _mirror_block(d: Draft, who: int, kind: str, info: dict[str, Any], spot: int) -> int:
     """One block of ``who`` of ``kind`` with the draws of A's block ``info`` (the timed branch
     of :func:`mindhelper_env.scenarios.twins._block`, the decoy's own spot in the room):
@@ -98,18 +114,27 @@ def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
     dec = d.person(kind="adult", room=room)
     d.decoy = dec
     d.switched.add(dec)
-    lead = {"type": "idle", "ticks": 0}
-    d.actor(dec)["activities"].append(lead)
     spots = [f for f in d.furniture(room) if f not in avoid] or d.furniture(room)
+    # D waits at furniture of the room until A's first block (the stay aligns the two)
+    here = d.pick(spots)
+    d.goto(dec, here, 0, use_it=False)
+    lead = d.actor(dec)["activities"][-1]
+    firsts_a = [_first_index(acts_a, main) for _, main in blocks]
     firsts_d = []
-    for kind, main in blocks:
+    for (kind, main), first in zip(blocks, firsts_a, strict=True):
         info = d.block_draws[main]
         mine = "busy" if kind == "watch" else "watch"
-        spot = d.pick([f for f in spots if f != info["spot"]] or spots)
+        # D walks where A walks: D stays at its furniture where A's block is at the
+        # furniture A is already at (a walk takes a tick), else goes to other furniture
+        fresh = d.pick([f for f in spots if f not in (info["spot"], here)]
+                       or [f for f in spots if f != here] or spots)
+        before = [_where(x) for x in acts_a[:first] if x["type"] not in ("phone", "idle")]
+        stays = not _next_door(d, info) and bool(before) and before[-1] == info["spot"]
+        spot = here if stays else fresh
         firsts_d.append(_mirror_block(d, dec, mine, info, spot))
+        here = spot if not _next_door(d, info) else -1
     tail = len(d.actor(dec)["activities"])
     d.goto(dec, d.pick(spots), int(d.rng.integers(*DECOY_TAIL)), use_it=False)
-    firsts_a = [_first_index(acts_a, main) for _, main in blocks]
     # the end of A's last block: A's next activity, a marker for the alignment only
     end = {"type": "idle", "ticks": 0}
     acts_a.append(end)
@@ -123,7 +148,7 @@ def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
                 break
             if got[0] is None:
                 raise Reject("the decoy never starts its blocks")
-            lead["ticks"] = max(0, lead["ticks"] + want[0] - got[0])
+            lead["stay"] = max(0, lead["stay"] + want[0] - got[0])
         else:
             raise Reject("the decoy is out of step with the focus person")
     finally:
