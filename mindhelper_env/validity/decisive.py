@@ -30,7 +30,7 @@ chance: the fact carries no side. Goal on ``mh-gen-3.3``: ≤ 55 % per belief gr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,8 +81,11 @@ def _is_moment(group: str, e: Any, focus: int, target: int | None) -> bool:
 
 
 def decisive_moment(spec: Mapping[str, Any], *, window: int = AWAY_WINDOW,
-                    max_ticks: int | None = None) -> Moment:
-    """The decisive moment of ``spec`` (played with the robot silent; see the module)."""
+                    max_ticks: int | None = None,
+                    make_sim: Callable[[], Any] | None = None) -> Moment:
+    """The decisive moment of ``spec`` (played with the robot silent; see the module).
+    ``make_sim``: builds the simulation (default: of ``spec``; a draft's probe, where
+    ``spec`` holds only its ``family`` and ``reference``)."""
     from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
     from mindhelper_env.scenarios.spec import twin_group
 
@@ -92,7 +95,7 @@ def decisive_moment(spec: Mapping[str, Any], *, window: int = AWAY_WINDOW,
     target = ref.get("target_object")
     if group is None:
         return Moment(None, None, None)
-    sim = Simulation(dict(spec))
+    sim = make_sim() if make_sim is not None else Simulation(dict(spec))
     w = sim.world
     people = [a.id for a in sim.actors if a.id != ROBOT_ID]
     rooms: list[dict[int, int | None]] = []
