@@ -79,22 +79,29 @@ def _first_index(acts: list[dict[str, Any]], main: int) -> int:
     return main - 1 if acts[main]["type"] in _BUSY else main
 
 
-def block_starts(d: Draft, who: int, indexes: list[int], until: int = 84) -> list[int | None]:
-    """The tick ``who`` starts each activity of ``indexes`` (simulated; None: never)."""
+def block_starts(d: Draft, wanted: dict[int, list[int]], until: int = 84
+                 ) -> dict[int, list[int | None]]:
+    """The tick each person ``who`` of ``wanted`` starts each of their activities
+    ``wanted[who]`` (one simulation; None: never)."""
     from mindhelper_env.scenarios.twins import probe
 
     sim = probe(d)
-    actor = sim.actor_by_id[who]
-    while sim.tick < until and len([m for m in actor.markers
-                                    if m.kind == "activity_start"]) <= max(indexes):
+    actors = {who: sim.actor_by_id[who] for who in wanted}
+
+    def pending() -> bool:
+        return any(a.status == "active" and sum(m.kind == "activity_start" for m in a.markers)
+                   <= max(wanted[who]) for who, a in actors.items())
+
+    while sim.tick < until and pending():
         sim.step_tick()
-        if actor.status != "active" and not actor._after:
-            break
-    out: dict[int, int] = {}
-    for m in actor.markers:
-        if m.kind == "activity_start" and m.activity not in out:
-            out[m.activity] = m.tick
-    return [out.get(i) for i in indexes]
+    out: dict[int, list[int | None]] = {}
+    for who, actor in actors.items():
+        first: dict[int, int] = {}
+        for m in actor.markers:
+            if m.kind == "activity_start" and m.activity not in first:
+                first[m.activity] = m.tick
+        out[who] = [first.get(i) for i in wanted[who]]
+    return out
 
 
 def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
@@ -139,17 +146,20 @@ def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
     end = {"type": "idle", "ticks": 0}
     acts_a.append(end)
     try:
-        want = block_starts(d, a, firsts_a + [len(acts_a) - 1])
+        wanted = {a: firsts_a + [len(acts_a) - 1], dec: firsts_d + [tail]}
+        starts = block_starts(d, wanted)
+        want = starts[a]
         if any(t is None for t in want):
             raise Reject("the focus person's blocks never start")
         for _ in range(3):
-            got = block_starts(d, dec, firsts_d + [tail])
+            got = starts[dec]
             if got == want:
                 break
             if got[0] is None:
                 raise Reject("the decoy never starts its blocks")
             lead["stay"] = max(0, lead["stay"] + want[0] - got[0])
-        else:
+            starts = block_starts(d, {dec: wanted[dec]})
+        if starts[dec] != want:
             raise Reject("the decoy is out of step with the focus person")
     finally:
         if acts_a and acts_a[-1] is end:
