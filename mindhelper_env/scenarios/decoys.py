@@ -25,6 +25,7 @@ with A (a block starting on another tick) rejects the base, for every variant al
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mindhelper_env.scenarios.draft import Draft, Reject
@@ -79,12 +80,10 @@ def _first_index(acts: list[dict[str, Any]], main: int) -> int:
     return main - 1 if acts[main]["type"] in _BUSY else main
 
 
-def block_starts(d: Draft, wanted: dict[int, list[int]], until: int = 84
-                 ) -> dict[int, list[int | None]]:
+def block_starts(d: Draft, wanted: dict[int, list[int]], probe: Callable[[Draft], Any],
+                 until: int = 84) -> dict[int, list[int | None]]:
     """The tick each person ``who`` of ``wanted`` starts each of their activities
-    ``wanted[who]`` (one simulation; None: never)."""
-    from mindhelper_env.scenarios.twins import probe
-
+    ``wanted[who]`` (one simulation of the draft by ``probe``; None: never)."""
     sim = probe(d)
     actors = {who: sim.actor_by_id[who] for who in wanted}
 
@@ -105,11 +104,12 @@ def block_starts(d: Draft, wanted: dict[int, list[int]], until: int = 84
 
 
 def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
-              avoid: tuple[int, ...]) -> int | None:
+              avoid: tuple[int, ...], probe: Callable[[Draft], Any]) -> int | None:
     """``mh-gen-3.3`` (``d.decoys``): add the decoy D to ``room``: an adult whose blocks are
     A's ``blocks`` (``(kind, index of the main activity)``, as built so far) with the kinds
     swapped, aligned on A's by an idle first, then a while at furniture of the room. D is
-    one of the draft's switched people (its schedule differs by side). Returns D's id (None
+    one of the draft's switched people (its schedule differs by side). ``probe`` simulates
+    the draft (:func:`mindhelper_env.scenarios.twins.probe`). Returns D's id (None
     where the draft has no decoys: nothing is drawn then)."""
     if not d.decoys:
         return None
@@ -147,7 +147,7 @@ def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
     acts_a.append(end)
     try:
         wanted = {a: firsts_a + [len(acts_a) - 1], dec: firsts_d + [tail]}
-        starts = block_starts(d, wanted)
+        starts = block_starts(d, wanted, probe)
         want = starts[a]
         if any(t is None for t in want):
             raise Reject("the focus person's blocks never start")
@@ -158,7 +158,7 @@ def add_decoy(d: Draft, a: int, room: int, blocks: list[tuple[str, int]],
             if got[0] is None:
                 raise Reject("the decoy never starts its blocks")
             lead["stay"] = max(0, lead["stay"] + want[0] - got[0])
-            starts = block_starts(d, {dec: wanted[dec]})
+            starts = block_starts(d, {dec: wanted[dec]}, probe)
         if starts[dec] != want:
             raise Reject("the decoy is out of step with the focus person")
     finally:

@@ -367,7 +367,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     switch_kind = "busy" if (help_side if group == "told" else not moved_seen) else "watch"
     blocks, next_door, switch = _blocks(d, a, r1, (l1, l2), length, group == "told",
                                         doors=group != "told", switch_kind=switch_kind)
-    add_decoy(d, a, r1, blocks, (l1, l2))  # mh-gen-3.3 (no draw otherwise)
+    add_decoy(d, a, r1, blocks, (l1, l2), probe)  # mh-gen-3.3 (no draw otherwise)
     _before_look(d, a, r1, l1, l2)
     after = _after_cue(d, r1, l1)
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -617,7 +617,7 @@ def _search(d: Draft, variant: str) -> None:
     for kind_ in order:
         k = int(d.rng.integers(8, 12))
         blocks.append((kind_, _block(d, a, kind_, r_step, d.pick(stay), k, True, set())))
-    add_decoy(d, a, r_step, blocks, (where,))  # mh-gen-3.3 (no draw otherwise)
+    add_decoy(d, a, r_step, blocks, (where,), probe)  # mh-gen-3.3 (no draw otherwise)
     if d.timed:
         # back in the room of the earlier step before the search, from wherever the last
         # block was (the rooms next door differ by the block's kind, and so would the walk)
