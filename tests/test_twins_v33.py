@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mindhelper_env.scenarios.draft import Reject
-from mindhelper_env.scenarios.generator import GENERATORS, generate_episode
+from mindhelper_env.scenarios.generator import DEADLINE_TICKS, GENERATORS, generate_episode
 from mindhelper_env.scenarios.spec import (
     DECOY_GENERATORS,
     GENERATOR_V32,
@@ -102,12 +102,13 @@ def test_the_decoy_is_the_focus_person_with_the_kinds_swapped(group: str) -> Non
 
 @pytest.mark.parametrize("group", GROUPS)
 def test_house_wide_verb_counts_are_equal_tick_for_tick(group: str) -> None:
-    """Every side of a base has the same number of each verb at each tick up to the look
-    (who does it left out): calls, chores, walks, tells, takes, puts, opens."""
+    """Every side of a base has the same number of each verb at each tick up to the
+    deadline, the look's tick + DEADLINE_TICKS (who does it left out): calls, chores,
+    walks, tells, takes, puts, opens."""
     for variants in _bases(group, 3):
         drafts = list(variants.values())
         look = min(_line(d)["look"] for d in drafts)
-        counts = [house_counts(lambda d=d: probe(d), look) for d in drafts]
+        counts = [house_counts(lambda d=d: probe(d), look + DEADLINE_TICKS) for d in drafts]
         assert all(c == counts[0] for c in counts[1:]), group
 
 
