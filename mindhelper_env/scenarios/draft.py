@@ -37,7 +37,7 @@ class Draft:
     """A house with people being put together; ``to_spec`` makes the spec dict."""
 
     def __init__(self, rng: np.random.Generator, family: str, house: Any = None, *,
-                 sight: bool = False, timed: bool = False) -> None:
+                 sight: bool = False, timed: bool = False, decoys: bool = False) -> None:
         self.rng = rng
         self.family = family
         #: sight perception (``mh-gen-3.1``): chores blind like calls, open doors let one
@@ -49,6 +49,12 @@ class Draft:
         #: ``mh-gen-3.2``: the length drawn in the base of each block of the focus person's
         #: timeline, by the index of its main activity (not part of the spec)
         self.block_ticks: dict[int, int] = {}
+        #: ``mh-gen-3.3``: the belief groups add a decoy whose blocks mirror the focus
+        #: person's (:mod:`mindhelper_env.scenarios.decoys`); ``block_draws`` keeps each
+        #: block's draws by the index of its main activity, ``decoy`` the decoy's id
+        self.decoys = bool(decoys)
+        self.block_draws: dict[int, dict[str, Any]] = {}
+        self.decoy: int | None = None
         #: ``house`` is a :class:`~mindhelper_env.world.houses.HouseSet` (real houses) or
         #: None (a procedurally generated house)
         self.g: SceneGraph = generate_house(rng) if house is None else house.build(rng)

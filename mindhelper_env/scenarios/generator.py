@@ -35,6 +35,7 @@ from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
 from mindhelper_env.scenarios.families import BUILDERS, Draft, _Reject
 from mindhelper_env.scenarios.observer import Need, PersonView, SceneView, judge_tick
 from mindhelper_env.scenarios.spec import (
+    DECOY_GENERATORS,
     FAMILIES,
     GENERATOR_V2,
     GENERATOR_VERSION,
@@ -49,6 +50,7 @@ from mindhelper_env.scenarios.twins import (
     GENERATOR_V3,
     GENERATOR_V31,
     GENERATOR_V32,
+    GENERATOR_V33,
     SIGHT_GENERATORS,
     TIMED_GENERATORS,
     V3_FAMILIES,
@@ -94,8 +96,9 @@ def episode_ticks(generator: str | None = None) -> int:
 #: The generators :func:`generate_episode` can run: ``mh-gen-2.5`` (the v2 families and
 #: suites), ``mh-gen-3.0`` (:mod:`mindhelper_env.scenarios.twins`; the v3 suites),
 #: ``mh-gen-3.1`` (the same with sight perception; the v4 suites) and ``mh-gen-3.2`` (unlisted
-#: timings drawn in the base; the v5 suites, the default).
-GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
+#: timings drawn in the base; the v5 suites, the default) and ``mh-gen-3.3`` (a decoy in the
+#: belief groups; not yet released).
+GENERATORS = (GENERATOR_V2, GENERATOR_V3, GENERATOR_V31, GENERATOR_V32, GENERATOR_V33)
 #: The twin groups of ``mh-gen-3.x``, in a fixed order (each seeds its own base drafts).
 V3_GROUPS = tuple(V3_TWINS)
 #: Free movement lines a robot may put before its help and still be in time: the reference
@@ -450,7 +453,8 @@ def _v3_draft(family: str, group: str | None, seed: int, attempt: int,
     index = V3_GROUPS.index(group) if group is not None else len(V3_GROUPS)
     rng = np.random.default_rng([seed, 1000 + index, attempt])
     sight = generator in SIGHT_GENERATORS
-    d = Draft(rng, family, houses, sight=sight, timed=generator in TIMED_GENERATORS)
+    d = Draft(rng, family, houses, sight=sight, timed=generator in TIMED_GENERATORS,
+              decoys=generator in DECOY_GENERATORS)
     if group is None:
         if sight:
             d.draw_doors()

@@ -23,7 +23,8 @@ from typing import Any
 __all__ = ["Reference", "FAMILIES", "HELP_FAMILIES", "SILENT_FAMILIES", "GENERATOR_VERSION", "GENERATOR_V2",
            "DEFAULT_FAMILY_WEIGHTS", "TWINS", "TWIN_WEIGHTS", "SILENT_SHARES", "ABILITIES", "TASK_TYPES",
            "FAMILY_ABILITIES", "family_abilities", "task_type", "twin_group", "GENERATOR_V3", "GENERATOR_V31",
-           "GENERATOR_V32", "SIGHT_GENERATORS", "TIMED_GENERATORS", "V3_GENERATORS", "is_v3",
+           "GENERATOR_V32", "GENERATOR_V33", "SIGHT_GENERATORS", "TIMED_GENERATORS",
+           "DECOY_GENERATORS", "V3_GENERATORS", "is_v3",
            "V3_TWINS", "V3_FAMILIES", "twins_of", "silent_shares", "family_weights"]
 
 #: The generator of the v2 families and suites (``MindHelper-VirtualHome-v0``'s episodes):
@@ -45,12 +46,21 @@ GENERATOR_V31 = "mh-gen-3.1"
 #: look, move to look and the end of that block to the look are the same; a next-door block
 #: is drawn for both kinds alike. The default from 0.8.0 on (the v5 suites).
 GENERATOR_V32 = "mh-gen-3.2"
+#: Generator ``mh-gen-3.3``: ``mh-gen-3.2`` with a **decoy** in the belief groups
+#: (docs/scenarios.md, "mh-gen-3.3"): another adult whose blocks are the focus person's with
+#: the kinds swapped (watching where the focus person is busy, busy where they watch), so
+#: that at the move, the emptying, the tell and the delivery someone other than the mover is
+#: busy or away on both sides, and the house-wide counts of calls, chores and walks are the
+#: same tick for tick; only whose state it is differs. Not yet the default.
+GENERATOR_V33 = "mh-gen-3.3"
 #: The generators that build twin groups from one base draft (:data:`V3_FAMILIES`).
-V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31, GENERATOR_V32)
+V3_GENERATORS = (GENERATOR_V3, GENERATOR_V31, GENERATOR_V32, GENERATOR_V33)
 #: The generators with sight perception (chores blind, open doors show the next room).
-SIGHT_GENERATORS = (GENERATOR_V31, GENERATOR_V32)
+SIGHT_GENERATORS = (GENERATOR_V31, GENERATOR_V32, GENERATOR_V33)
 #: The generators whose unlisted timings are drawn in the base (``mh-gen-3.2`` on).
-TIMED_GENERATORS = (GENERATOR_V32,)
+TIMED_GENERATORS = (GENERATOR_V32, GENERATOR_V33)
+#: The generators whose belief groups have a decoy (``mh-gen-3.3`` on).
+DECOY_GENERATORS = (GENERATOR_V33,)
 #: The generator the package builds by default: ``MindHelper-VirtualHome-v3``'s sampled
 #: episodes, the bundled pool, ``generate_episode`` without ``generator=``. A change that
 #: changes episodes gets a new version here, and new suite names (see

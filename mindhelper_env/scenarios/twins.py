@@ -1,42 +1,36 @@
-"""Scenario families of generators ``mh-gen-3.0`` to ``mh-gen-3.2``: twins from one base draft.
+"""Scenario families of generators ``mh-gen-3.0`` to ``mh-gen-3.3``: twins from one base draft.
 
-Up to ``mh-gen-2.5`` every family was drafted by its own procedure and validated alone, so
-what was built, and what survived validation, differed between a help family and its twins,
-and every observable those differences touched carried the label. Here a **twin group** is
-built from one **base draft**: the house, the people and their schedules, the calls, the
-objects and where they lie, X, L1, L2, the move. A **mind switch** then changes as little as
-possible to make each variant, and never the focus person's own trajectory up to the cue:
+A **twin group** is built from one **base draft**: the house, the people and their
+schedules, the calls, the objects and where they lie, X, L1, L2, the move (up to
+``mh-gen-2.5`` each family was drafted and validated alone, and what survived validation
+carried the label). A **mind switch** then changes as little as possible to make each
+variant, and never the focus person's own trajectory up to the cue:
 
 * the belief groups (relocation, watched, told-away, emptied, search) switch the *timing of
   someone else*: B's move happens while the focus person A watches, or while A is on the
   phone or away; the tell is said while A listens, or while A is on the phone or away; the
-  object that lies astray is left there before A comes by, or after A has left. A's own
-  timeline — a while watching at some furniture of the room, a phone call there, a while in
-  another room, in a random order — is the same on both sides, and so is everything A does
-  up to the look;
+  object that lies astray is left there before A comes by, or after A has left. Everything
+  A does up to the look is the same on both sides but which of A's blocks is the busy one;
 * the attention groups (reach, blocked) switch whether the adult at the struggle's room is on
   the phone or attending (and, to keep the calls as many, whether the adult elsewhere is).
 
-Every random draw of a group's builder happens in the same order whatever the variant (the
-variant only chooses among values already drawn), so the variants of one base share their
-rng state, their ids and every fact not named by the switch (``tests/test_twins.py`` checks
-it). The timing a switch needs is found by simulating the base (:func:`_timeline`): each
-variant takes the first of the base's candidate times that gives it the perception it needs.
+Every random draw of a group's builder happens in the same order whatever the variant, so
+the variants of one base share their rng state, their ids and every fact not named by the
+switch (``tests/test_twins.py``). The timing a switch needs is found by simulating the base:
+each variant takes the first candidate time that gives it the perception it needs.
 
-The generator (:func:`mindhelper_env.scenarios.generator.generate_episode` with
-``generator="mh-gen-3.0"``) accepts or rejects a base as a whole: every variant must pass
-validation, or none is kept, so selection never favours one side. Each suite episode still
-comes from its own base (its own seed): an agent never sees both sides of a pair.
+The generator accepts or rejects a base as a whole: every variant must pass validation, or
+none is kept, so selection never favours one side. Each suite episode comes from its own
+base (its own seed): an agent never sees both sides of a pair.
 
-People perceive by **attention** in these episodes (the spec's ``"perception":
-"attention"``): someone on the phone sees and hears nothing of what others do
-(:class:`~mindhelper_env.actors.actor.Actor`). So presence is not perception, and room co-presence alone decides no belief group.
+People perceive by **attention** (``"perception": "attention"``): someone on the phone sees
+and hears nothing of what others do, so room co-presence alone decides no belief group.
 ``mh-gen-3.1`` (the drafts' ``sight``) adds **sight perception** (``"perception": "sight"``):
 a chore done facing away blinds like a call, and an open door lets one see what is taken and
 put in the next room; the blocks of the focus person's timeline are then drawn among
 realisations that look alike from outside (:func:`_block`). ``mh-gen-3.2`` (``timed``) draws
-in the base every timing the switch does not need: where the switch block sits, so the
-switched event comes at the same tick on both sides (:func:`_blocks`, :func:`_in_stay`).
+in the base every timing the switch does not need (:func:`_blocks`, :func:`_in_stay`);
+``mh-gen-3.3`` (``decoys``) adds a decoy (:mod:`mindhelper_env.scenarios.decoys`).
 """
 
 from __future__ import annotations
@@ -46,12 +40,15 @@ from typing import Any
 
 from mindhelper_env.actors.actor import ACTOR_KINDS
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
+from mindhelper_env.scenarios.decoys import add_decoy
 from mindhelper_env.scenarios.draft import FITS, Draft, Reject
 from mindhelper_env.scenarios.observer import GOAL_AFTER, classes_kept_at
 from mindhelper_env.scenarios.spec import (
+    DECOY_GENERATORS,
     GENERATOR_V3,
     GENERATOR_V31,
     GENERATOR_V32,
+    GENERATOR_V33,
     SIGHT_GENERATORS,
     TIMED_GENERATORS,
     V3_FAMILIES,
@@ -60,7 +57,7 @@ from mindhelper_env.scenarios.spec import (
 from mindhelper_env.world.house import OBJECT_CATALOG
 from mindhelper_env.world.world import World
 
-__all__ = ["GENERATOR_V3", "GENERATOR_V31", "GENERATOR_V32", "SIGHT_GENERATORS",
+__all__ = ["GENERATOR_V3", "GENERATOR_V31", "GENERATOR_V32", "GENERATOR_V33", "SIGHT_GENERATORS",
            "TIMED_GENERATORS", "V3_TWINS", "V3_FAMILIES", "GROUP_BUILDERS", "Incompatible",
            "group_variants", "build_variant", "base_variants", "probe"]
 
@@ -82,8 +79,8 @@ def _any_kind(d: Draft) -> str:
 
 
 def probe(d: Draft) -> Simulation:
-    """A simulation of the draft as it stands (ids as drafted, no rng drawn). The parsed
-    world is kept on the draft while its graph is unchanged (probes only change schedules)."""
+    """A simulation of the draft as it stands (ids as drafted, no rng drawn; the parsed
+    world is kept on the draft while its graph is unchanged)."""
     key = (len(d.g.nodes), d.world.version, d.world.states_version)
     cached = getattr(d, "_probe_world", None)
     if cached is None or cached[0] != key:
@@ -123,8 +120,7 @@ def _timeline(d: Draft, who: int, room: int, until: Callable[[Simulation], bool]
 
 
 def _stretches(flags: list[bool], want: bool, need: int) -> list[int]:
-    """Ticks ``t`` such that ``flags[t - 1 : t + need + 1]`` are all ``want`` (a margin of
-    one tick each side)."""
+    """Ticks ``t`` such that ``flags[t - 1 : t + need + 1]`` are all ``want``."""
     out = []
     for t in range(1, len(flags) - need - 1):
         if all(flags[k] == want for k in range(t - 1, t + need + 1)):
@@ -234,6 +230,8 @@ def _block(d: Draft, a: int, kind: str, room: int, spot: int, k: int, doors: boo
         else:
             d.busy(a, spot, k, u_room >= 0.5, use_it=False)
         d.block_ticks[len(acts) - 1] = k
+        d.block_draws[len(acts) - 1] = {"kind": kind, "draws": (how, u_room, u_spot),
+                                        "room": room, "spot": spot, "k": k, "doors": doors}
         return len(acts) - 1
     nexts = d.door_rooms(room, open_=kind == "watch") if doors else []
     if nexts and how < (0.5 if kind == "watch" else 1 / 3):
@@ -369,6 +367,7 @@ def _belief_group(d: Draft, group: str, variant: str) -> None:
     switch_kind = "busy" if (help_side if group == "told" else not moved_seen) else "watch"
     blocks, next_door, switch = _blocks(d, a, r1, (l1, l2), length, group == "told",
                                         doors=group != "told", switch_kind=switch_kind)
+    add_decoy(d, a, r1, blocks, (l1, l2), probe)  # mh-gen-3.3 (no draw otherwise)
     _before_look(d, a, r1, l1, l2)
     after = _after_cue(d, r1, l1)
     dest = d.pick([s for s in d.reachable_for(a, d.surfaces()) if s not in (l1, l2)])
@@ -618,6 +617,7 @@ def _search(d: Draft, variant: str) -> None:
     for kind_ in order:
         k = int(d.rng.integers(8, 12))
         blocks.append((kind_, _block(d, a, kind_, r_step, d.pick(stay), k, True, set())))
+    add_decoy(d, a, r_step, blocks, (where,), probe)  # mh-gen-3.3 (no draw otherwise)
     if d.timed:
         # back in the room of the earlier step before the search, from wherever the last
         # block was (the rooms next door differ by the block's kind, and so would the walk)
@@ -711,8 +711,7 @@ def _first_look(d: Draft, a: int, place: int) -> int:
 
 
 def _travel(d: Draft, c: int, room: int, where: int) -> int:
-    """Ticks C needs from the start of the deliver to the put (one door a tick, plus the
-    put)."""
+    """Ticks C needs from the start of the deliver to the put (a door a tick, and the put)."""
     return d.world.distance(room, d.room_of(where)) + 2
 
 
@@ -881,7 +880,8 @@ def base_variants(help_family: str, seed: int, attempt: int = 0,
     out: dict[str, Draft] = {}
     for family in GROUP_BUILDERS[help_family][1]:
         d = Draft(np.random.default_rng([int(seed), 1000 + index, int(attempt)]), family, houses,
-                  sight=generator in SIGHT_GENERATORS, timed=generator in TIMED_GENERATORS)
+                  sight=generator in SIGHT_GENERATORS, timed=generator in TIMED_GENERATORS,
+                  decoys=generator in DECOY_GENERATORS)
         try:
             build_variant(d, help_family, family)
         except Incompatible:

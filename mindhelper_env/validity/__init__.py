@@ -17,6 +17,10 @@ the reference only to train and to score:
 * :mod:`~mindhelper_env.validity.timing` — the timing scan: per twin group, whether any gap
   between two events up to the focus person's cue tells the help side from the twin's on
   fresh bases (:func:`~mindhelper_env.validity.timing.timing_scan`);
+* :mod:`~mindhelper_env.validity.decisive` — per twin group, whether anyone but the mover
+  is busy or away at the decisive moment (the move, the emptying, the tell, the delivery,
+  the struggle), as a classifier of the side (:func:`~mindhelper_env.validity.decisive.
+  decisive_scan`);
 * :mod:`~mindhelper_env.validity.fresh` — agents and classifiers on fresh episodes of a
   suite's generator, per twin group with 95 % intervals (:func:`fresh_episodes`,
   :func:`play_episodes`, :func:`episode_scores`);

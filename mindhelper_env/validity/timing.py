@@ -160,20 +160,33 @@ def gaps(line: Mapping[str, int | None]) -> np.ndarray:
     return out
 
 
-def listed(group: str, gap: tuple[str, str]) -> bool:
+#: The other people's calls and chores: in ``mh-gen-3.3``'s belief groups the decoy's, whose
+#: blocks mirror the focus person's with the kinds swapped (its perception, switched too).
+DECOY_KINDS = ("o_call", "o_call_end", "o_chore", "o_chore_end")
+
+
+def _perception(group: str, generator: str | None) -> tuple[str, ...]:
+    """The kinds the switch of ``group`` moves base by base: the focus person's perception
+    changes, and from ``mh-gen-3.3`` on the decoy's calls and chores."""
+    from mindhelper_env.scenarios.spec import DECOY_GENERATORS
+
+    return PERCEPTION_KINDS + (DECOY_KINDS if generator in DECOY_GENERATORS else ())
+
+
+def listed(group: str, gap: tuple[str, str], generator: str | None = None) -> bool:
     """Does the mind switch of ``group`` decide this gap (the switched event against the focus
     person's perception: a belief group's move, put or tell against their calls, chores and
-    rooms)?"""
+    rooms; ``mh-gen-3.3``: against the decoy's calls and chores too)?"""
     if group not in _BELIEF:
         return False
     a, b = gap
-    return (a in SWITCH_EVENTS and b in PERCEPTION_KINDS) or (
-        b in SWITCH_EVENTS and a in PERCEPTION_KINDS)
+    kinds = _perception(group, generator)
+    return (a in SWITCH_EVENTS and b in kinds) or (b in SWITCH_EVENTS and a in kinds)
 
 
-def free_gaps(group: str) -> list[int]:
+def free_gaps(group: str, generator: str | None = None) -> list[int]:
     """Indexes in :data:`GAPS` of the gaps the switch of ``group`` does not list."""
-    return [k for k, gap in enumerate(GAPS) if not listed(group, gap)]
+    return [k for k, gap in enumerate(GAPS) if not listed(group, gap, generator)]
 
 
 @dataclass
@@ -320,7 +333,7 @@ def scan_group(sample: GroupSample) -> GroupScan:
     test_bases = set(bases[1::2].tolist())
     te = np.array([b in test_bases for b in sample.base])
     x_tr, y_tr, x_te, y_te = sample.x[~te], sample.help[~te], sample.x[te], sample.help[te]
-    free = free_gaps(sample.group)
+    free = free_gaps(sample.group, sample.generator)
     free_set = set(free)
     scores: list[tuple[float, int, int]] = []
     for k in range(len(GAPS)):
@@ -333,7 +346,7 @@ def scan_group(sample: GroupSample) -> GroupScan:
     # reads the switched event's gaps and the focus person's call times together can
     # rebuild "the move came during the call": the mind); the worse of the two is reported
     trees = [_tree(x_tr[:, ks], y_tr, x_te[:, ks], y_te)
-             for ks in (own_gaps(sample.group), base_gaps(sample.group))]
+             for ks in (own_gaps(sample.group), base_gaps(sample.group, sample.generator))]
     tree_acc, tree_right = max(trees)
     all_acc, _ = _tree(x_tr, y_tr, x_te, y_te)
     n_te = len(y_te)
@@ -382,24 +395,52 @@ def own_gaps(group: str) -> list[int]:
             if a not in SWITCH_EVENTS and b not in SWITCH_EVENTS]
 
 
-def base_gaps(group: str) -> list[int]:
+def base_gaps(group: str, generator: str | None = None) -> list[int]:
     """Indexes of the gaps that one base's variants share exactly from ``mh-gen-3.2`` on:
     every gap in the attention groups; in the belief groups every gap that involves none of
     the focus person's perception changes (the switch puts the block in which the switched
     event falls, busy on the help side and watching on the twin's, at a place in the
     timeline drawn in the base, so those ticks differ base by base and agree only in
-    distribution)."""
+    distribution). ``mh-gen-3.3`` (``generator``): nor the other people's calls and chores
+    (the decoy's blocks are the focus person's with the kinds swapped; what the two do
+    together, the house-wide count of each verb at each tick, is the same on every side:
+    :func:`house_counts`)."""
     if group not in _BELIEF:
         return list(range(len(GAPS)))
-    return [k for k, (a, b) in enumerate(GAPS)
-            if a not in PERCEPTION_KINDS and b not in PERCEPTION_KINDS]
+    kinds = _perception(group, generator)
+    return [k for k, (a, b) in enumerate(GAPS) if a not in kinds and b not in kinds]
 
 
-def unequal_base_gaps(group: str, lines: Sequence[Mapping[str, int | None]]) -> list[str]:
+def unequal_base_gaps(group: str, lines: Sequence[Mapping[str, int | None]],
+                      generator: str | None = None) -> list[str]:
     """The gaps of :func:`base_gaps` that differ between the timelines of one base's
     variants (``lines``): empty when the base shares them all."""
     vecs = [gaps(line) for line in lines]
-    return [_name(k) for k in base_gaps(group) if len({int(v[k]) for v in vecs}) > 1]
+    return [_name(k) for k in base_gaps(group, generator) if len({int(v[k]) for v in vecs}) > 1]
 
 
-__all__ += ["format_scan", "own_gaps", "base_gaps", "unequal_base_gaps", "SCAN_SEED_BASE"]
+#: The verbs whose house-wide count per tick :func:`house_counts` reads (who does them
+#: left out): calls, chores, walks, tells, takes, puts and opens.
+HOUSE_VERBS = ("phone", "hangup", "chore", "chore_done", "walk", "tell", "grab", "putin",
+               "putback", "drop", "open", "close", "look")
+
+
+def house_counts(make_sim: Callable[[], Any], until: int,
+                 verbs: Sequence[str] = HOUSE_VERBS) -> list[tuple[tuple[str, int], ...]]:
+    """Per tick up to ``until`` (inclusive), how many times each of ``verbs`` happens in the
+    house, whoever does it (what a learner over house-wide verb timing reads, with no ids,
+    rooms or roles): ``[((verb, count), ...)]``, sorted, one entry per tick."""
+    sim = make_sim()
+    keep = set(verbs)
+    out: list[tuple[tuple[str, int], ...]] = []
+    while sim.tick <= until:
+        counts: dict[str, int] = {}
+        for e in sim.step_tick():
+            if e.verb in keep:
+                counts[e.verb] = counts.get(e.verb, 0) + 1
+        out.append(tuple(sorted(counts.items())))
+    return out
+
+
+__all__ += ["format_scan", "own_gaps", "base_gaps", "unequal_base_gaps", "SCAN_SEED_BASE",
+            "DECOY_KINDS", "HOUSE_VERBS", "house_counts"]
