@@ -174,6 +174,10 @@ class MindHelperEnv(gym.Env):
       out, no people or objects drawn there). Needs the ``video`` extra (Pillow). ``"rgb"``
       (the vision track, docs/vision.md): ``obs`` is only the window's frames, a ``Box``
       ``(window_ticks, S, S, 3)`` uint8, and ``info`` only ids and classes (NumPy only).
+    * ``frame_size``: with ``"rgb"`` by default the largest canvas of the houses the env can
+      play (lossless: 528 for generated houses, 716 for ``house="tdw"``;
+      :mod:`~mindhelper_env.envs.frame_size`), else 128. ``picture`` (6): the ``rgb``
+      picture; 5 draws 0.8.0's frames byte for byte.
 
     * ``pool_size`` (4096): sampled episodes (``reset()`` without options) are entry
       ``np_random.integers(pool_size)`` of a pool of validated episodes cached on disk
