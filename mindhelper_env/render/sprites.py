@@ -48,8 +48,9 @@ person slot is ``[action glyph][person sprite][id mark][held icon][held mark][he
 are in ``holding`` order (right hand first, then left). The action glyph
 shows the verb of what the person did at that tick (:data:`ACTION_GLYPHS`; empty when they
 did nothing visible); the sprite shows their kind (colour and shape), the way they face
-(eyes: facing the room; no eyes: back turned, at a chore) and their pose (standing, sitting,
-reaching up, looking around, phone at the ear). A person is drawn in the row of the furniture
+(eyes: facing the room; back turned, at a chore) and their pose (standing, sitting, reaching
+up, looking around, phone at the ear): in picture 6 (:data:`PICTURE`) each pose adds a mark
+of its own colour (:data:`POSE_COLORS`, :func:`person_sprite`). A person is drawn in the row of the furniture
 they are at (or sit on) from the very frame they arrive; in their room's floor rows while
 they are at no furniture (a walk under way too); next to another person they walked to, in
 that person's row.
