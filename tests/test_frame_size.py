@@ -214,3 +214,15 @@ def test_pixel_readers_refused_at_a_lossy_size_before_any_file(tmp_path):
         efs.check_frame_size("vh-dev-v5", {"obs_mode": "rgb", "frame_size": 256}, ["silent"],
                              {})
     assert any(issubclass(w.category, fs.LossyFrameWarning) for w in got)
+
+
+def test_inspect_task_defaults_to_the_suite_size_and_refuses_pixel_readers():
+    pytest.importorskip("inspect_ai")
+    from mindhelper_env.inspect_task import mindhelper
+
+    task = mindhelper(suite="vh-dev-v5", agent="belief-tracker", obs="rgb", limit=1,
+                      agent_options={"observe": "pixels"})
+    assert task.metadata["env_kwargs"] == {"obs_mode": "rgb", "frame_size": 512}
+    with pytest.raises(ValueError, match="512"):
+        mindhelper(suite="vh-dev-v5", agent="belief-tracker", obs="rgb", limit=1,
+                   agent_options={"observe": "pixels"}, frame_size=256)

@@ -116,8 +116,8 @@ def check_frame_size(suite: str, env_kwargs: Mapping[str, Any], agents: Sequence
     if readers:
         raise ValueError(
             f"frame_size={size} is below {suite}'s lossless size ({need} px): {readers[0]} "
-            f"reads pixels and cannot read sampled-down frames; use --frame-size {need} or "
-            "more, or leave it out (the lossless default)")
+            f"reads pixels and cannot read sampled-down frames; use a frame size of {need} "
+            "px or more (--frame-size), or leave it out (the lossless default)")
     from mindhelper_env.envs.frame_size import warn_lossy
 
     warn_lossy(size, need)
