@@ -26,7 +26,7 @@ __all__ = ["SUITE_FRAME_SIZES", "suite_frame_size", "rgb_env_kwargs", "pixel_age
 SUITE_FRAME_SIZES: dict[str, int] = {
     "vh-dev-v5": 512, "vh-test-v5": 520, "tdw-dev-v5": 708, "tdw-test-v5": 716,
     "vh-scene1-dev-v5": 432, "vh-dev-v4": 504, "tdw-dev-v4": 708, "vh-scene1-dev-v4": 432,
-    "vh-test-v4": 512,
+    "vh-test-v4": 512, "tdw-test-v4": 716,
 }
 #: Registered agents that read the frames' pixels whatever their options.
 PIXEL_AGENTS = frozenset({"mindclaw-pixels"})
