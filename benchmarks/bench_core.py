@@ -13,9 +13,12 @@ Run: ``python benchmarks/bench_core.py [--repeats 5]``. Reports medians over rep
   next to Minigrid's ``MiniGrid-DoorKey-8x8-v0`` with random actions (``pip install
   minigrid``; skipped without it), and their ratio;
 * ``--obs rgb``: env steps/s with ``obs_mode="rgb"`` (the vision track: a window of three
-  frames a step) at 128 and 256 px (the same policy), next to Minigrid's DoorKey-8x8 with
-  its ``RGBImgObsWrapper`` at the same frame size, and their ratio; ``--obs text`` (the
-  default) runs the measures above;
+  frames a step) at the env's default, lossless frame size (528 px for generated houses;
+  ``--sizes`` for others; the same policy), next to Minigrid's DoorKey-8x8 with its
+  ``RGBImgObsWrapper`` at the same frame size (``tile_size = size // 8``) in the same run,
+  and their ratio. Minigrid is not a dependency: ``pip install minigrid`` (it brings
+  ``pygame-ce``) for the comparison; without it the Minigrid column says so. ``--obs text``
+  (the default) runs the measures above;
 * script lines/s: a VirtualHome-sized scene graph (~300 nodes, ~5,000 edges) and a loop of
   realistic lines (walk, open, grab, putin, close, switchon/off, sit/standup).
 """
@@ -190,15 +193,20 @@ def main() -> None:
                     help="episodes of this generator (e.g. mh-gen-3.0; default: the current)")
     ap.add_argument("--obs", choices=("text", "rgb"), default="text",
                     help="rgb: time obs_mode='rgb' steps against Minigrid-RGB instead")
+    ap.add_argument("--sizes", type=int, nargs="+", default=None,
+                    help="with --obs rgb: frame sizes (default: the env's lossless default)")
+    ap.add_argument("--steps", type=int, default=1000, help="with --obs rgb: steps per run")
     args = ap.parse_args()
     if args.obs == "rgb":
         import sys
         from pathlib import Path
 
+        from mindhelper_env.envs.frame_size import GENERATED_FRAME_SIZE
+
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bench_render import rgb_env_table
 
-        rgb_env_table((128, 256), 1000, args.repeats)
+        rgb_env_table(tuple(args.sizes or (GENERATED_FRAME_SIZE,)), args.steps, args.repeats)
         return
     steps, rgb_steps, fresh, replay, lines = [], [], [], [], []
     pool_resets, pool_steps, grid_steps = [], [], []

@@ -87,11 +87,15 @@ def bench(size: int, frames: int, seed: int) -> tuple[float, float]:
 
 def bench_rgb_env(size: int, n_steps: int, env_id: str = "MindHelper-VirtualHome-v3") -> float:
     """Env steps/s in ``obs_mode="rgb"`` at ``size`` px (the bench_core policy)."""
-    import gymnasium as gym
+    import warnings
+
     from bench_core import bench_steps  # this folder is on sys.path when run as a script
 
-    gym.logger.min_level = 40  # the small-frame warning: these sizes are what is measured
-    return bench_steps(n_steps, env_id, obs_mode="rgb", frame_size=size)
+    from mindhelper_env.envs.frame_size import LossyFrameWarning
+
+    with warnings.catch_warnings():  # a small size is what is measured
+        warnings.simplefilter("ignore", LossyFrameWarning)
+        return bench_steps(n_steps, env_id, obs_mode="rgb", frame_size=size)
 
 
 def bench_minigrid_rgb(size: int, n_steps: int) -> float | None:

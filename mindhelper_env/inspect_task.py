@@ -19,7 +19,8 @@ episode is played as ``evaluate`` plays it (env seed ``seed + index``, agent see
 worker thread while the task's event loop serves the model calls.
 
 ``-T obs=rgb`` plays the vision track (``obs_mode="rgb"``: the agent gets the window's
-frames only, docs/vision.md; ``-T frame_size=PX``): ``direct-vlm`` and ``mindclaw-vlm`` send
+frames only, docs/vision.md; ``-T frame_size=PX``, by default the suite's lossless size, as
+``evaluate --obs rgb``): ``direct-vlm`` and ``mindclaw-vlm`` send
 the frames as Inspect image content (``ContentImage``, PNG data URLs), so any Inspect
 provider with vision can be evaluated; the records' provenance says ``rgb`` once imported.
 
@@ -130,6 +131,12 @@ def mindhelper(suite: str = "vh-dev-v5", agent: str = "direct-vlm", limit: int |
         if obs == "text":
             raise ValueError("frame_size needs obs=rgb or obs=text+rgb")
         env_kwargs["frame_size"] = int(frame_size)
+    # rgb without frame_size: the suite's lossless size, as evaluate plays it; a pixel
+    # reader at a smaller size is refused here, before Inspect writes its log
+    from mindhelper_env.evaluation.frame_sizes import check_frame_size, rgb_env_kwargs
+
+    env_kwargs = rgb_env_kwargs(suite, env_kwargs)
+    check_frame_size(suite, env_kwargs, [agent], {agent: _options(agent_options)})
     return Task(dataset=MemoryDataset(samples, name=suite),
                 solver=play(agent=agent, seed=int(seed), env_kwargs=env_kwargs,
                             agent_options=_options(agent_options)),

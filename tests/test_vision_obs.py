@@ -199,8 +199,8 @@ def test_every_event_changes_the_frame(monkeypatch):
         real(self, env, sim, events, seen)
 
     monkeypatch.setattr(RgbObservation, "tick", tick)
-    for index in range(0, 40, 4):  # 512 px: the whole canvas, no pixel lost
-        env = gym.make(VH, obs_mode="rgb", frame_size=512)
+    for index in range(0, 40, 4):  # the default size: the whole canvas, no pixel lost
+        env = gym.make(VH, obs_mode="rgb")
         _play(env, index, _oracle_actions(index))
     for verb in ("walk", "open", "close", "grab", "putin", "putback", "phone", "hangup",
                  "chore", "chore_done", "tell"):

@@ -87,7 +87,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                          "frames only, no text; recorded in run.json and every record, never "
                          "scored together with the text track)")
     ev.add_argument("--frame-size", type=int_between(32, 1024), default=None, metavar="PX",
-                    help="frame size in pixels with --obs rgb or text+rgb (env default)")
+                    help="frame size in pixels with --obs rgb or text+rgb (default: with rgb, the "
+                         "smallest size that shows every pixel of every episode of the "
+                         "suite; with text+rgb, 128)")
     ev.add_argument("--seed", type=int_between(0, MAX_SEED), default=0,
                     help="base seed: episode i is played with seed + i (default 0)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -74,7 +74,12 @@ def play(
                              f"(0..{n - 1})")
     if out_dir is not None:
         check_out_file(out_dir, suite)
-    env = make_env(suite_env_id(suite), **(env_kwargs or {}))
+    env_kwargs = dict(env_kwargs or {})
+    if suite is not None:  # rgb without frame_size: the suite's lossless size
+        from mindhelper_env.evaluation.frame_sizes import rgb_env_kwargs
+
+        env_kwargs = rgb_env_kwargs(suite, env_kwargs)
+    env = make_env(suite_env_id(suite), **env_kwargs)
     try:
         say(INTRO + "\n\n" + GRAMMAR)
         agent = HumanAgent(input_fn=input_fn, output_fn=output_fn)

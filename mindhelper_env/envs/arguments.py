@@ -10,7 +10,7 @@ import numpy as np
 
 from mindhelper_env.scenarios.spec import FAMILIES, V3_FAMILIES, family_weights, is_v3
 
-__all__ = ["check_families", "merge_reward"]
+__all__ = ["check_families", "merge_reward", "check_frame_args"]
 
 
 def check_families(families: Any, generator: str | None = None) -> dict[str, float]:
@@ -95,3 +95,21 @@ def merge_reward(reward: Any, defaults: dict[str, float]) -> dict[str, float]:
                 or not np.isfinite(value):
             raise ValueError(f"reward[{term!r}] must be a finite number, got {value!r}")
     return {**defaults, **{k: float(v) for k, v in (reward or {}).items()}}
+
+
+def check_frame_args(frame_size: Any, render_size: Any, obs_mode: str, houses: Any,
+                     picture: Any) -> tuple[int, int]:
+    """``(frame_size, picture)``: ``frame_size`` None is the lossless default for ``rgb``
+    (:func:`~mindhelper_env.envs.frame_size.default_frame_size`: the largest picture of the
+    houses the env can play) and 128 for the text modes; ``ValueError`` naming a bad
+    argument."""
+    from mindhelper_env.envs.frame_size import default_frame_size
+    from mindhelper_env.render.sprites import check_picture
+
+    if frame_size is None:
+        frame_size = default_frame_size(obs_mode, houses)
+    for arg, val in (("frame_size", frame_size), ("render_size", render_size)):
+        if isinstance(val, bool) or not isinstance(val, (int, np.integer)) \
+                or not 64 <= val <= 2048:
+            raise ValueError(f"{arg} must be an int between 64 and 2048, got {val!r}")
+    return int(frame_size), check_picture(picture)

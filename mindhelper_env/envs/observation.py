@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID
+from mindhelper_env.envs.frame_size import warn_lossy
 from mindhelper_env.envs.records import record_info
 from mindhelper_env.render.text import CHARSET
 
@@ -77,16 +77,16 @@ class RgbObservation:
     every tick of a window and :meth:`window` at the end of the window. NumPy only (no
     Pillow): the frames are blitted sprites (:mod:`mindhelper_env.render.sprites`)."""
 
-    def __init__(self, frame_size: int, window_ticks: int) -> None:
+    def __init__(self, frame_size: int, window_ticks: int, picture: int | None = None) -> None:
         from mindhelper_env.render.frames import FrameRenderer
 
-        self.renderer = FrameRenderer(frame_size)
+        self.renderer = FrameRenderer(frame_size) if picture is None \
+            else FrameRenderer(frame_size, picture=picture)
         self.window_ticks = int(window_ticks)
         self._shape = (self.window_ticks, frame_size, frame_size, 3)
         self._buf: np.ndarray | None = None  # the window being drawn (handed out at its end)
         self._n = 0
         self._candidates: dict[str, Any] = {}
-        self._warned = False  # the frame-size warning, once per env
 
     def reset(self, env: Any, sim: Any) -> np.ndarray:
         """Start an episode; the initial frame repeated ``window_ticks`` times."""
@@ -106,13 +106,8 @@ class RgbObservation:
         self.renderer.begin(w, rooms=cand["rooms"], locations=cand["locations"],
                             doors=cand["doors"], objects=grabbable, people=people)
         need = self.renderer.layout.lossless_size
-        if need > self.renderer.size and not self._warned:
-            self._warned = True
-            gym.logger.warn(
-                f"obs_mode='rgb': frame_size={self.renderer.size} is smaller than this "
-                f"house's picture ({need} px): frames are sampled down and id marks lose "
-                "pixels; use frame_size=512 (VirtualHome houses) or 768 (TDW houses) to see "
-                "every pixel (docs/vision.md)")
+        if need > self.renderer.size:
+            warn_lossy(self.renderer.size, need)
         first = np.empty(self._shape, np.uint8)
         self.renderer.frame(w, [], [], _seen_rooms(env), out=first[0])
         first[1:] = first[0]

@@ -11,10 +11,17 @@ import numpy as np
 from gymnasium import spaces
 
 from mindhelper_env.backends.symbolic import ROBOT_ID, Simulation
-from mindhelper_env.envs.arguments import _check_backend, _check_pool, check_families, merge_reward  # noqa: F401 (merge_reward: used by envs.trigger)
+from mindhelper_env.envs.arguments import (  # noqa: F401 (merge_reward: used by envs.trigger)
+    _check_backend,
+    _check_pool,
+    check_families,
+    check_frame_args,
+    merge_reward,
+)
 from mindhelper_env.envs.observation import RgbObservation, check_obs_mode, observation_space
 from mindhelper_env.envs.observation import make_topdown_renderer as _make_renderer
 from mindhelper_env.envs.records import record_info
+from mindhelper_env.render.sprites import PICTURE
 from mindhelper_env.render.text import (
     CHARSET,
     Labels,
@@ -167,6 +174,10 @@ class MindHelperEnv(gym.Env):
       out, no people or objects drawn there). Needs the ``video`` extra (Pillow). ``"rgb"``
       (the vision track, docs/vision.md): ``obs`` is only the window's frames, a ``Box``
       ``(window_ticks, S, S, 3)`` uint8, and ``info`` only ids and classes (NumPy only).
+    * ``frame_size``: with ``"rgb"`` by default the largest canvas of the houses the env can
+      play (lossless: 528 for generated houses, 716 for ``house="tdw"``;
+      :mod:`~mindhelper_env.envs.frame_size`), else 128. ``picture`` (6): the ``rgb``
+      picture; 5 draws 0.8.0's frames byte for byte.
 
     * ``pool_size`` (4096): sampled episodes (``reset()`` without options) are entry
       ``np_random.integers(pool_size)`` of a pool of validated episodes cached on disk
@@ -283,7 +294,7 @@ class MindHelperEnv(gym.Env):
         max_ticks: int = 150,
         reward: dict[str, float] | None = None,
         obs_mode: str = "text",
-        frame_size: int = 128,
+        frame_size: int | None = None,
         frame_stack: int = 1,
         render_size: int = 256,
         pool_size: int | None = None,
@@ -293,6 +304,7 @@ class MindHelperEnv(gym.Env):
         backend_options: dict[str, Any] | None = None,
         generator: str | None = None,
         narration: int = NARRATION_VERSION,
+        picture: int = PICTURE,
     ) -> None:
         if generator is not None and generator not in GENERATORS:
             raise ValueError(f"generator must be one of {list(GENERATORS)}, got {generator!r}")
@@ -320,9 +332,11 @@ class MindHelperEnv(gym.Env):
         self.max_ticks = int(max_ticks)
         self.reward_config = merge_reward(reward, DEFAULT_REWARD)
         self.obs_mode = check_obs_mode(obs_mode)
-        for arg, val in (("frame_size", frame_size), ("render_size", render_size)):
-            if isinstance(val, bool) or not isinstance(val, (int, np.integer)) or not 64 <= val <= 2048:
-                raise ValueError(f"{arg} must be an int between 64 and 2048, got {val!r}")
+        #: the real houses sampled episodes are set in (None: generated houses)
+        self.houses = resolve_houses(house)
+        #: the picture of ``rgb`` frames (:data:`~mindhelper_env.render.sprites.PICTURES`)
+        frame_size, self.picture = check_frame_args(frame_size, render_size, obs_mode,
+                                                    self.houses, picture)
         if isinstance(frame_stack, bool) or not isinstance(frame_stack, (int, np.integer)) \
                 or not 1 <= frame_stack <= 16:
             raise ValueError(f"frame_stack must be an int between 1 and 16, got {frame_stack!r}")
@@ -336,7 +350,7 @@ class MindHelperEnv(gym.Env):
             frame_stack=self.frame_stack, window_ticks=self.window_ticks,
             narration_max=NARRATION_MAX, events_max=EVENTS_MAX)
         #: the ``obs_mode="rgb"`` observation builder (None in the text modes)
-        self.vision = RgbObservation(self.frame_size, self.window_ticks) \
+        self.vision = RgbObservation(self.frame_size, self.window_ticks, self.picture) \
             if obs_mode == "rgb" else None
         #: optional ``callback(simulation, events)`` run after every tick (used by recorders
         #: such as ``mindhelper render``; not part of the observation)
@@ -364,8 +378,6 @@ class MindHelperEnv(gym.Env):
         self._quiet = False
         self._renderer: Any = None
         self._pool_config = _check_pool(pool_size, pool_dir)
-        #: the real houses sampled episodes are set in (None: generated houses)
-        self.houses = resolve_houses(house)
         if self.houses is not None:
             self.houses.check_families(f for f, w in self.families.items() if w > 0)
         self.backend = backend

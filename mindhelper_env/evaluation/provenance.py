@@ -21,7 +21,8 @@ window), or edited after it was written is refused with one line naming both sid
 
 Observation tracks (:data:`OBS_TRACKS`): a run on the vision track (``evaluate --obs rgb``,
 env kwarg ``obs_mode="rgb"``: frames only) says so in ``run.json``'s provenance
-(``"obs": "rgb"``) and in every record's stamp (``"obs": "rgb"``, covered by the checksum;
+(``"obs": "rgb"``, with the frames' ``"picture"`` and ``"frame_size"``) and in every record's
+stamp (``"obs": "rgb"``, covered by the checksum;
 a text-track record has no ``obs`` key, so text records are unchanged). Scoring, reports and
 ``--resume`` never mix the tracks: records of both in one scoring or report, or kept records
 of the other track in a resumed run, are refused (:func:`check_one_track`).
@@ -248,6 +249,11 @@ def run_provenance(*, suite: str, env_id: str, env_kwargs: Mapping[str, Any], se
         "command": _command(sys.argv if argv is None else argv),
         "started": started or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if run["obs"] == "rgb":  # what the frames looked like: their picture and size
+        from mindhelper_env.render.sprites import PICTURE
+
+        run["picture"] = int(env_kwargs.get("picture", PICTURE))
+        run["frame_size"] = env_kwargs.get("frame_size")
     run["agents"] = {}
     for label, block in agents.items():
         b = dict(block)

@@ -108,7 +108,14 @@ class EvalSettings:
         elif isinstance(agents, Sequence):
             agents = list(agents)
         object.__setattr__(self, "agents", tuple(agents) if isinstance(agents, list) else agents)
-        object.__setattr__(self, "env_kwargs", dict(self.env_kwargs or {}))
+        kwargs = dict(self.env_kwargs or {})
+        if kwargs.get("obs_mode") == "rgb" and isinstance(self.suite, str):
+            # an rgb run without frame_size plays at the suite's lossless size (run.json
+            # records it): every pixel of every episode shows
+            from mindhelper_env.evaluation.frame_sizes import rgb_env_kwargs
+
+            kwargs = rgb_env_kwargs(self.suite, kwargs)
+        object.__setattr__(self, "env_kwargs", kwargs)
         if self.env_id is None:
             object.__setattr__(self, "env_id", suite_env_id(self.suite))
 
@@ -163,6 +170,9 @@ class EvalSettings:
         check_models(self.agents, self.agent_kwargs or {})
         check_extras(self)
         _check_env_kwargs(self.env_id, self.env_kwargs)
+        from mindhelper_env.evaluation.frame_sizes import check_frame_size
+
+        check_frame_size(self.suite, self.env_kwargs, self.agents, self.agent_kwargs)
 
 
 # --------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ MIN_FRAME_SIZE = 768
 
 #: The version of the picture language (:data:`~mindhelper_env.render.sprites.SPRITES_VERSION`)
 #: this parser reads; a test fails when the sprites change without the parser.
-READS_SPRITES_VERSION = 5
+READS_SPRITES_VERSION = 6
 
 #: Where each verb's arguments come from (docs/vision.md, "The pixel parser").
 ARGS_FROM: dict[str, str] = {
@@ -115,13 +115,17 @@ class _Tables:
         self.actions: dict[bytes, str] = {}
         for verb, g in sp.ACTION_GLYPHS.items():
             self.actions.setdefault((g != 0).tobytes(), verb)
+        # the sprites of every picture (the default first): no sprite of one picture is a
+        # sprite of another in a different pose, so frames of either picture read alike
         self.sprites: dict[bytes, tuple[str, tuple[bool, ...]]] = {}
         n = len(sp.POSES)
-        for kind in sp.KIND_COLORS:
-            for bits in range(1 << n):
-                flags = tuple(bool(bits >> i & 1) for i in range(n))
-                s = sp.person_sprite(kind, **dict(zip(sp.POSES, flags, strict=True)))
-                self.sprites.setdefault(s.tobytes(), (kind, flags))
+        for picture in sorted(sp.PICTURES, key=lambda p: p != sp.PICTURE):
+            for kind in sp.KIND_COLORS:
+                for bits in range(1 << n):
+                    flags = tuple(bool(bits >> i & 1) for i in range(n))
+                    s = sp.person_sprite(kind, picture=picture,
+                                         **dict(zip(sp.POSES, flags, strict=True)))
+                    self.sprites.setdefault(s.tobytes(), (kind, flags))
 
 
 _TABLES: _Tables | None = None

@@ -58,10 +58,12 @@ class FrameRenderer:
     no free slot in it (an overflowing item is not drawn; none in the v4 dev suites with
     the robot silent)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, *, picture: int = sp.PICTURE) -> None:
         if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 16:
             raise ValueError(f"size must be an int >= 16, got {size!r}")
         self.size = int(size)
+        #: the picture drawn (:data:`~mindhelper_env.render.sprites.PICTURES`; 5: 0.8.0's)
+        self.picture = sp.check_picture(picture)
         self.stats = {"overflow": 0, "frames": 0, "rows_drawn": 0}
         self.layout: sp.Layout | None = None
         self._marks: dict[int, np.ndarray] = {}
@@ -401,7 +403,7 @@ class FrameRenderer:
             if act is not None:
                 self._blit(canvas, y + 1, px + parts["action"], sp.ACTION_GLYPHS[act])
             self._blit(canvas, y, px + parts["sprite"],
-                       _sprite(kind, sit, back, phone, reach, look))
+                       _sprite(self.picture, kind, sit, back, phone, reach, look))
             self.draw_mark(canvas, y + 1, px + parts["mark"], p)
             for h, (obj, cls) in enumerate(held):
                 hx = px + parts[f"held{h}"]
@@ -436,9 +438,9 @@ class FrameRenderer:
 _SPRITES: dict[tuple[Any, ...], np.ndarray] = {}
 
 
-def _sprite(kind: str, *flags: bool) -> np.ndarray:
-    s = _SPRITES.get((kind, *flags))
+def _sprite(picture: int, kind: str, *flags: bool) -> np.ndarray:
+    s = _SPRITES.get((picture, kind, *flags))
     if s is None:
-        s = _SPRITES[(kind, *flags)] = sp.person_sprite(kind, **dict(zip(sp.POSES, flags,
-                                                                          strict=True)))
+        s = _SPRITES[(picture, kind, *flags)] = sp.person_sprite(
+            kind, picture=picture, **dict(zip(sp.POSES, flags, strict=True)))
     return s

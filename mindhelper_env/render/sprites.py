@@ -48,8 +48,9 @@ person slot is ``[action glyph][person sprite][id mark][held icon][held mark][he
 are in ``holding`` order (right hand first, then left). The action glyph
 shows the verb of what the person did at that tick (:data:`ACTION_GLYPHS`; empty when they
 did nothing visible); the sprite shows their kind (colour and shape), the way they face
-(eyes: facing the room; no eyes: back turned, at a chore) and their pose (standing, sitting,
-reaching up, looking around, phone at the ear). A person is drawn in the row of the furniture
+(eyes: facing the room; back turned, at a chore) and their pose (standing, sitting, reaching
+up, looking around, phone at the ear): in picture 6 (:data:`PICTURE`) each pose adds a mark
+of its own colour (:data:`POSE_COLORS`, :func:`person_sprite`). A person is drawn in the row of the furniture
 they are at (or sit on) from the very frame they arrive; in their room's floor rows while
 they are at no furniture (a walk under way too); next to another person they walked to, in
 that person's row.
@@ -79,11 +80,24 @@ __all__ = [
     "POSES", "person_sprite", "ROW_H", "ICON", "OBJ_SLOTS", "PERSON_SLOTS", "BALLOON_SLOTS", "FLOOR_ROWS", "ICON_DY", "SPRITE_DY",
     "spill_rows", "spill_slot_width",
     "Row", "Panel", "Layout", "build_layout", "frame_map", "frame_scale", "palette_index",
-    "canvas_of", "SPRITES_VERSION",
+    "canvas_of", "SPRITES_VERSION", "PICTURES", "PICTURE", "check_picture", "POSE_COLORS",
 ]
 
 #: Bumped whenever a sprite, colour or layout rule changes (parsers check it).
-SPRITES_VERSION = 5
+SPRITES_VERSION = 6
+#: The pictures a renderer can draw: ``5`` is 0.8.0's picture (sprites v5: poses change one
+#: or two pixels of the body), byte for byte; ``6`` (the default) gives every pose a mark of
+#: its own colour (:data:`POSE_COLORS`). Layouts, marks, icons and glyphs are the same in both.
+PICTURES = (5, 6)
+#: The default picture (:data:`SPRITES_VERSION`).
+PICTURE = 6
+
+
+def check_picture(picture: Any) -> int:
+    """``picture`` as an int of :data:`PICTURES`; ``ValueError`` otherwise."""
+    if isinstance(picture, bool) or picture not in PICTURES:
+        raise ValueError(f"picture must be one of {list(PICTURES)}, got {picture!r}")
+    return int(picture)
 
 # ----------------------------------------------------------------------------- palette
 _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
@@ -119,6 +133,11 @@ _COLORS: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("obj_3", (30, 110, 240)),
     ("obj_4", (170, 60, 220)),
     ("obj_5", (0, 170, 170)),
+    # picture 6: the pose marks (each used by its pose only)
+    ("pose_back", (255, 0, 255)),
+    ("pose_look", (0, 255, 255)),
+    ("pose_reach", (128, 255, 0)),
+    ("pose_seat", (110, 0, 0)),
 )
 #: Colour names, by palette index.
 PALETTE_NAMES: tuple[str, ...] = tuple(n for n, _ in _COLORS)
@@ -135,6 +154,12 @@ KIND_COLORS: dict[str, int] = {k: _IDX[k] for k in ("adult", "child", "wheelchai
 _OBJ_COLORS = tuple(_IDX[f"obj_{i}"] for i in range(6))
 _FURN_COLORS = (_IDX["furn_a"], _IDX["furn_b"], _IDX["furn_c"])
 _ROOM_COLORS = (_IDX["room_a"], _IDX["room_b"])
+#: Picture 6: the palette colour of each pose's mark (``phone``: the phone; ``back``: the
+#: back of the head; ``look``: the face turned aside; ``reach``: the raised arm; ``sit``: the
+#: seat under the legs). No other part of a frame uses these colours.
+POSE_COLORS: dict[str, int] = {"sit": _IDX["pose_seat"], "back": _IDX["pose_back"],
+                               "phone": _IDX["phone"], "reach": _IDX["pose_reach"],
+                               "look": _IDX["pose_look"]}
 
 
 def _bits(*rows: str) -> np.ndarray:
@@ -317,23 +342,58 @@ _SPRITE_H, _SPRITE_W = 7, 5
 
 
 def person_sprite(kind: str, *, sit: bool = False, back: bool = False, phone: bool = False,
-                  reach: bool = False, look: bool = False) -> np.ndarray:
+                  reach: bool = False, look: bool = False, picture: int = PICTURE) -> np.ndarray:
     """The ``(7, 5)`` palette-index sprite (0 = transparent) of a person of ``kind``
-    (``adult``, ``child``, ``wheelchair`` or ``robot``) in a pose."""
+    (``adult``, ``child``, ``wheelchair`` or ``robot``) in a pose.
+
+    Picture 6 (default): every pose adds a mark of its own colour (:data:`POSE_COLORS`) in a
+    place of its own, so poses combine and each stays whole: ``back`` and ``look`` colour the
+    head (the two rows of face and eyes, 6 px; ``back`` wins when both are set), ``reach`` the
+    left column from the row above the eyes down (the raised arm, 4 px), ``phone`` the right
+    column there (4 px), ``sit`` the bottom row (the seat, 5 px; the legs drawn forward above
+    it). Picture 5: 0.8.0's sprites (hair, eyes aside, raised arms and the phone change one or
+    two pixels)."""
     if kind not in KIND_COLORS:
         raise ValueError(f"unknown person kind {kind!r}; expected one of {list(KIND_COLORS)}")
-    body = KIND_COLORS[kind]
-    S, B, H, E, R = _IDX["skin"], body, _IDX["hair"], INK, INK
-    if kind == "robot":
-        rows = ["..E..", "BBBBB", "BEBEB", "BBBBB", ".BBB.", ".B.B.", ".B.B."]
-    elif kind == "child":
-        rows = [".....", ".....", ".SSS.", ".ESE.", "BBBBB", ".BBB.", ".B.B."]
-    elif kind == "wheelchair":
-        rows = [".SSS.", ".ESE.", "BBBBB", ".BBB.", "RRRRR", "R...R", ".RRR."]
-    else:
-        rows = [".SSS.", ".ESE.", "BBBBB", ".BBB.", ".BBB.", ".B.B.", ".B.B."]
+    picture = check_picture(picture)
+    rows, eye = _base_sprite(kind)
     grid = [list(r) for r in rows]
-    eye = {"robot": 2, "child": 3}.get(kind, 1)  # the row of the eyes
+    if picture == 5:
+        _pose_v5(grid, kind, eye, sit, back, phone, reach, look)
+    else:
+        if sit:  # legs forward above a seat
+            if kind != "wheelchair":
+                grid[-2] = list("BBBB.")
+            grid[-1] = list("CCCCC")
+        for y in range(eye - 1, eye + 3):
+            if reach:
+                grid[y][0] = "A"
+            if phone:
+                grid[y][4] = "P"
+        if back or look:
+            for y in (eye - 1, eye):
+                grid[y][1:4] = ["K" if back else "L"] * 3
+    body = KIND_COLORS[kind]
+    code = {".": 0, "S": _IDX["skin"], "B": body, "H": _IDX["hair"], "E": INK, "R": INK,
+            "P": _IDX["phone"], "A": POSE_COLORS["reach"], "C": POSE_COLORS["sit"],
+            "K": POSE_COLORS["back"], "L": POSE_COLORS["look"]}
+    return np.array([[code[c] for c in r] for r in grid], dtype=np.uint8)
+
+
+def _base_sprite(kind: str) -> tuple[list[str], int]:
+    """A standing person's rows and the row of the eyes."""
+    if kind == "robot":
+        return ["..E..", "BBBBB", "BEBEB", "BBBBB", ".BBB.", ".B.B.", ".B.B."], 2
+    if kind == "child":
+        return [".....", ".....", ".SSS.", ".ESE.", "BBBBB", ".BBB.", ".B.B."], 3
+    if kind == "wheelchair":
+        return [".SSS.", ".ESE.", "BBBBB", ".BBB.", "RRRRR", "R...R", ".RRR."], 1
+    return [".SSS.", ".ESE.", "BBBBB", ".BBB.", ".BBB.", ".B.B.", ".B.B."], 1
+
+
+def _pose_v5(grid: list[list[str]], kind: str, eye: int, sit: bool, back: bool, phone: bool,
+             reach: bool, look: bool) -> None:
+    """0.8.0's poses (picture 5), in place."""
     if back:  # the back of the head: hair (a robot: plain body), no eyes
         for y in (eye - 1, eye):
             grid[y] = [("H" if c in "SE" else c) for c in grid[y]]
@@ -351,8 +411,6 @@ def person_sprite(kind: str, *, sit: bool = False, back: bool = False, phone: bo
     if phone:  # the phone at the right ear
         grid[eye][4] = "P"
         grid[eye - 1][4] = "P"
-    code = {".": 0, "S": S, "B": B, "H": H, "E": E, "R": R, "P": _IDX["phone"]}
-    return np.array([[code[c] for c in r] for r in grid], dtype=np.uint8)
 
 
 # ----------------------------------------------------------------------------- layout
