@@ -97,7 +97,8 @@ def play(
             say(f"The legend of the pictures (every glyph, pose and icon of the rgb frames, "
                 f"with its name) is in {legend_path}.")
         agent = HumanAgent(input_fn=input_fn, output_fn=output_fn)
-        record, ref = play_episode(env, agent, seed=seed, options=options, agent_name="human")
+        record, ref = play_episode(env, agent, seed=seed, options=options, agent_name="human",
+                                   timing=True)
         pop_agent_error(record)
         reference = env.unwrapped.ground_truth.to_dict()
         if suite is not None:
