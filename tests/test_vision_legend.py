@@ -123,29 +123,35 @@ def test_the_png_records_the_sprites_version(tmp_path):
     path = write_legend(tmp_path / "sub" / "legend.png", 1)
     img = Image.open(path)
     assert img.info["sprites_version"] == str(sp.SPRITES_VERSION)
+    assert json.loads(img.info["cells"]) == {k: list(v) for k, v in build_legend(1).cells.items()}
     assert np.array_equal(np.asarray(img.convert("RGB")), render_legend(1))
     assert legend_png(1) == path.read_bytes()
 
 
 def test_the_docs_legend_figure_shows_the_installed_sprites():
-    """docs/vision_legend.png is ``make_figures.py --only legend``: it must show the sprites
-    of this installation (a sprite change without a rerun fails here)."""
+    """docs/vision_legend.png is ``make_figures.py --only legend``: every entry the installed
+    sprites give must be in it and show them (a sprite change without a rerun fails here).
+    Entries are found by the ``cells`` the PNG records, so another Pillow (other word
+    widths, so other positions) does not matter."""
     from PIL import Image
 
     entry = json.loads((ROOT / "docs" / "figures.json").read_text())["figures"][
         "vision_legend.png"]
     assert entry["group"] == "legend"
     img = Image.open(FIGURE)
-    assert img.info.get("sprites_version") == str(sp.SPRITES_VERSION), \
-        "the legend figure shows other sprites: rerun docs/tools/make_figures.py --only legend"
-    lg = build_legend()
+    rerun = "rerun docs/tools/make_figures.py --only legend"
+    assert img.info.get("sprites_version") == str(sp.SPRITES_VERSION), rerun
+    cells = json.loads(img.info["cells"])
     pixels = np.asarray(img.convert("RGB"))
-    assert set(lg.cells) == set(lg.tiles)
-    for key in lg.cells:
-        y, x, h, w = lg.cells[key]
-        _, want = _shown(lg, key)
-        assert np.array_equal(pixels[y:y + h, x:x + w], want), \
-            f"{key} differs: rerun docs/tools/make_figures.py --only legend"
+    lg = build_legend()
+    missing = set(lg.tiles) - set(cells)
+    assert not missing, f"entries missing from the figure: {sorted(missing)}; {rerun}"
+    for key, tile in lg.tiles.items():
+        y, x, h, w = cells[key]
+        zoom = h // tile.shape[0]
+        want = np.repeat(np.repeat(sp.PALETTE[tile], zoom, 0), zoom, 1)
+        assert want.shape[:2] == (h, w), f"{key}: another size; {rerun}"
+        assert np.array_equal(pixels[y:y + h, x:x + w], want), f"{key} differs; {rerun}"
 
 
 # ------------------------------------------------------------------- agents that send it

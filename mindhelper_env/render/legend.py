@@ -456,10 +456,10 @@ def build_legend(scale: int = DEFAULT_SCALE, *, kinds: Iterable[str] | None = No
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(scale: int, kinds: tuple[str, ...]) -> np.ndarray:
-    img = build_legend(scale, kinds=kinds).image
-    img.setflags(write=False)
-    return img
+def _cached(scale: int, kinds: tuple[str, ...]) -> Legend:
+    legend = build_legend(scale, kinds=kinds)
+    legend.image.setflags(write=False)
+    return legend
 
 
 def render_legend(scale: int = DEFAULT_SCALE, *, kinds: Iterable[str] | None = None
@@ -467,23 +467,28 @@ def render_legend(scale: int = DEFAULT_SCALE, *, kinds: Iterable[str] | None = N
     """The legend image, ``(H, W, 3)`` uint8 RGB (read-only; cached per ``scale`` and
     ``kinds``): :func:`build_legend`'s ``image``."""
     k, chosen = _check(scale, kinds)
-    return _cached(k, chosen)
+    return _cached(k, chosen).image
 
 
 def legend_png(scale: int = DEFAULT_SCALE, *, kinds: Iterable[str] | None = None) -> bytes:
-    """The legend as PNG bytes, with the sprites version in its ``sprites_version`` text
-    chunk."""
+    """The legend as PNG bytes. Text chunks: ``sprites_version`` (the sprites it shows) and
+    ``cells`` (JSON ``{entry: [y, x, h, w]}``, :attr:`Legend.cells`), so a check can find
+    each entry's pixels in the file whatever font drew its words."""
     import io
+    import json
 
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
+    k, chosen = _check(scale, kinds)
+    legend = _cached(k, chosen)
     meta = PngInfo()
-    meta.add_text("sprites_version", str(sp.SPRITES_VERSION))
     meta.add_text("Title", "MindHelper vision track legend")
+    meta.add_text("sprites_version", str(legend.sprites_version))
+    meta.add_text("cells", json.dumps(legend.cells, sort_keys=True, separators=(",", ":")))
     buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(render_legend(scale, kinds=kinds))).save(
-        buf, format="PNG", optimize=True, pnginfo=meta)
+    Image.fromarray(np.ascontiguousarray(legend.image)).save(buf, format="PNG", optimize=True,
+                                                              pnginfo=meta)
     return buf.getvalue()
 
 
