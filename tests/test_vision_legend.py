@@ -56,7 +56,7 @@ def test_every_glyph_pose_cell_and_icon_of_the_sprites_is_in_the_legend(legend):
         assert f"person:{kind}:standing" in keys
         assert {f"person:{kind}:{p}" for p in sp.POSES} <= keys
     assert {f"balloon:{b}" for b in ("walk-to", "give", "tell", "move")} <= keys
-    assert {"row:furniture", "row:door_open", "row:door_closed", "door"} <= keys
+    assert {"row:furniture", "row:door_open", "row:door_closed", "row:spill", "door"} <= keys
     # every known name has words (a new key would be shown under its own name)
     assert set(ACTION_WORDS) >= set(sp.ACTION_GLYPHS)
     assert set(POSE_WORDS) >= set(sp.POSES) and set(STATE_WORDS) >= set(sp.STATE_GLYPHS)

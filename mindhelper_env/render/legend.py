@@ -235,6 +235,20 @@ def _door_row(state: str) -> np.ndarray:
     return c
 
 
+def _spill_row() -> np.ndarray:
+    """Two spill slots (objects beyond their place's slots): a mug (36) on the kitchentable
+    (14), a plate (37) in the cabinet (15)."""
+    lay = _sample_layout()
+    width = 1 + 2 * lay.spill_slot_w
+    c = np.full((sp.ROW_H - 1, width), sp.ROW_BG, dtype=np.uint8)
+    for k, (oid, cls, place) in enumerate(((36, "mug", 14), (37, "plate", 15))):
+        ox = 1 + k * lay.spill_slot_w
+        _blit(c, sp.ICON_DY, ox, sp.object_icon(cls))
+        _mark(c, sp.ICON_DY, ox + sp.ICON + 1, oid, lay.mark_w)
+        _mark(c, sp.ICON_DY, ox + sp.ICON + 1 + lay.mark_w + 1, place, lay.mark_w)
+    return c
+
+
 #: The balloons of the legend: (name, verb, actor, listener, (object id, class),
 #: (place id, class, is a room), words).
 _BALLOONS: tuple[tuple[str, str, int, int, tuple[int, str] | None,
@@ -437,6 +451,10 @@ def build_legend(scale: int = DEFAULT_SCALE, *, kinds: Iterable[str] | None = No
               "Door row: door icon, door id 40, state cell (open), the room on the other "
               "side (kitchen icon, room id 2).")
     s.picture("row:door_closed", _door_row("door_closed"), "The same door, closed.")
+    s.picture("row:spill", _spill_row(),
+              "Spill panel (after the rooms): objects beyond their place's six slots, each "
+              "object icon, object id, then the id of the place it is on or in (mug 36 on "
+              "kitchentable 14, plate 37 in cabinet 15).")
     s.title("Balloons (the room's talk row): verb, actor id, arrow, the other person's id, "
             "object icon and id, place icon and id")
     for name, verb, actor, listener, obj, place, words in _BALLOONS:
