@@ -28,6 +28,15 @@ program is still running or failed) and the window's frames: every frame as its 
 in this track. The images' tokens by the client's rule (:mod:`mindhelper_env.models.images`)
 are counted in ``usage.images`` / ``usage.image_tokens`` and in every cost estimate.
 
+**Legend** (``legend=True``; CLI ``--agent direct-vlm:legend=true``): the picture legend
+(:mod:`mindhelper_env.render.legend`: every glyph, pose, cell and icon with its name, at
+``legend_scale``, default 3) is the first image of every request that carries frames, before
+the window's frames, and the prompt says so. Each request stands alone (the model keeps
+nothing between windows), so the legend is sent with each; its bytes never change within a
+run, so a server's prompt cache can reuse it. It is an image part like a frame: counted in
+``usage.images`` / ``usage.image_tokens`` by the client's rule, in the dry pass of a
+budgeted run and in every budget reservation.
+
 Narration budget: the reset description (the home at tick 0) is always kept, cut to at most
 half of ``history_chars`` characters; then whole windows are added newest first while the
 total stays within ``history_chars``; older windows are dropped and replaced by a line
@@ -93,7 +102,14 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.agents.base import Usage
-from mindhelper_env.agents.frames import FRAME_MODES, frame_parts, id_lists, is_rgb_observation
+from mindhelper_env.agents.frames import (
+    FRAME_MODES,
+    LEGEND_INTRO,
+    frame_parts,
+    id_lists,
+    is_rgb_observation,
+    legend_image,
+)
 from mindhelper_env.models import ModelClient, make_client
 from mindhelper_env.models.accounting import accounted_call
 from mindhelper_env.models.answers import (
@@ -259,7 +275,8 @@ class DirectVLMAgent:
     def __init__(self, model: str | ModelClient | None = None, *, max_tokens: int = 256,
                  temperature: float = 0.0, history_chars: int = 6000, max_images: int = 4,
                  answer_format: str = "json", max_calls: int | None = None,
-                 frames: str = "all", **client_opts: Any) -> None:
+                 frames: str = "all", legend: bool = False, legend_scale: int = 3,
+                 **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL")
             if not model:
@@ -282,6 +299,8 @@ class DirectVLMAgent:
         if frames not in FRAME_MODES:
             raise ValueError(f"frames must be one of {FRAME_MODES}, got {frames!r}")
         self.frames = frames
+        #: the picture legend sent before the frames (``legend=True``), or None
+        self.legend = legend_image(legend, legend_scale)
         self.max_calls = None if max_calls is None else int(max_calls)
         self.answer_format = answer_format
         self.template = _template(answer_format)
@@ -399,14 +418,16 @@ class DirectVLMAgent:
                   history: int, max_candidates: int | None) -> list[dict[str, Any]]:
         places, now = self._candidates(info)
         frames = _frames(observation.get("rgb"), self.max_images)
-        images = (f"\nThe {len(frames)} image(s) below show the home at the end of the "
-                  f"window.\n" if frames else "")
+        images = (f"\n{LEGEND_INTRO if self.legend is not None else ''}The {len(frames)} "
+                  f"image(s) below show the home at the end of the window.\n"
+                  if frames else "")
         _, text = self.template.render(
             grammar="", tick=int(observation.get("tick", info.get("tick", 0))),
             places=self._cut(places, max_candidates), candidates=self._cut(now, max_candidates),
             narration=self.narration(history), images=images)
+        legend = [self.legend] if frames and self.legend is not None else []
         return [{"role": "system", "content": self._system},
-                {"role": "user", "content": [text, *frames]}]
+                {"role": "user", "content": [text, *legend, *frames]}]
 
     def history(self, info: dict[str, Any]) -> str:
         """The robot's own actions so far (the rgb track's history; no narration)."""
@@ -427,9 +448,11 @@ class DirectVLMAgent:
         _, text = self.rgb_template.render(
             grammar="", window=self._window - 1, tick=int(info.get("tick", 0)),
             places=self._cut(places, max_candidates), candidates=self._cut(things, max_candidates),
-            history=self.history(info), images=f"\n{intro}\n")
+            history=self.history(info),
+            images=f"\n{LEGEND_INTRO if self.legend is not None else ''}{intro}\n")
+        legend = [self.legend] if self.legend is not None else []
         return [{"role": "system", "content": self._rgb_system},
-                {"role": "user", "content": [text, *frames]}]
+                {"role": "user", "content": [text, *legend, *frames]}]
 
     def build_messages(self, observation: dict[str, Any],
                        info: dict[str, Any]) -> list[dict[str, Any]]:

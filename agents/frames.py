@@ -8,7 +8,9 @@ them as a list of ``S x S x 3`` frames; :func:`contact_sheet` tiles them into on
 budgets that take one image a request. :data:`FRAME_MODES` are the two ways model-backed
 agents send a window: ``"all"`` (one image part per frame) and ``"sheet"`` (one contact
 sheet). :func:`id_lists` writes ``info["candidates"]`` of the rgb track (ids, names and
-classes only) as the two text blocks of a prompt.
+classes only) as the two text blocks of a prompt. :func:`legend_image` is the picture
+legend (:mod:`mindhelper_env.render.legend`) an agent sends before the frames with
+``legend=True``, and :data:`LEGEND_INTRO` the sentence that introduces it.
 """
 
 from __future__ import annotations
@@ -20,10 +22,29 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FRAME_MODES", "is_rgb_observation", "window_frames", "contact_sheet",
-           "frame_parts", "id_lists"]
+           "frame_parts", "id_lists", "legend_image", "LEGEND_INTRO"]
 
 #: How a window's frames go to a model: one image per frame, or one contact sheet.
 FRAME_MODES = ("all", "sheet")
+
+
+#: How a prompt introduces the legend, the first picture of a request that sends it.
+LEGEND_INTRO = ("The first picture is the legend of the picture language: every glyph, pose, "
+                "cell and icon of the frames with its name in words; it is not part of the "
+                "home. ")
+
+
+def legend_image(legend: Any, scale: int = 3) -> np.ndarray | None:
+    """The legend image an agent sends before a request's frames (``legend=True``), or
+    ``None`` (``legend=False``); ValueError for a ``legend`` that is not a boolean or a
+    ``scale`` out of 1 to 16. Drawn once per process and scale (Pillow draws its words)."""
+    if not isinstance(legend, (bool, np.bool_)):
+        raise ValueError(f"legend must be true or false, got {legend!r}")
+    if not legend:
+        return None
+    from mindhelper_env.render.legend import render_legend
+
+    return render_legend(scale)
 
 
 def is_rgb_observation(observation: Any) -> bool:

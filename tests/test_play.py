@@ -144,3 +144,72 @@ def test_a_file_of_another_suite_is_refused_before_the_episode(tmp_path, capsys)
     captured = capsys.readouterr()
     assert "holds records of vh-dev-v2, not vh-dev-v4" in captured.err
     assert "You are the robot" not in captured.out  # refused before the banner
+
+
+def test_play_records_carry_evaluates_provenance_and_score_reads_them_cleanly(tmp_path,
+                                                                               capsys):
+    """A played record is stamped like an ``evaluate`` record: ``score`` checks it (no
+    "written before 0.4" note) and refuses it once edited."""
+    from mindhelper_env.cli.main import main
+    from mindhelper_env.evaluation.provenance import (
+        STAMP_KEYS,
+        check_record,
+        record_checksum,
+        suite_generator,
+    )
+    from mindhelper_env.scenarios import releases
+
+    idx = _first(True)
+    play(suite=DEV, index=idx, out_dir=tmp_path, input_fn=lambda p: "quit",
+         output_fn=lambda s: None)
+    path = tmp_path / "human.jsonl"
+    rec = json.loads(path.read_text().splitlines()[0])
+    prov = rec["provenance"]
+    assert set(STAMP_KEYS) <= set(prov) and "obs" not in prov  # the text track
+    assert prov["checksum"] == record_checksum(rec)
+    rel = releases.release_of(DEV)
+    refs = S.suite_references(DEV)
+    assert check_record(rec, generator=suite_generator(DEV),
+                        suite_digest=rel.reference_sha256 if rel else None,
+                        reference=refs[rec["episode_id"]]) is None
+    assert prov["reference"] is not None and prov["generator"] == suite_generator(DEV)
+    capsys.readouterr()
+    assert main(["score", str(path), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "provenance" not in err and "before 0.4" not in err
+    # an edited record is refused by its checksum, like an evaluate record
+    rec["focus_success"] = not rec["focus_success"]
+    path.write_text(json.dumps(rec) + "\n")
+    assert main(["score", str(path), "--json"]) == 2
+    assert "edited after it was written" in capsys.readouterr().err
+
+
+def test_play_legend_writes_the_picture_legend_beside_the_record(tmp_path, monkeypatch,
+                                                                 capsys):
+    import builtins
+
+    import numpy as np
+    import pytest
+
+    pytest.importorskip("PIL")
+    from PIL import Image
+
+    from mindhelper_env.cli.main import main
+    from mindhelper_env.render.legend import render_legend
+
+    said: list[str] = []
+    result = play(suite=DEV, index=0, out_dir=tmp_path, input_fn=lambda p: "quit",
+                  output_fn=said.append, legend=True)
+    path = tmp_path / "legend.png"
+    assert result["legend"] == path and any(str(path) in s for s in said)
+    assert np.array_equal(np.asarray(Image.open(path).convert("RGB")), render_legend())
+    path.unlink()
+
+    def no_more(prompt: str = "") -> str:
+        raise EOFError
+
+    monkeypatch.setattr(builtins, "input", no_more)
+    out = tmp_path / "cli"
+    assert main(["play", "--suite", DEV, "--index", "0", "--out", str(out), "--legend"]) == 0
+    assert (out / "legend.png").is_file() and (out / "human.jsonl").is_file()
+    assert f"is in {out / 'legend.png'}" in capsys.readouterr().out

@@ -120,7 +120,7 @@ def test_direct_vlm_sends_frames_only_and_counts_image_tokens(rgb_env, frames, p
         image_tokens(2 * FRAME + 2, 2 * FRAME + 2)
     assert agent.usage.images == per_call * calls
     assert agent.usage.image_tokens == per_image * per_call * calls
-    assert agent.usage.prompts == {"direct-vlm": "direct-vlm-rgb.json-1"}
+    assert agent.usage.prompts == {"direct-vlm": "direct-vlm-rgb.json-2"}
     assert record["usage"]["images"] == per_call * calls
     assert record["usage"]["image_tokens"] == agent.usage.image_tokens
 
@@ -218,7 +218,7 @@ def test_mindclaw_with_perfect_model_eyes_acts_as_mindclaw_on_text(rgb_env, seed
     assert agent.usage.model_calls == len(answers) and agent.usage.parse_failures == 0
     assert agent.usage.sources["model"] == len(answers)
     assert agent.usage.images == 3 * len(answers)
-    assert agent.usage.prompts["mindclaw.observation"] == "mindclaw-observation-rgb.json-1"
+    assert agent.usage.prompts["mindclaw.observation"] == "mindclaw-observation-rgb.json-2"
     # the schema went with the request, and the frames only (no narration)
     fmt = body["response_format"]["json_schema"]
     assert fmt["name"] == "window_observation" and "events" in fmt["schema"]["properties"]
@@ -438,7 +438,7 @@ def test_one_run_reports_model_eyes_beside_perfect_perception(tmp_path, capsys):
     # no cue reached Mental Reasoning
     assert all(r["usage"]["images"] == 3 * r["usage"]["model_calls"] for r in vlm)
     assert all(r["usage"]["prompts"] == {"mindclaw.observation":
-                                         "mindclaw-observation-rgb.json-1"} for r in vlm)
+                                         "mindclaw-observation-rgb.json-2"} for r in vlm)
     assert all(r["usage"]["sources"] == {"model": r["usage"]["model_calls"]} for r in vlm)
     # perfect perception: no frames sent, the model asked only for reasoning, as on text
     assert all("images" not in r["usage"] for r in pixels)

@@ -30,7 +30,8 @@ window's frames into events and a snapshot (the paper's Observation module from 
 call a window, ``frames="all"|"sheet"``), ``observe="pixels"`` uses the reference pixel
 parser (perfect perception); the belief table, Trigger, skills and reasoning then run as on
 text (:mod:`.vision`). ``mindclaw-vlm`` and ``mindclaw-pixels`` are these two, registered
-so that one run reports both rows. ``observe="text"`` (default) reads the text track.
+so that one run reports both rows. ``legend=True`` (with ``observe="vlm"``) sends the
+picture legend as the first image of every observation call. ``observe="text"`` (default) reads the text track.
 
 Attributes after each episode: ``usage`` (:class:`~mindhelper_env.agents.base.Usage`),
 ``trace`` (one entry per window, see :mod:`.engine`) and ``trigger_ops``
@@ -74,7 +75,8 @@ class MindClawAgent:
                  policy: Policy | None = None, features: Any = None, backends: dict[str, str] | None = None,
                  max_tokens: int = 96, fallback: str = "none",
                  formats: str | dict[str, str] | None = None, trigger: Any = None,
-                 observe: str = "text", frames: str = "all", **client_opts: Any) -> None:
+                 observe: str = "text", frames: str = "all", legend: bool = False,
+                 legend_scale: int = 3, **client_opts: Any) -> None:
         if model is None:
             model = os.environ.get("MINDHELPER_MODEL") or None
         if model == "symbolic":
@@ -142,7 +144,8 @@ class MindClawAgent:
 
         self.observe = observe
         #: frames -> the text track's observation (None: the text track, see .vision)
-        self.eyes = make_eyes(observe, client, self.usage, frames=frames)
+        self.eyes = make_eyes(observe, client, self.usage, frames=frames, legend=legend,
+                              legend_scale=legend_scale)
         self.engine = Engine(
             MindMemory(),
             trig,

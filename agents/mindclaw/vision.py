@@ -21,7 +21,9 @@ window's events (``obs["events"]``, the event schema of
     ``json_schema`` too) and every answer is validated against it with ``jsonschema``. An
     answer that does not validate, or a failed call, counts in ``usage.parse_failures`` /
     ``usage.fallbacks`` and the window is seen as empty (no events; the last snapshot
-    kept): the result measures the model's eyes. One call per window.
+    kept): the result measures the model's eyes. One call per window. With ``legend=True``
+    the picture legend (:mod:`mindhelper_env.render.legend`) is the first image of every
+    call, counted in ``usage.images`` / ``usage.image_tokens`` like the frames.
 ``observe="pixels"`` (:class:`PixelEyes`) — the reference pixel parser
     (:mod:`mindhelper_env.perception`), which reads the frames exactly: MindClaw with perfect
     perception. No model call.
@@ -41,7 +43,14 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.agents.base import Usage
-from mindhelper_env.agents.frames import FRAME_MODES, frame_parts, id_lists, window_frames
+from mindhelper_env.agents.frames import (
+    FRAME_MODES,
+    LEGEND_INTRO,
+    frame_parts,
+    id_lists,
+    legend_image,
+    window_frames,
+)
 from mindhelper_env.models.accounting import accounted_call
 from mindhelper_env.models.answers import Constraint, find_json_object, load_template
 from mindhelper_env.render.text import EVENT_VERBS, SIGHT_EVENT_VERBS
@@ -206,9 +215,11 @@ class ModelEyes(Eyes):
     uses_model = True
 
     def __init__(self, client: Any, usage: Usage, *, frames: str = "all",
-                 max_tokens: int = 1024) -> None:
+                 max_tokens: int = 1024, legend: bool = False, legend_scale: int = 3) -> None:
         if frames not in FRAME_MODES:
             raise ValueError(f"frames must be one of {FRAME_MODES}, got {frames!r}")
+        #: the picture legend, the first image of every request (``legend=True``), or None
+        self.legend = legend_image(legend, legend_scale)
         self.client = client
         self.usage = usage
         self.frames = frames
@@ -233,6 +244,9 @@ class ModelEyes(Eyes):
         places, things = id_lists(info)
         images, intro = frame_parts(obs, self.frames)
         ticks = f"tick {last}" if first == last else f"ticks {first} to {last}, one a frame"
+        if self.legend is not None:
+            images = [self.legend, *images]
+            intro = LEGEND_INTRO + intro
         system, user = self.template.render(places=places, candidates=things,
                                             ticks=ticks, images=intro)
         call = Call("observation", len(system) + len(user), prompt=self.template.version)
@@ -309,11 +323,17 @@ class PixelEyes(Eyes):
 
 
 def make_eyes(observe: str, client: Any, usage: Usage, *, frames: str = "all",
-              max_tokens: int = 1024) -> Eyes | None:
-    """The eyes of ``observe`` (None for ``"text"``); ValueError for an unknown mode or
-    ``"vlm"`` without a model."""
+              max_tokens: int = 1024, legend: bool = False,
+              legend_scale: int = 3) -> Eyes | None:
+    """The eyes of ``observe`` (None for ``"text"``); ValueError for an unknown mode,
+    ``"vlm"`` without a model, or ``legend=True`` with eyes that send no frames (only
+    ``"vlm"`` sends pictures to a model)."""
     if observe not in OBSERVE_MODES:
         raise ValueError(f"observe must be one of {OBSERVE_MODES}, got {observe!r}")
+    legend_image(legend, legend_scale)  # the option's check
+    if legend and observe != "vlm":
+        raise ValueError(f"legend=true sends the picture legend with the frames a model "
+                         f"sees: it needs observe='vlm', got observe={observe!r}")
     if observe == "text":
         return None
     if observe == "pixels":
@@ -321,4 +341,5 @@ def make_eyes(observe: str, client: Any, usage: Usage, *, frames: str = "all",
     if client is None:
         raise ValueError("observe='vlm' needs a model (model='openai:MODEL@URL', or "
                          "$MINDHELPER_MODEL); observe='pixels' needs none")
-    return ModelEyes(client, usage, frames=frames, max_tokens=max_tokens)
+    return ModelEyes(client, usage, frames=frames, max_tokens=max_tokens, legend=legend,
+                     legend_scale=legend_scale)

@@ -1,7 +1,7 @@
 """Regenerate every figure of the README and the docs from the current generator.
 
     python docs/tools/make_figures.py                    # all figures (about 5-10 minutes)
-    python docs/tools/make_figures.py --only frames      # some of them: frames, report, curve
+    python docs/tools/make_figures.py --only frames      # some of them: frames, legend, report, curve
 
 Each figure is made by the package itself, as a user would make it, and written to
 ``docs/``; ``docs/figures.json`` records beside each the generator version
@@ -19,6 +19,11 @@ matches its recorded digest (a figure changed by hand).
   in both tracks side by side: the text track's narration on the left, the vision track's
   three frames (``obs_mode="rgb"``, 512 px) on the right. Fast (seconds); run
   ``--only vision``.
+* ``legend``: ``vision_legend.png``: the vision track's legend
+  (:func:`mindhelper_env.render.legend.write_legend` at its default scale): every glyph,
+  pose, cell and icon of the ``rgb`` frames drawn by the sprites, with its name. Fast
+  (a second); ``tests/test_vision_legend.py`` checks it shows the installed sprites, so a
+  sprite change needs ``--only legend``.
 * ``report``: ``report_leaderboard.png``, ``report_paired.png`` and ``report_episode.png``:
   ``mindhelper evaluate --report`` of the main job's agents and MindClaw on ``vh-dev-v5``,
   opened in headless Chromium (the ``report`` extra and Debian's ``chromium``). The episode
@@ -182,6 +187,20 @@ def make_vision(work: Path) -> dict[str, dict[str, Any]]:
                   "other than the focus person moves the target object"}}
 
 
+def make_legend(work: Path) -> dict[str, dict[str, Any]]:
+    """The vision track's legend, as ``write_legend`` draws it."""
+    from mindhelper_env.render.legend import DEFAULT_SCALE, write_legend
+    from mindhelper_env.render.sprites import SPRITES_VERSION
+
+    write_legend(DOCS / "vision_legend.png")
+    return {"vision_legend.png": {
+        "shows": f"the vision track's legend: every action glyph, pose, state cell, balloon, "
+                 f"door, id-mark digit and icon of sprites version {SPRITES_VERSION}, with "
+                 "its name",
+        "recipe": "mindhelper_env.render.legend.write_legend('docs/vision_legend.png') "
+                  f"(scale {DEFAULT_SCALE}); python docs/tools/make_figures.py --only legend"}}
+
+
 # ------------------------------------------------------------------ the report
 def _failed_episode(report: Path) -> tuple[Path, str]:
     """MindClaw's first failed help episode page (any agent's if it fails none)."""
@@ -334,7 +353,8 @@ def make_tables(work: Path) -> dict[str, dict[str, Any]]:
 
 
 MAKERS: dict[str, Callable[[Path], dict[str, dict[str, Any]]]] = {
-    "frames": make_frames, "vision": make_vision, "report": make_report, "curve": make_curve, "tables": make_tables}
+    "frames": make_frames, "vision": make_vision, "legend": make_legend, "report": make_report,
+    "curve": make_curve, "tables": make_tables}
 
 
 def _digest(name: str) -> str:

@@ -33,6 +33,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                          "without recording")
     pl.add_argument("--window-ticks", type=int_between(1, MAX_WINDOW_TICKS), default=None,
                     help="ticks per observation window (env default: 3)")
+    pl.add_argument("--legend", action="store_true",
+                    help="write the vision track's picture legend (legend.png: every glyph, "
+                         "pose and icon of the rgb frames with its name) into --out first")
     pl.set_defaults(func=run)
 
 
@@ -50,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     flag("--out", lambda out: check_out_file(out, args.suite), args.out)
     try:
         play(suite=args.suite, index=args.index, out_dir=args.out,
-             env_kwargs=window_kwargs(args.window_ticks))
+             env_kwargs=window_kwargs(args.window_ticks), legend=args.legend)
     except ValueError as err:
         raise CLIError(f"argument --index: {err}") from None
     except KeyboardInterrupt:  # Ctrl-C: the episode stops and is not recorded

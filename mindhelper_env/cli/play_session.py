@@ -7,6 +7,14 @@ score`` reads it): a new episode is appended, an episode played again replaces i
 record (``score`` refuses two records of one episode), and the player is told where the
 record went. Ctrl-C stops the episode and records nothing. A file that holds another suite's
 records is refused before the episode starts (``score`` reads one suite per file).
+
+A suite episode's record carries the provenance stamp ``evaluate`` writes
+(:func:`mindhelper_env.evaluation.provenance.stamp`: the run key of agent ``human``, the
+generator, the suite's digest, the episode's reference, the checksum; ``obs`` on the vision
+track), so ``score`` checks it like any other (a sampled episode, ``suite=None``, has no
+suite to stamp against). ``legend=True`` writes the vision track's picture legend
+(:mod:`mindhelper_env.render.legend`) as ``legend.png`` beside the record before the episode
+starts.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ def play(
     env_kwargs: dict[str, Any] | None = None,
     input_fn: Callable[[str], str] | None = None,
     output_fn: Callable[[str], None] | None = None,
+    legend: bool = False,
 ) -> dict[str, Any]:
     """Play one episode as the robot; returns ``{"record", "outcome", "verdict"}`` (and,
     with ``out_dir``, ``path`` and ``replaced``).
@@ -55,12 +64,14 @@ def play(
     ``suite``/``index`` pick a suite episode; ``suite=None`` samples one with ``seed``.
     With ``out_dir`` the record goes to ``<out_dir>/human.jsonl``: appended, or replacing
     the record of the same episode. ``KeyboardInterrupt`` (Ctrl-C) propagates and nothing
-    is written.
+    is written. ``legend=True`` writes ``legend.png`` (the picture legend) into ``out_dir``
+    (the current folder without one) first; the path is in ``legend``.
     """
 
     import mindhelper_env  # noqa: F401 - registers the env
     from mindhelper_env.agents.human import GRAMMAR, INTRO, HumanAgent
-    from mindhelper_env.evaluation import make_env, run_episode, suite_env_id
+    from mindhelper_env.evaluation import make_env, suite_env_id
+    from mindhelper_env.evaluation.episode import play_episode, pop_agent_error
     from mindhelper_env.metrics import episode_outcome
 
     say = output_fn or print
@@ -74,6 +85,11 @@ def play(
                              f"(0..{n - 1})")
     if out_dir is not None:
         check_out_file(out_dir, suite)
+    legend_path = None
+    if legend:
+        from mindhelper_env.render.legend import write_legend
+
+        legend_path = write_legend(Path(out_dir if out_dir is not None else ".") / "legend.png")
     env_kwargs = dict(env_kwargs or {})
     if suite is not None:  # rgb without frame_size: the suite's lossless size
         from mindhelper_env.evaluation.frame_sizes import rgb_env_kwargs
@@ -82,15 +98,24 @@ def play(
     env = make_env(suite_env_id(suite), **env_kwargs)
     try:
         say(INTRO + "\n\n" + GRAMMAR)
+        if legend_path is not None:
+            say(f"The legend of the pictures (every glyph, pose and icon of the rgb frames, "
+                f"with its name) is in {legend_path}.")
         agent = HumanAgent(input_fn=input_fn, output_fn=output_fn)
-        record = run_episode(env, agent, seed=seed, options=options, agent_name="human")
+        record, ref = play_episode(env, agent, seed=seed, options=options, agent_name="human",
+                                   timing=True)
+        pop_agent_error(record)
         reference = env.unwrapped.ground_truth.to_dict()
+        if suite is not None:
+            _stamp(record, ref, suite, suite_env_id(suite), env_kwargs or {}, seed)
     finally:
         env.close()
     outcome = episode_outcome(record, reference)
     verdict = describe_outcome(outcome, reference)
     say(verdict)
     out: dict[str, Any] = {"record": record, "outcome": outcome, "verdict": verdict}
+    if legend_path is not None:
+        out["legend"] = legend_path
     if out_dir is not None:
         path, replaced, total = _write_record(Path(out_dir) / RESULT_FILE, record)
         out.update(path=path, replaced=replaced)
@@ -98,6 +123,18 @@ def play(
         say(f"Recorded in {path} ({what}; {total} episode(s) in the file). Score it with: "
             f"mindhelper score {path}")
     return out
+
+
+def _stamp(record: dict[str, Any], reference: dict[str, Any] | None, suite: str, env_id: str,
+           env_kwargs: dict[str, Any], seed: int) -> None:
+    """Give ``record`` the provenance stamp ``evaluate`` gives its records: agent
+    ``human`` (spec ``human``, no options) in a one-trial run of ``suite`` with this env
+    and seed."""
+    from mindhelper_env.evaluation.provenance import agent_provenance, run_provenance, stamp
+
+    run = run_provenance(suite=suite, env_id=env_id, env_kwargs=env_kwargs, seed=seed,
+                         trials=1, agents={"human": agent_provenance("human", "human", {})})
+    stamp(record, run, "human", reference)
 
 
 #: The file ``play`` writes in its output folder.

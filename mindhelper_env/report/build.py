@@ -12,6 +12,7 @@ network: the pages open from disk.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import multiprocessing
@@ -156,16 +157,22 @@ def _verify(suite: str, agents: Mapping[str, Any]) -> None:
 
 
 def _replay_chunk(env_id: str, env_kwargs: dict[str, Any],
-                  items: list[tuple[str, dict[str, Any], int]]) -> list[tuple[str, Any]]:
-    """Worker: replay ``(key, record, seed)`` items; ``(key, result | error string)``."""
+                  items: list[tuple[str, dict[str, Any], int]],
+                  frames_root: Path | None = None) -> list[tuple[str, Any]]:
+    """Worker: replay ``(key, record, seed)`` items; ``(key, result | error string)``. With
+    ``frames_root`` (the vision track) each replay writes its frames at native size into
+    ``frames_root/<folder>`` (:func:`_frames_folder`; the report's ``frames/``)."""
     from mindhelper_env.report.replay import Replayer
 
     rp = Replayer(env_id, env_kwargs)
     out: list[tuple[str, Any]] = []
     try:
         for key, record, seed in items:
+            name = _frames_folder(key, record)
+            where = {} if frames_root is None else {"frames_dir": frames_root / name,
+                                                    "frames_href": f"frames/{name}"}
             try:
-                out.append((key, rp.replay(record, seed=seed)))
+                out.append((key, rp.replay(record, seed=seed, **where)))
             except Exception as exc:  # one bad record must not stop the report
                 out.append((key, f"{type(exc).__name__}: {exc}"))
     finally:
@@ -177,8 +184,15 @@ def _replay_key(record: Mapping[str, Any]) -> str:
     return json.dumps([record.get("index"), record.get("actions")], sort_keys=True)
 
 
+def _frames_folder(key: str, record: Mapping[str, Any]) -> str:
+    """The folder of one replay's full-size frames under the report's ``frames/`` (one per
+    distinct episode and programs: agents that played an episode alike share it)."""
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+    return f"e{int(record.get('index') or 0)}-{digest}"
+
+
 def _replay_all(agents: Mapping[str, Any], settings: Mapping[str, Any],
-                workers: int) -> dict[str, Any]:
+                workers: int, frames_root: Path | None = None) -> dict[str, Any]:
     """Every distinct (episode, programs) replayed once; chunks hold whole episodes so a
     worker generates each episode once."""
     by_index: dict[int, dict[str, tuple[dict[str, Any], int]]] = {}
@@ -197,12 +211,13 @@ def _replay_all(agents: Mapping[str, Any], settings: Mapping[str, Any],
     results: dict[str, Any] = {}
     if workers <= 1 or len(chunks) <= 1:
         for chunk in chunks:
-            results.update(_replay_chunk(env_id, env_kwargs, chunk))
+            results.update(_replay_chunk(env_id, env_kwargs, chunk, frames_root))
         return results
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_replay_chunk, env_id, env_kwargs, c) for c in chunks if c]
+        futures = [pool.submit(_replay_chunk, env_id, env_kwargs, c, frames_root)
+                   for c in chunks if c]
         for f in futures:
             results.update(f.result())
     return results
@@ -475,7 +490,7 @@ def _charts(out: Path, scored: Mapping[str, Any], suite: str) -> list[dict[str, 
 
 #: What a report folder holds; ``overwrite=True`` clears these and nothing else.
 REPORT_ENTRIES = ("index.html", "episodes.html", "episodes", "media", "charts", "provenance.html",
-                  "provenance.json")
+                  "provenance.json", "frames", "legend.png")
 
 
 def check_out_dir(out: Path, overwrite: bool) -> list[Path]:
@@ -521,11 +536,32 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
     out = Path(out_dir)
     stale = check_out_dir(out, overwrite)
     runs = load_runs(run_dirs)
-    suite, settings, agents = runs["suite"], runs["settings"], runs["agents"]
+    settings = runs["settings"]
     workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
 
+    frames_tmp = None  # the vision track's full-size frames, moved into out/frames below
+    if (settings.get("env_kwargs") or {}).get("obs_mode") == "rgb":
+        import tempfile
+
+        parent = out.resolve().parent
+        frames_tmp = Path(tempfile.mkdtemp(prefix=".mh-report-frames-",
+                                           dir=parent if parent.is_dir() else None))
+    try:
+        return _write(out, run_dirs, stale, runs, workers, timings, t0, frames_tmp,
+                      seed=seed, resamples=resamples)
+    finally:
+        if frames_tmp is not None and frames_tmp.exists():
+            shutil.rmtree(frames_tmp, ignore_errors=True)
+
+
+def _write(out: Path, run_dirs: Sequence[str | os.PathLike[str]], stale: list[Path],
+           runs: dict[str, Any], workers: int, timings: dict[str, float], t0: float,
+           frames_tmp: Path | None, *, seed: int, resamples: int) -> dict[str, Any]:
+    """:func:`write_report` once its arguments are checked (``frames_tmp``: where the
+    replays write the full-size frames before they move into ``out/frames``)."""
+    suite, settings, agents = runs["suite"], runs["settings"], runs["agents"]
     t = time.perf_counter()
-    replays = _replay_all(agents, settings, workers)
+    replays = _replay_all(agents, settings, workers, frames_tmp)
     timings["replay"] = time.perf_counter() - t
     refs: dict[str, Any] = {}
     for value in replays.values():
@@ -561,6 +597,12 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
             shutil.rmtree(entry)
         elif entry.exists() or entry.is_symlink():
             entry.unlink()
+    legend = None
+    if frames_tmp is not None:
+        shutil.move(str(frames_tmp), str(out / "frames"))
+        from mindhelper_env.render.legend import write_legend
+
+        legend = write_legend(out / "legend.png").name  # what the pictures' marks mean
     all_ids = sorted({e for s in scored.values() for e in s["records"]},
                      key=lambda e: (len(e), e))
     families = sorted({refs[e]["family"] for e in all_ids})
@@ -568,7 +610,7 @@ def write_report(out_dir: str | os.PathLike[str], run_dirs: Sequence[str | os.Pa
     common = {"suite": suite, "agents": labels, "slugs": slugs, "n_episodes": len(all_ids),
               "n_help": n_help, "n_silent": len(all_ids) - n_help, "seed": seed,
               "resamples": resamples, "families": families,
-              "run_dirs": [str(d) for d in run_dirs]}
+              "run_dirs": [str(d) for d in run_dirs], "legend": legend}
     # The charts and the episode pages are drawn by forked workers that inherit this state
     # (nothing is pickled but the job lists); the index and the episode list meanwhile here.
     global _STATE
@@ -733,7 +775,8 @@ def _pages_job(items: list[tuple[str, str, str | None, str | None]]) -> int:
 def _frame_files(windows: list[dict[str, Any]], folder: Path, href: str) -> list[dict[str, Any]]:
     """The vision track's windows with their contact sheets written to ``folder`` (one PNG a
     window, ``w<window>.png``; the reset view ``reset.png``) and ``"sheet"`` set to the
-    file's address from the page; text-track windows are returned as they are."""
+    file's address from the page (``"full"``: the addresses of the frames at native size);
+    text-track windows are returned as they are."""
     out = []
     for w in windows:
         frames = w.get("frames")
@@ -743,8 +786,10 @@ def _frame_files(windows: list[dict[str, Any]], folder: Path, href: str) -> list
         name = "reset.png" if w["window"] < 0 else f"w{w['window']}.png"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_bytes(frames)
-        out.append({**{k: v for k, v in w.items() if k != "frames"},
-                    "sheet": f"{href}/{name}"})
+        view = {**{k: v for k, v in w.items() if k != "frames"}, "sheet": f"{href}/{name}"}
+        if w.get("full"):  # the frames at native size, under the report's frames/
+            view["full"] = [f"../../{f}" for f in w["full"]]
+        out.append(view)
     return out
 
 

@@ -13,7 +13,13 @@ On the vision track (a run with ``obs_mode="rgb"``) the replay re-renders the fr
 agent saw (the env is deterministic, so they are the frames of the run): each window keeps
 one contact sheet of its frames as PNG bytes (``"frames"``, at most :data:`SHEET_WIDTH`
 pixels wide; :func:`window_sheet`) and ``"changed"`` (whether any frame differs from the last
-frame of the window before: an unchanged window is a quiet one), and no narration.
+frame of the window before: an unchanged window is a quiet one), and no narration. With a
+``frames_dir``, every frame is also written there at its native size
+(:func:`write_full_frames`: ``reset-K.png``, ``wW-K.png``, one PNG a frame, palette colours
+exact) and each window lists the files in ``"full"`` (``"<frames_href>/<file>"``) and the
+frames' size in ``"full_size"`` ``[height, width]``: the report's full-size view. They go
+to disk as they are drawn, never into the replay's result, so a report of many episodes
+holds no more in memory than before.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["replay_episode", "Replayer", "window_sheet", "SHEET_WIDTH"]
+__all__ = ["replay_episode", "Replayer", "window_sheet", "write_full_frames", "frame_png",
+           "SHEET_WIDTH"]
 
 #: The widest contact sheet the episode page shows (wider sheets are scaled down by an
 #: integer factor, nearest pixel).
@@ -51,17 +58,77 @@ def window_sheet(frames: Any) -> bytes:
     return buf.getvalue()
 
 
-def _window_view(obs: Any, last: Any) -> tuple[dict[str, Any], Any]:
+def frame_png(frame: Any) -> bytes:
+    """PNG bytes of one RGB frame at its native size: a palette PNG whose colours are the
+    frame's own (:data:`~mindhelper_env.render.sprites.PALETTE`; small and fast to write),
+    or an RGB PNG when a pixel is no palette colour."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from mindhelper_env.render.sprites import PALETTE, palette_index
+
+    arr = np.ascontiguousarray(np.asarray(frame, dtype=np.uint8))
+    idx = palette_index(arr)
+    buf = io.BytesIO()
+    if idx.size and int(idx.min()) >= 0:
+        img = Image.fromarray(idx.astype(np.uint8), mode="P")
+        img.putpalette(PALETTE.reshape(-1).tolist())
+        img.save(buf, format="PNG")
+    else:
+        Image.fromarray(arr).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def write_full_frames(frames: Any, folder: Any, stem: str,
+                      previous: list[Any] | None = None) -> list[str]:
+    """Write each frame of a window to ``folder`` at its native size (``<stem>-<k>.png``,
+    :func:`frame_png`); returns the file names, oldest first. A frame equal to the one
+    before it is not written again: its name is the earlier file's. ``previous`` (a list
+    ``[frame, name]``, updated) carries the last frame over from the window before."""
+    from pathlib import Path
+
+    import numpy as np
+
+    arr = np.asarray(frames, dtype=np.uint8)
+    if arr.ndim == 3:
+        arr = arr[None]
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    last = previous if previous is not None else []
+    names = []
+    for k, frame in enumerate(arr):
+        if len(last) == 2 and np.array_equal(last[0], frame):
+            names.append(last[1])
+            continue
+        name = f"{stem}-{k}.png"
+        (folder / name).write_bytes(frame_png(frame))
+        last[:] = [frame.copy(), name]
+        names.append(name)
+    return names
+
+
+def _window_view(obs: Any, last: Any, full: tuple[Any, str, str, list[Any]] | None = None
+                 ) -> tuple[dict[str, Any], Any]:
     """The page's view of one observation: narration (text track), or the window's sheet
-    and whether it changed (rgb track); and the frame the next window is compared with."""
+    and whether it changed (rgb track; with ``full`` = ``(folder, href, stem, previous)``
+    its frames at native size too, :func:`write_full_frames`); and the frame the next
+    window is compared with."""
     import numpy as np
 
     if not isinstance(obs, np.ndarray):
         return {"narration": str(obs["narration"])}, None
     frames = obs if obs.ndim == 4 else obs[None]
     changed = last is None or any(not np.array_equal(f, last) for f in frames)
-    return {"narration": "", "frames": window_sheet(frames), "changed": bool(changed)}, \
-        frames[-1].copy()
+    view: dict[str, Any] = {"narration": "", "frames": window_sheet(frames),
+                            "changed": bool(changed)}
+    if full is not None:
+        folder, href, stem, previous = full
+        view["full"] = [f"{href}/{n}"
+                        for n in write_full_frames(frames, folder, stem, previous)]
+        view["full_size"] = [int(frames.shape[1]), int(frames.shape[2])]
+    return view, frames[-1].copy()
 
 
 class Replayer:
@@ -78,8 +145,10 @@ class Replayer:
     def close(self) -> None:
         self.env.close()
 
-    def replay(self, record: Mapping[str, Any], *, seed: int | None = None) -> dict[str, Any]:
-        return replay_episode(self.env, record, seed=seed)
+    def replay(self, record: Mapping[str, Any], *, seed: int | None = None,
+               frames_dir: Any = None, frames_href: str = "") -> dict[str, Any]:
+        return replay_episode(self.env, record, seed=seed, frames_dir=frames_dir,
+                              frames_href=frames_href)
 
 
 def _name(world: Any, nid: int | None, names: Mapping[int, str]) -> str | None:
@@ -91,8 +160,11 @@ def _name(world: Any, nid: int | None, names: Mapping[int, str]) -> str | None:
     return f"{node.class_name} ({nid})" if node is not None else f"({nid})"
 
 
-def replay_episode(env: Any, record: Mapping[str, Any], *, seed: int | None = None) -> dict[str, Any]:
-    """Replay ``record`` (a result record with ``suite`` and ``index``) in ``env``.
+def replay_episode(env: Any, record: Mapping[str, Any], *, seed: int | None = None,
+                   frames_dir: Any = None, frames_href: str = "") -> dict[str, Any]:
+    """Replay ``record`` (a result record with ``suite`` and ``index``) in ``env``; on the
+    vision track with ``frames_dir``, every frame is written there at native size (see the
+    module docstring; ``frames_href`` prefixes the file names in ``"full"``).
 
     Returns ``{"windows": [{"window", "tick", "end", "narration", "program"}],
     "target": {"id", "name"} | None, "people": [{"id", "name"}],
@@ -132,7 +204,12 @@ def replay_episode(env: Any, record: Mapping[str, Any], *, seed: int | None = No
     people = [{"id": a.id, "name": a.name} for a in sim.actors]
     snapshot(sim)
     base.on_tick = snapshot
-    view, last = _window_view(obs, None)
+    written: list[Any] = []  # the last frame written at native size, and its file
+
+    def full(stem: str) -> tuple[Any, str, str, list[Any]] | None:
+        return None if frames_dir is None else (frames_dir, frames_href, stem, written)
+
+    view, last = _window_view(obs, None, full("reset"))
     windows: list[dict[str, Any]] = [{"window": -1, "tick": 0, "end": 0, **view,
                                       "program": None}]
     try:
@@ -141,7 +218,7 @@ def replay_episode(env: Any, record: Mapping[str, Any], *, seed: int | None = No
             tick = int(info["tick"])
             program = programs.get(tick, "none")
             obs, _r, term, trunc, info = env.step(program)
-            view, last = _window_view(obs, last)
+            view, last = _window_view(obs, last, full(f"w{int(info['window']) - 1}"))
             windows.append({"window": int(info["window"]) - 1, "tick": tick,
                             "end": int(info["tick"]), **view,
                             "program": None if program == "none" else program})
