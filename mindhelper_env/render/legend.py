@@ -430,7 +430,9 @@ def build_legend(scale: int = DEFAULT_SCALE, *, kinds: Iterable[str] | None = No
                   for p in poses]
         rows.append((_words(kind, KIND_WORDS), tiles))
     s.table(header, rows)
-    s.text("A sprite with eyes faces the room; no eyes (hair) is a back turned.", gap=k)
+    s.text("Each pose adds a mark of its own colour to the standing sprite (picture 6): magenta "
+           "face (back turned), cyan face (looking around), green right column (phone), lime "
+           "left column (reaching up), dark red seat row (sitting).", gap=k)
     s.title("Action glyphs: left of a person's sprite, at the tick of what they did")
     s.grid([(f"action:{v}", _tile(g), _words(v, ACTION_WORDS))
             for v, g in sp.ACTION_GLYPHS.items()])

@@ -73,7 +73,7 @@ def frame_png(frame: Any) -> bytes:
     idx = palette_index(arr)
     buf = io.BytesIO()
     if idx.size and int(idx.min()) >= 0:
-        img = Image.fromarray(idx.astype(np.uint8), mode="P")
+        img = Image.fromarray(idx.astype(np.uint8))  # mode L; putpalette makes it P
         img.putpalette(PALETTE.reshape(-1).tolist())
         img.save(buf, format="PNG")
     else:
