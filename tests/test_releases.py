@@ -268,24 +268,22 @@ def test_dev_suite_regenerates_to_its_released_digests(name: str, tmp_path: Path
 
 
 def test_the_release_script_reports_a_suite_that_differs(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    """tools/check-releases.py exits 1 and names the file and the digests when a regenerated
-    suite differs from its ledger entry (here the ledger's digests are edited), 2 for an
-    unknown name."""
-    import dataclasses
-
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """tools/check-releases.py exits 1 and names each file and both digests when a
+    regenerated suite differs from its ledger entry (here vh-dev-v5 cut to its first three
+    episodes), 2 for an unknown name."""
     rel = releases.release_of("vh-dev-v5")
     assert rel is not None
-    edited = dataclasses.replace(rel, public_sha256="0" * 64, spec_sha256="1" * 64)
-    real = releases.release_of
-    monkeypatch.setattr(releases, "release_of",
-                        lambda name: edited if name == "vh-dev-v5" else real(name))
+    monkeypatch.setitem(S.SUITES, "vh-dev-v5", dict(S.SUITES["vh-dev-v5"], n=3))
     assert CHECK_RELEASES.main(["vh-dev-v5"]) == 1
     out = capsys.readouterr().out
-    assert f"public.jsonl has sha256 {rel.public_sha256}, the release {'0' * 64}" in out
-    assert f"the episode specs have sha256 {rel.spec_sha256}, the release {'1' * 64}" in out
-    assert "reference.jsonl" not in out and "0 of 1 suites reproduce" in out
+    assert out.startswith("FAIL vh-dev-v5 ("), out
+    for label, want in (("public.jsonl", rel.public_sha256),
+                        ("reference.jsonl", rel.reference_sha256),
+                        ("the episode specs", rel.spec_sha256)):
+        assert re.search(rf"vh-dev-v5: {label} ha(s|ve) sha256 [0-9a-f]{{64}}, the release "
+                         rf"{want}$", out, re.M), (label, out)
+    assert out.rstrip().endswith("0 of 1 suites reproduce their release")
     assert CHECK_RELEASES.main(["vh-dev-v9"]) == 2
     assert "unknown or withdrawn suite(s): vh-dev-v9" in capsys.readouterr().err
 

