@@ -195,33 +195,35 @@ def test_evaluate_record_then_replay_is_byte_identical(server, tmp_path):
     assert {e["request"]["params"].get("structured") for e in run["entries"]} == {"gbnf"}
 
 
-def test_a_killed_server_ends_in_counted_failures(tmp_path):
-    _require_llama()
-    from mindhelper_env.models.local import LlamaServer
-
-    log = tmp_path / "server.log"
-    srv = LlamaServer(_gguf(), n_ctx=8192, log=log).start()
+def _run_until_the_server_dies(tmp_path: Path, spec: str, structured: str, answered, kill,
+                               stop) -> None:
+    """``evaluate`` of direct-vlm on ``spec`` in a subprocess; after the first answered call
+    (``answered()``) the server is killed (``kill()``): the run finishes, the failed calls
+    are counted and reported in one line, no hang, no traceback; ``--strict`` exits 4."""
     out = tmp_path / "run"
     args = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm", "--limit", "2",
-            "--no-plots", "--no-progress", "--strict", "--model", srv.spec,
-            "--agent", "direct-vlm:answer_format=line,structured=gbnf,context_length=8192,"
+            "--no-plots", "--no-progress", "--strict", "--model", spec,
+            "--agent", f"direct-vlm:answer_format=line,{structured}context_length=8192,"
             "max_retries=1,backoff=0.1,timeout=120", "--out", str(out)]
     env = dict(os.environ, COLUMNS="200")
+    env.pop("MINDHELPER_MODEL", None)
     proc = subprocess.Popen([sys.executable, "-m", "mindhelper_env.cli", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
     try:
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:  # kill after the first answered call
-            if b'POST /v1/chat/completions HTTP/1.1" 200' in log.read_bytes():
+            if answered():
                 break
-            time.sleep(0.5)
+            if proc.poll() is not None:
+                pytest.fail(f"the run ended before any answered call: {proc.stderr.read()}")
+            time.sleep(0.05)
         else:
             pytest.fail("no answered call within 600 s")
-        srv.kill()
+        kill()
         stdout, stderr = proc.communicate(timeout=300)  # no hang
     finally:
-        srv.stop()
+        stop()
         if proc.poll() is None:
             proc.kill()
     assert "Traceback" not in stderr, stderr[-3000:]
@@ -234,6 +236,44 @@ def test_a_killed_server_ends_in_counted_failures(tmp_path):
     assert len(lines) == 1 and f"{m['errors']['connection']['count']} model call" in lines[0]
     # failed calls: --strict exits 4 (and so does a run most of whose calls gave nothing)
     assert proc.returncode == 4
+
+
+def test_a_killed_server_ends_in_counted_failures(tmp_path):
+    _require_llama()
+    from mindhelper_env.models.local import LlamaServer
+
+    log = tmp_path / "server.log"
+    srv = LlamaServer(_gguf(), n_ctx=8192, log=log).start()
+    _run_until_the_server_dies(
+        tmp_path, srv.spec, "structured=gbnf,",
+        lambda: b'POST /v1/chat/completions HTTP/1.1" 200' in log.read_bytes(),
+        srv.kill, srv.stop)
+
+
+def test_a_stopped_scripted_server_ends_in_counted_failures(tmp_path):
+    """The same without llama.cpp (so CI runs it): an OpenAI-compatible server on
+    127.0.0.1 that answers ``none`` and dies after its first answer: it stops listening,
+    and a connection kept alive is dropped without an answer, as by a killed server."""
+    _require("openai")
+    from fake_openai_server import Reply, ScriptedServer
+
+    srv = ScriptedServer([Reply(text="none")])
+    srv._httpd.handle_error = lambda request, address: None  # a dropped connection, quietly
+    srv.__enter__()
+    stopped = []
+
+    def dead(body, n):
+        raise ConnectionAbortedError("the server is down")
+
+    def kill() -> None:
+        if not stopped:
+            stopped.append(True)
+            srv.script = dead  # the handler of a kept-alive connection drops it
+            srv.stop()
+
+    _run_until_the_server_dies(tmp_path, f"openai:scripted@{srv.url}", "",
+                               lambda: len(srv.requests) >= 1 and srv.in_flight == 0,
+                               kill, kill)
 
 
 @pytest.mark.parametrize("formats", ["json", "compact"])
