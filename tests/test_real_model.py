@@ -118,19 +118,21 @@ HF_AGENT_OPTS = ["--agent", "direct-vlm:answer_format=line,context_length=8192,m
                  "--agent", "mindclaw:formats=compact,context_length=8192"]
 
 
-def _record_then_replay(tmp_path: Path, model: str, agent_opts: list[str], run) -> dict:
+def _record_then_replay(tmp_path: Path, model: str, agent_opts: list[str], run,
+                        codes=(0,)) -> dict:
     """``evaluate`` of direct-vlm and mindclaw on ``model``, recorded, then replayed from
     the cassette: byte-identical records, the efficiency table; the summary's models block.
-    ``run(*args)`` runs the command: ``(returncode, stdout, stderr)``."""
+    ``run(*args)`` runs the command: ``(returncode, stdout, stderr)``; both exit with the
+    same code, one of ``codes``."""
     cassette = tmp_path / "real.jsonl"
     common = ["evaluate", "--suite", SUITE, "--agents", "direct-vlm,mindclaw", "--limit",
               str(EPISODES), "--no-timing", "--no-plots", "--no-progress", *agent_opts]
     rc, _out, err = run(*common, "--model", model, "--record", str(cassette),
                         "--out", str(tmp_path / "rec"))
-    assert rc == 0, err[-3000:]
+    assert rc in codes, err[-3000:]
     assert "Traceback" not in err
-    rc, out, err = run(*common, "--replay", str(cassette), "--out", str(tmp_path / "rep"))
-    assert rc == 0, err[-3000:]
+    rc2, out, err2 = run(*common, "--replay", str(cassette), "--out", str(tmp_path / "rep"))
+    assert rc2 == rc, err2[-3000:]
     for agent in ("direct-vlm", "mindclaw"):
         a = (tmp_path / "rec" / f"{agent}.jsonl").read_bytes()
         assert a and a == (tmp_path / "rep" / f"{agent}.jsonl").read_bytes()
@@ -145,7 +147,7 @@ def _record_then_replay(tmp_path: Path, model: str, agent_opts: list[str], run) 
     assert models["mindclaw"]["prompts"]["mindclaw.reasoning"] == ["mindclaw-reasoning.letter-2"]
     entries = [json.loads(x) for x in cassette.read_text().splitlines()]
     assert entries and all(not e["completion"]["tokens_estimated"] for e in entries)
-    return {"models": models, "entries": entries, "summary": summary}
+    return {"models": models, "entries": entries, "summary": summary, "rc": rc, "err": err}
 
 
 def _subprocess(*args: str) -> tuple[int, str, str]:
@@ -169,17 +171,26 @@ def test_evaluate_through_hf_record_then_replay_is_byte_identical(
         got = capsys.readouterr()
         return rc, got.out, got.err
 
-    run = _record_then_replay(tmp_path, f"hf:{_gguf()}", HF_AGENT_OPTS, in_process)
+    # exit 4 when most of an agent's answers did not parse (this model follows no answer
+    # format reliably without a grammar), with a warning for that agent alone
+    run = _record_then_replay(tmp_path, f"hf:{_gguf()}", HF_AGENT_OPTS, in_process,
+                              codes=(0, 4))
+    flagged = set()
     for agent in ("direct-vlm", "mindclaw"):
         m = run["models"][agent]
         by_source = m["decisions_by_source"]
         # every decision has a source and none failed; every answer was used or counted as
-        # a parse failure (this model follows no format reliably without a grammar)
+        # a parse failure
         assert sum(by_source.values()) > 0 and by_source.get("failed", 0) == 0, m
         assert 0 <= m["parse_failures"] <= m["calls"], m
         assert by_source.get("model", 0) + m["parse_failures"] > 0, m
-    print({a: (m["calls"], m["parse_failures"], m["decisions_by_source"])
-           for a, m in run["models"].items()})
+        if m["parse_failures"] > m["calls"] / 2:
+            flagged.add(agent)
+            assert (f"{agent}: most of its model calls gave nothing ({m['parse_failures']} of "
+                    f"{m['calls']}: 0 failed, {m['parse_failures']} unparseable)") in run["err"]
+        else:
+            assert f"{agent}: most of its model calls" not in run["err"]
+    assert run["rc"] == (4 if flagged else 0), run["err"][-3000:]
     assert {e["request"]["params"].get("structured") for e in run["entries"]} <= {None}
     assert {e["completion"]["prompt_tokens"] > 0 for e in run["entries"]} == {True}
 
