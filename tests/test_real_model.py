@@ -87,19 +87,14 @@ def _mindhelper(*args: str, timeout: float = 1200) -> subprocess.CompletedProces
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-@pytest.fixture(scope="module")
-def hf_model():
-    """SmolLM2 loaded from its GGUF by the hf: client, held for the module: the agents of
-    the in-process evaluate below share its weights (HFClient loads them once)."""
+def _hf_model():
+    """SmolLM2 loaded from its GGUF by the hf: client: one completion with exact token
+    counts."""
     for module in ("gguf", "accelerate", "transformers"):
         _require(module)
     from mindhelper_env.models import make_client
 
-    return make_client(f"hf:{_gguf()}")
-
-
-def test_hf_loads_the_packaged_gguf(hf_model):
-    client = hf_model
+    client = make_client(f"hf:{_gguf()}")
     assert client.context_length == 8192
     msgs = [{"role": "system", "content": "Answer with one word."},
             {"role": "user", "content": "What color is the sky on a clear day?"}]
@@ -107,6 +102,7 @@ def test_hf_loads_the_packaged_gguf(hf_model):
     assert out.text.strip() and not out.tokens_estimated
     assert out.prompt_tokens == client.count_prompt_tokens(msgs) > 10
     assert 0 < out.completion_tokens <= 8
+    return client
 
 
 #: The same agents through hf: (which enforces no grammar: answers are parsed as they come);
@@ -155,12 +151,15 @@ def _subprocess(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def test_evaluate_through_hf_record_then_replay_is_byte_identical(
-        hf_model, tmp_path, monkeypatch, capsys):
+def test_hf_loads_the_packaged_gguf_and_evaluate_records_then_replays(
+        tmp_path, monkeypatch, capsys):
     """The real model loaded by transformers from the GGUF answers through the package's
-    hf: client in ``mindhelper evaluate`` (in this process, so that the agents share the
-    loaded weights); the agents parse its answers or count them as parse failures."""
+    hf: client, alone and in ``mindhelper evaluate`` (in this process, while the first
+    client holds the weights, so that the agents share them: one load, about 40 s of CPU);
+    the agents parse its answers or count them as parse failures."""
     from mindhelper_env.cli.main import main
+
+    client = _hf_model()  # noqa: F841  (holds the loaded weights for the agents)
 
     monkeypatch.setenv("COLUMNS", "200")
     monkeypatch.delenv("MINDHELPER_MODEL", raising=False)
