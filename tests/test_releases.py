@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
+import random
 import re
 import shutil
 from pathlib import Path
@@ -229,6 +231,19 @@ def _require_houses(name: str) -> None:
                                 "install --no-deps virtualhome-eval==0.1.1")
 
 
+def _check_releases() -> Any:
+    """tools/check-releases.py, the release script that regenerates suites whole."""
+    path = Path(__file__).resolve().parents[1] / "tools" / "check-releases.py"
+    loader = importlib.util.spec_from_file_location("check_releases", path)
+    assert loader is not None and loader.loader is not None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
+CHECK_RELEASES = _check_releases()
+
+
 def _export_digests(name: str, out: Path) -> dict[str, str]:
     """The digests of ``name`` exported from the generator (the shipped files turned off:
     they are checked against the generator in test_releases_shipped.py)."""
@@ -246,22 +261,97 @@ def _export_digests(name: str, out: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("name", DEV_SUITES)
 def test_dev_suite_regenerates_to_its_released_digests(name: str, tmp_path: Path) -> None:
-    rel = releases.release_of(name)
+    """100 episodes, whole: the release script's check (exported files and, v4 on, every
+    episode spec against the ledger)."""
+    _require_houses(name)
+    assert CHECK_RELEASES.check_suite(name, tmp_path) == []
+
+
+def test_the_release_script_reports_a_suite_that_differs(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """tools/check-releases.py exits 1 and names each file and both digests when a
+    regenerated suite differs from its ledger entry (here vh-dev-v5 cut to its first three
+    episodes), 2 for an unknown name."""
+    rel = releases.release_of("vh-dev-v5")
     assert rel is not None
-    assert _export_digests(name, tmp_path) == rel.digests()
-    if rel.spec_sha256 is not None:  # the whole episodes, schedules included
-        assert S.spec_digest(name) == rel.spec_sha256
+    monkeypatch.setitem(S.SUITES, "vh-dev-v5", dict(S.SUITES["vh-dev-v5"], n=3))
+    assert CHECK_RELEASES.main(["vh-dev-v5"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL vh-dev-v5 ("), out
+    for label, want in (("public.jsonl", rel.public_sha256),
+                        ("reference.jsonl", rel.reference_sha256),
+                        ("the episode specs", rel.spec_sha256)):
+        assert re.search(rf"vh-dev-v5: {label} ha(s|ve) sha256 [0-9a-f]{{64}}, the release "
+                         rf"{want}$", out, re.M), (label, out)
+    assert out.rstrip().endswith("0 of 1 suites reproduce their release")
+    assert CHECK_RELEASES.main(["vh-dev-v9"]) == 2
+    assert "unknown or withdrawn suite(s): vh-dev-v9" in capsys.readouterr().err
+
+
+#: The seed of the episodes the tests regenerate from each 1,000-episode suite: drawn anew
+#: for every run (so that runs add up to more of each suite), or set to replay one.
+SAMPLE_SEED = int(os.environ.get("MINDHELPER_RELEASE_SAMPLE_SEED")
+                  or random.SystemRandom().randrange(2**32))
+
+
+def _sample(name: str, lines: tuple[str, ...], seed: int) -> list[int]:
+    """The first and last episode of ``name`` and one of each of its families, drawn with
+    ``seed`` (stratified: every family's generation is exercised)."""
+    by_family: dict[str, list[int]] = {}
+    for i, line in enumerate(lines):
+        by_family.setdefault(json.loads(line)["family"], []).append(i)
+    rng = random.Random(f"{seed}:{name}")
+    picks = {0, len(lines) - 1} | {rng.choice(ix) for _f, ix in sorted(by_family.items())}
+    return sorted(picks)
 
 
 @pytest.mark.parametrize("name", TEST_SUITES)
-def test_test_suite_regenerates_to_its_released_digests(name: str, tmp_path: Path) -> None:
-    # 1,000 episodes: exporting vh-test-v2 took 30 s, tdw-test-v2 47 s (`time`, shared
-    # two-core machine): under the ~3 minutes that would call for an opt-in switch
+def test_test_suite_sample_regenerates_to_its_release(name: str) -> None:
+    """1,000 episodes: a sample (``_sample``) regenerated from the generator equals, line for
+    line, the released files that ship with the package: the reference lines (their file
+    hashes to the ledger's ``reference_sha256``) and, where every spec ships, the spec lines
+    (their file hashes to the ledger's ``spec_sha256``; the public file is checked whole
+    from them). tools/check-releases.py regenerates the suites whole."""
+    _require_houses(name)
     rel = releases.release_of(name)
     assert rel is not None
-    assert _export_digests(name, tmp_path) == rel.digests()
-    if rel.spec_sha256 is not None:
-        assert S.spec_digest(name) == rel.spec_sha256
+    refs = shipped.reference_lines(name)  # None unless the file is the ledger's
+    assert refs is not None and len(refs) == rel.episodes, name
+    specs = shipped.episode_lines(name)
+    if specs is not None:
+        # the shipped specs are the released ones, all of them; so is the public file
+        assert hashlib.sha256("".join(x + "\n" for x in specs).encode()).hexdigest() \
+            == rel.spec_sha256
+        public = "".join(S._dumps(S.public_record(json.loads(x), suite=name, index=i)) + "\n"
+                         for i, x in enumerate(specs))
+        assert hashlib.sha256(public.encode()).hexdigest() == rel.public_sha256
+    indices = _sample(name, refs, SAMPLE_SEED)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(shipped.OFF_VARIABLE, "1")
+        S._episode_json.cache_clear()
+        try:
+            generated = {i: S._episode_json(name, i) for i in indices}
+        finally:
+            S._episode_json.cache_clear()
+    replay = f"(MINDHELPER_RELEASE_SAMPLE_SEED={SAMPLE_SEED} draws this sample again)"
+    for i, text in generated.items():
+        spec_i = json.loads(text)
+        assert S._dumps(S.reference_record(spec_i)) == refs[i], f"{name} episode {i} {replay}"
+        if specs is not None:
+            assert text == specs[i], f"{name} episode {i} {replay}"
+
+
+def test_the_sample_covers_every_family_and_both_ends() -> None:
+    name = "vh-test-v5"
+    refs = shipped.reference_lines(name)
+    assert refs is not None
+    families = {json.loads(x)["family"] for x in refs}
+    a, b = _sample(name, refs, 1), _sample(name, refs, 2)
+    for picks in (a, b):
+        assert picks[0] == 0 and picks[-1] == len(refs) - 1
+        assert {json.loads(refs[i])["family"] for i in picks} == families
+        assert len(picks) <= len(families) + 2
+    assert a != b and a == _sample(name, refs, 1)  # another seed, another sample; replayable
 
 
 # ------------------------------------------------------------ digests that pin whole episodes

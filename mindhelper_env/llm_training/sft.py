@@ -116,7 +116,9 @@ def train_sft(data: str | os.PathLike[str], model: str, out: str | os.PathLike[s
     if threads:
         torch.set_num_threads(int(threads))
     cuda = torch.cuda.is_available() if device is None else device.startswith("cuda")
-    base = HFClient(_base_path(model), device="cuda" if cuda else "cpu", seed=seed)
+    # a private copy: training changes the weights that other clients would share
+    base = HFClient(_base_path(model), device="cuda" if cuda else "cpu", seed=seed,
+                    shared=False)
     net, tok = base.model, base.tokenizer
     quantizer = getattr(net, "hf_quantizer", None)
     if quantizer is not None and "gguf" in str(quantizer.quantization_config.quant_method).lower():

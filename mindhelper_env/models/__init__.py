@@ -28,7 +28,8 @@ Spec strings
     ``gguf`` and ``accelerate``; no compiler needed). Options: ``device`` (cuda if
     available, else cpu), ``dtype`` (e.g. ``"bfloat16"``), ``download`` (False: local files
     / the local HF cache only), ``seed``, ``context_length`` (default: the model's
-    ``max_position_embeddings``).
+    ``max_position_embeddings``), ``shared`` (True: clients of the same weights in one
+    process share one loaded model; False loads a private copy).
 ``replay:FILE``
     Answers only from a cassette; an unknown request raises
     :class:`ReplayMissError`. Option ``model`` if the cassette holds several models;

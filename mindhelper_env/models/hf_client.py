@@ -5,12 +5,20 @@ decoding is greedy unless ``temperature > 0``. Token counts are exact: the promp
 newly generated token ids. The client is text-only: image parts become the text
 ``[image]`` (logged once). Weights load from local files only unless ``download=True``, so
 an evaluation never fetches a model behind your back.
+
+Clients of the same weights (the same source, dtype, device and ``download``) in one process
+share one loaded model while any of them lives (``evaluate`` of ``direct-vlm`` and
+``mindclaw`` on one ``hf:`` model loads it once and holds it in memory once); their
+generations take turns. ``shared=False`` loads a private copy (what training needs, since it
+changes the weights).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +65,22 @@ def check_hf_source(name: str, download: bool = False) -> None:
                          "or pass the agent option download=true")
 
 
+class _Loaded:
+    """A tokenizer and model loaded once, shared by the clients of the same weights; its
+    lock makes their generations take turns."""
+
+    def __init__(self, tokenizer: Any, model: Any) -> None:
+        self.tokenizer = tokenizer
+        self.model = model
+        self.lock = threading.RLock()
+
+
+#: The loaded weights while a client holds them: ``{(source, gguf_file, dtype, device,
+#: download): _Loaded}``.
+_LOADED: weakref.WeakValueDictionary[tuple[Any, ...], _Loaded] = weakref.WeakValueDictionary()
+_LOADING = threading.Lock()
+
+
 class HFClient:
     """``hf:NAME_OR_PATH`` — see :func:`mindhelper_env.models.make_client` for the options."""
 
@@ -66,7 +90,8 @@ class HFClient:
 
     def __init__(self, name: str, *, device: str | None = None, dtype: str | None = None,
                  download: bool = False, seed: int = 0,
-                 context_length: int | None = None, structured: str | None = None) -> None:
+                 context_length: int | None = None, structured: str | None = None,
+                 shared: bool = True) -> None:
         if not name:
             raise ValueError("hf: needs a model name or path, e.g. 'hf:/models/qwen'")
         if structured not in (None, "", "none", "off"):
@@ -96,22 +121,21 @@ class HFClient:
                                   f"{_GGUF_HINT}") from err
             source = str(path.parent)
             kwargs["gguf_file"] = path.name
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
-            if dtype is not None:
-                if not isinstance(getattr(torch, str(dtype), None), torch.dtype):
-                    raise ValueError(f"hf:{name}: unknown dtype {dtype!r}")
-                major = int(transformers.__version__.split(".")[0])
-                # transformers 5 calls it dtype; 4.x torch_dtype
-                kwargs["dtype" if major >= 5 else "torch_dtype"] = getattr(torch, dtype)
-            self.model = transformers.AutoModelForCausalLM.from_pretrained(source, **kwargs)
-        except OSError as err:
-            raise ValueError(f"hf:{name}: cannot load a local model there ({err})") from err
-        if getattr(self.tokenizer, "chat_template", None) is None:
-            raise ValueError(f"hf:{name}: the tokenizer has no chat_template")
+        if dtype is not None and not isinstance(getattr(torch, str(dtype), None), torch.dtype):
+            raise ValueError(f"hf:{name}: unknown dtype {dtype!r}")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.model.to(self.device)
-        self.model.eval()
+        key = (str(Path(source).expanduser().resolve()) if Path(source).expanduser().exists()
+               else source, kwargs.get("gguf_file"), dtype, self.device, bool(download))
+        with _LOADING:
+            loaded = _LOADED.get(key) if shared else None
+            if loaded is None:
+                loaded = self._load(name, source, dtype, kwargs, transformers)
+                if shared:
+                    _LOADED[key] = loaded
+        #: the tokenizer and model (shared with the other clients of these weights)
+        self._loaded = loaded
+        self.tokenizer = loaded.tokenizer
+        self.model = loaded.model
         self._warned_images = False
         #: hf: enforces no structured output (answers are parsed as they come)
         self.structured = None
@@ -120,6 +144,24 @@ class HFClient:
             self.context_length: int | None = int(context_length)
         else:
             self.context_length = int(window) if isinstance(window, int) else None
+
+    def _load(self, name: str, source: str, dtype: str | None, kwargs: dict[str, Any],
+              transformers: Any) -> _Loaded:
+        torch = self._torch
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source, **kwargs)
+            if dtype is not None:
+                major = int(transformers.__version__.split(".")[0])
+                # transformers 5 calls it dtype; 4.x torch_dtype
+                kwargs["dtype" if major >= 5 else "torch_dtype"] = getattr(torch, dtype)
+            model = transformers.AutoModelForCausalLM.from_pretrained(source, **kwargs)
+        except OSError as err:
+            raise ValueError(f"hf:{name}: cannot load a local model there ({err})") from err
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError(f"hf:{name}: the tokenizer has no chat_template")
+        model.to(self.device)
+        model.eval()
+        return _Loaded(tokenizer, model)
 
     def count_prompt_tokens(self, messages: list[dict[str, Any]]) -> int:
         """The prompt's exact token count (the chat template applied)."""
@@ -139,9 +181,10 @@ class HFClient:
                                        self.model_id)
                         self._warned_images = True
             chat.append({"role": msg["role"], "content": "".join(texts)})
-        out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True,
-                                                 tokenize=True, return_dict=True,
-                                                 return_tensors="pt")
+        with self._loaded.lock:  # a fast tokenizer refuses concurrent calls
+            out = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True,
+                                                     tokenize=True, return_dict=True,
+                                                     return_tensors="pt")
         return out["input_ids"]
 
     def complete(self, messages: list[dict[str, Any]], *, max_tokens: int = 256,
@@ -152,19 +195,21 @@ class HFClient:
         gen: dict[str, Any] = {"max_new_tokens": int(max_tokens)}
         if temperature and temperature > 0:
             gen.update(do_sample=True, temperature=float(temperature))
-            torch.manual_seed(self.seed)
         else:
             gen.update(do_sample=False)
         pad = self.tokenizer.pad_token_id
         if pad is None:
             pad = self.tokenizer.eos_token_id
         try:
-            with torch.no_grad():
+            with self._loaded.lock, torch.no_grad():
+                if temperature and temperature > 0:
+                    torch.manual_seed(self.seed)
                 out = self.model.generate(ids, attention_mask=torch.ones_like(ids),
                                           pad_token_id=pad, **gen)
         except (RuntimeError, ValueError) as err:
             raise ModelError(f"{self.model_id}: generation failed: {err}") from err
         new = out[0, ids.shape[-1]:]
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        with self._loaded.lock:
+            text = self.tokenizer.decode(new, skip_special_tokens=True)
         return Completion(text, int(ids.shape[-1]), int(new.shape[-1]),
                           time.perf_counter() - t0, tokens_estimated=False)
