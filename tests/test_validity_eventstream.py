@@ -135,7 +135,7 @@ def test_pixel_features_from_real_rgb_windows():
 
 
 # ----------------------------------------------------------------- the learner has power
-def _belief_specs(seeds, families=("false_belief_relocation", "false_belief_witnessed")):
+def _belief_specs(seeds, families=("false_belief_told_away", "false_belief_told")):
     from mindhelper_env.scenarios.generator import generate_episode
 
     return [generate_episode(f, s, generator=GEN) for s in seeds for f in families]
@@ -143,8 +143,8 @@ def _belief_specs(seeds, families=("false_belief_relocation", "false_belief_witn
 
 @pytest.fixture(scope="module")
 def trained():
-    """A small learner: 70 training bases of relocation (help and its twin) of mh-gen-3.2."""
-    data = ES.stream_data(_belief_specs(range(1000, 1070)))
+    """A small learner: 60 training bases of told-away (help and its twin) of mh-gen-3.2."""
+    data = ES.stream_data(_belief_specs(range(1000, 1060)))
     fit, tune = ES.split_fit_tune(data)
     model = ES.train_stream_model(fit, tune, channels=STREAM_VERBS,
                                   grid={"max_depth": (3,), "max_iter": (200,),
@@ -156,13 +156,15 @@ def test_the_learner_beats_silence_on_fresh_v5_belief_episodes(trained):
     """House-wide timing carries the side on mh-gen-3.2 (the known leak): the learner,
     trained on training seeds only, must find it on fresh episodes (seeds it never saw)."""
     model, _ = trained
-    test = ES.stream_data(_belief_specs(range(5000, 5030)))
+    test = ES.stream_data(_belief_specs(range(5000, 5025)))
     ok = ES.model_decisions(model, test)
     acc = ES.balanced_accuracy(test, ok)
-    assert acc >= 0.68, acc       # silence: 0.50
-    imp = ES.stream_importance(model, test, repeats=2)
-    top = list(imp["all"]["channel"])[:4]
-    assert {"phone", "hangup", "chore", "chore_done"} & set(top), imp["all"]["channel"]
+    assert acc >= 0.75, acc       # silence: 0.50
+    imp = ES.stream_importance(model, test, repeats=1)
+    assert imp["all"]["accuracy"] == pytest.approx(100 * acc)
+    top = list(imp["all"]["channel"])[:6]
+    assert "tell" in top, imp["all"]["channel"]   # the switched event's verb carries it
+    assert max(imp["all"]["kind"].values()) > 5.0
 
 
 def test_the_learner_finds_nothing_in_noise():

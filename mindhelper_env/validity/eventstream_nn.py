@@ -24,7 +24,7 @@ from mindhelper_env.validity.eventstream import StreamEpisode, choose_threshold
 __all__ = ["GRUStreamModel", "GRU_GRID", "train_gru_model"]
 
 #: The settings tried, chosen on held-out training episodes.
-GRU_GRID: dict[str, tuple[Any, ...]] = {"hidden": (32, 64), "epochs": (60, 150)}
+GRU_GRID: dict[str, tuple[Any, ...]] = {"hidden": (32, 64), "epochs": (40,)}
 
 
 def _inputs(counts: np.ndarray) -> np.ndarray:

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from mindhelper_env.validity.eventstream import (
+    LOSSLESS_FRAME_SIZE,
     STREAM_GRID,
     StreamEpisode,
     StreamModel,
+    frame_size_for,
     play_specs,
     stream_data,
     train_stream_model,
@@ -34,19 +36,9 @@ from mindhelper_env.validity.eventstream import (
 __all__ = ["LOSSLESS_FRAME_SIZE", "frame_size_for", "pixel_stream_data", "train_pixel_model",
            "play_pixels", "PIXEL_GRID"]
 
-#: The smallest frame size that shows every house of a suite's kind losslessly
-#: (docs/vision.md, "Frame size": at most 520 px on ``vh-test-v5``, 716 on ``tdw-test-v5``).
-LOSSLESS_FRAME_SIZE = {"virtualhome": 520, "tdw": 768}
 #: A smaller grid than the text stream's (the pixel channels are many more).
-PIXEL_GRID: dict[str, tuple[Any, ...]] = {"max_depth": (3, 6), "max_iter": (300,),
-                                          "learning_rate": (0.05, 0.15)}
-
-
-def frame_size_for(suite: str | None) -> int:
-    """The frame size (square) the pixel instruments render ``suite`` at: the lossless size
-    of its kind of house (TDW houses for a ``tdw-`` suite, generated VirtualHome ones
-    otherwise)."""
-    return LOSSLESS_FRAME_SIZE["tdw" if suite and str(suite).startswith("tdw") else "virtualhome"]
+PIXEL_GRID: dict[str, tuple[Any, ...]] = {"max_depth": (6,), "max_iter": (300,),
+                                          "learning_rate": (0.05, 0.1)}
 
 
 def pixel_stream_data(specs: Sequence[Mapping[str, Any]], *, frame_size: int
