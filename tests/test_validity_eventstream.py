@@ -233,17 +233,30 @@ def test_the_firing_agent_waits_for_a_struggle_and_then_helps_the_latest():
     assert agent.fired_window == 0
 
 
-def test_pixel_agent_fires_from_frames(trained):
-    class Never:
-        threshold = 2.0
+def test_pixel_agent_fires_from_frames_and_helps_once():
+    """The pixel agent's scorer sees only colour-change counts; once it fires, the program
+    comes from the pixel-perception reference, issued once."""
+    from mindhelper_env.scenarios.generator import generate_episode
+    from mindhelper_env.validity.pixelstream import frame_size_for, play_pixels
+
+    seen = []
+
+    class Always:
+        threshold = 0.5
 
         def prob_stream(self, counts):
             assert counts.shape[1] == len(pixel_channel_names())
-            return 0.0
+            seen.append(counts.shape[0])
+            return 1.0
 
-    agent = PixelStreamAgent(Never())
+    agent = PixelStreamAgent(Always())
     agent.reset()
     assert agent.inner.fired_window is None
+    spec = generate_episode("false_belief_relocation", 11, generator=GEN)
+    recs, refs = play_pixels([spec], Always(), frame_size=frame_size_for(None))
+    acts = [a for a in recs[0]["actions"] if a.get("acts")]
+    assert recs[0]["intervention_tick"] is not None and len(acts) == 1
+    assert seen and seen[0] == 1   # it fired on the first window's counts: asked once
 
 
 # ----------------------------------------------------------------- the unbound coarse mind
