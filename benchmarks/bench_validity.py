@@ -417,6 +417,7 @@ def _eventstream_section(console, args) -> tuple[dict, list[str]]:
 
     res = EB.run_eventstream(args.suite, per_family=args.eventstream_train, limit=args.limit,
                              fresh=args.scan_fresh, pixels=args.eventstream_pixels,
+                             pixel_train_per_family=min(30, args.eventstream_train),
                              gru=not args.no_gru)
     console.print(EB.format_eventstream(res, V.twin_groups(), _short), markup=False)
     broken = EB.check_eventstream(res)
