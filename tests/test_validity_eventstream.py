@@ -391,9 +391,12 @@ def test_the_bounds_follow_the_generator_and_catch_a_break():
     res["suite"]["event-stream-gru"] = {"PHA": 81.0, "PIA": 82.0, "groups": {
         "false_belief_watched": {"PHA": 93.0}}}
     res["fresh"] = {"coarse-mind-unbound+prefix8": {"PHA": 60.0, "groups": {
-        "false_belief_emptied": {"PHA": 61.0}}}}
-    res["decisive"]["fresh"]["false_belief_told_away"] = {"anyone": {"best": 56.0},
+        "false_belief_emptied": {"PHA": 61.0, "n": 520},
+        "false_belief_watched": {"PHA": 90.0, "n": 140}}}}  # too few fresh: reported
+    res["decisive"]["fresh"]["false_belief_told_away"] = {"n": 510, "anyone": {"best": 56.0},
                                                           "other": {"best": 50.0}}
+    res["decisive"]["fresh"]["false_belief_emptied"] = {"n": 90, "anyone": {"best": 80.0},
+                                                        "other": {"best": 80.0}}
     broken = check_eventstream(res)
     assert len(broken) == 5, broken
     assert any("event-stream-gru PHA 81.0" in x for x in broken)

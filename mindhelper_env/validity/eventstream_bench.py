@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["EVENTSTREAM_BOUNDS", "KNOWN_TIMING_LEAK", "TIMING_BOUNDED_GROUPS",
+__all__ = ["FRESH_MIN_GROUP", "EVENTSTREAM_BOUNDS", "KNOWN_TIMING_LEAK", "TIMING_BOUNDED_GROUPS",
            "eventstream_bounded", "run_eventstream", "check_eventstream", "STREAM_AGENTS",
            "format_eventstream"]
 
@@ -180,10 +180,17 @@ def run_eventstream(suite: str, *, per_family: int = 80, limit: int | None = Non
     return out
 
 
-def check_eventstream(res: Mapping[str, Any], bounds: Mapping[str, float] = EVENTSTREAM_BOUNDS
-                      ) -> list[str]:
-    """The broken bounds of :func:`run_eventstream`'s figures (suite and fresh), one line
-    each, whatever the generator (the caller decides with :func:`eventstream_bounded`)."""
+#: The fresh episodes a twin group needs before its fresh figures are bounded (as
+#: ``bench_validity.FRESH_MIN_GROUP``: one standard error near 50 % is then about 2.2 points).
+FRESH_MIN_GROUP = 500
+
+
+def check_eventstream(res: Mapping[str, Any], bounds: Mapping[str, float] = EVENTSTREAM_BOUNDS,
+                      *, min_group: int = FRESH_MIN_GROUP) -> list[str]:
+    """The broken bounds of :func:`run_eventstream`'s figures, one line each, whatever the
+    generator (the caller decides with :func:`eventstream_bounded`): the agents on the suite,
+    and on the fresh episodes the agents' and the decisive moment's per-group figures of the
+    groups with at least ``min_group`` episodes (a smaller group is reported only)."""
     broken: list[str] = []
     for where in ("suite", "fresh"):
         for name, m in res.get(where, {}).items():
@@ -197,11 +204,13 @@ def check_eventstream(res: Mapping[str, Any], bounds: Mapping[str, float] = EVEN
             for g, gm in m.get("groups", {}).items():
                 if unbound and g not in TIMING_BOUNDED_GROUPS:
                     continue
+                if where == "fresh" and (gm.get("n") or 0) < min_group:
+                    continue
                 if gm.get("PHA") is not None and gm["PHA"] > bounds["group_PHA_max"]:
                     broken.append(f"{where}: {name} PHA {gm['PHA']:.1f} in {g} > "
                                   f"{bounds['group_PHA_max']}")
     for g, r in res.get("decisive", {}).get("fresh", {}).items():
-        if g not in TIMING_BOUNDED_GROUPS:
+        if g not in TIMING_BOUNDED_GROUPS or (r.get("n") or 0) < min_group:
             continue
         for key in ("anyone", "other"):
             acc = r[key]["best"]
