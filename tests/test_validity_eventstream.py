@@ -404,3 +404,38 @@ def test_the_bounds_follow_the_generator_and_catch_a_break():
     assert any("false_belief_watched" in x for x in broken)
     assert any("coarse-mind-unbound+prefix8" in x and "emptied" in x for x in broken)
     assert any("decisive moment (anyone) 56.0%" in x for x in broken)
+
+
+def test_the_bench_section_reports_v5_and_fails_a_bounded_generator(monkeypatch, tmp_path):
+    """bench_validity.py --eventstream-only: on a known-leak generator the breaks are
+    printed and the exit status is 0; on any other generator they fail the run."""
+    import importlib.util
+    from pathlib import Path
+
+    from mindhelper_env.validity import eventstream_bench as EB
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_validity.py"
+    spec = importlib.util.spec_from_file_location("bench_validity_es", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    leak = {"suite_name": "vh-dev-v5", "generator": "mh-gen-3.2", "decisive": {},
+            "suite": {"event-stream-gbm": {"PHA": 81.0, "PIA": 81.0, "groups": {}}}}
+    calls = []
+
+    def fake_run(suite, **kw):
+        calls.append((suite, kw))
+        return dict(leak)
+
+    monkeypatch.setattr(EB, "run_eventstream", fake_run)
+    out = tmp_path / "ev.json"
+    argv = ["--suite", "vh-dev-v5", "--eventstream-only", "--eventstream-train", "3",
+            "--eventstream-pixels", "0", "--no-gru", "--json", str(out)]
+    assert bench.main(argv) == 0                      # mh-gen-3.2: reported
+    assert calls[-1][1]["per_family"] == 3 and calls[-1][1]["pixels"] == 0
+    assert calls[-1][1]["gru"] is False
+    data = json.loads(out.read_text())
+    assert data["eventstream"]["bounded"] is False and data["broken"] == []
+    assert any("PHA 81.0" in b for b in data["eventstream"]["broken"])
+    monkeypatch.setattr(bench.V, "generator_of", lambda suite: "mh-gen-3.3")
+    assert bench.main(argv) == 1                      # a bounded generator: it fails
+    assert json.loads(out.read_text())["broken"]
