@@ -23,8 +23,9 @@ from mindhelper_env.validity.eventstream import StreamEpisode, choose_threshold
 
 __all__ = ["GRUStreamModel", "GRU_GRID", "train_gru_model"]
 
-#: The settings tried, chosen on held-out training episodes.
-GRU_GRID: dict[str, tuple[Any, ...]] = {"hidden": (32, 64), "epochs": (40,)}
+#: The settings tried, chosen on held-out training episodes (on `mh-gen-3.2`: 32 units and
+#: 40 epochs 61.6 %, 64 units and 100 epochs 81.0 % held-out balanced accuracy).
+GRU_GRID: dict[str, tuple[Any, ...]] = {"hidden": (32, 64), "epochs": (40, 100)}
 
 
 def _inputs(counts: np.ndarray) -> np.ndarray:
