@@ -68,7 +68,7 @@ AGENT_GROUPS: dict[str, tuple[str, ...]] = {
                            "physical-rules"),
     "ablations": ("ablation-goal-blind", "ablation-shared-view", "ablation-own-actions",
                   "perspective-free", "coarse-mind", "coarse-mind-a", "coarse-mind-b",
-                  "coarse-mind-c", "coarse-mind-d"),
+                  "coarse-mind-c", "coarse-mind-d", "coarse-mind-unbound"),
     "model-backed": ("direct-vlm",),
     "learned": ("learned-trigger",),
     "privileged (oracle)": ("oracle",),
@@ -134,6 +134,16 @@ AGENTS["coarse-mind"] = _coarse_mind
 # the coarse-mind ladder (agents/coarse_mind.py): co-presence, + phone, + chore, + doors
 for _rung in "abcd":
     AGENTS[f"coarse-mind-{_rung}"] = _coarse_rung(_rung)
+
+
+def _coarse_mind_unbound(rung: str = "d") -> Any:
+    from mindhelper_env.agents.coarse_mind_unbound import UnboundCoarseMindAgent
+
+    return UnboundCoarseMindAgent(rung=rung)
+
+
+# the ladder's rules applied house-wide, bound to nobody (agents/coarse_mind_unbound.py)
+AGENTS["coarse-mind-unbound"] = _coarse_mind_unbound
 
 #: The baselines that must not pass the benchmark (they do not track minds).
 SHORTCUT_AGENTS = ("reactive", "moved-absent", "prior")

@@ -24,6 +24,12 @@ the reference only to train and to score:
 * :mod:`~mindhelper_env.validity.fresh` — agents and classifiers on fresh episodes of a
   suite's generator, per twin group with 95 % intervals (:func:`fresh_episodes`,
   :func:`play_episodes`, :func:`episode_scores`);
+* :mod:`~mindhelper_env.validity.eventstream` (gradient boosting),
+  :mod:`~mindhelper_env.validity.eventstream_nn` (a GRU) and
+  :mod:`~mindhelper_env.validity.pixelstream` (frame differences) — learners over house-wide
+  event timing with no notion of *who*; :mod:`~mindhelper_env.validity.decisive` — the
+  decisive-moment statistic; :mod:`~mindhelper_env.validity.eventstream_bench` — all of them
+  with the unbound coarse mind, and their bounds (imported on use, not re-exported here);
 * :mod:`~mindhelper_env.validity.bounds` — the bound sets (:data:`BOUNDS` for the
   ``mh-gen-2.x`` suites, :data:`BOUNDS_V3` for ``mh-gen-3.x``) and the checks of the new
   instruments (:func:`check_bounds_v3`).
