@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mindhelper_env.validity.timing import wilson
+from mindhelper_env.validity.timing import run_base_jobs, wilson
 
 __all__ = ["AWAY_WINDOW", "MOMENT_KINDS", "Moment", "decisive_moment", "decisive_classifier",
            "DecisiveScore", "decisive_sample", "decisive_scan", "format_decisive",
@@ -206,18 +206,7 @@ def decisive_sample(group: str, n: int, *, generator: str | None = None, house: 
 
     gen = GENERATOR_VERSION if generator is None else generator
     seeds = [DECISIVE_SEED_BASE + 100_000 * seed + i for i in range(n)]
-    chunks = [seeds[i::max(1, workers)] for i in range(max(1, workers))]
-    jobs = [(group, c, gen, house) for c in chunks if c]
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(_job, jobs))
-    else:
-        results = [_job(j) for j in jobs]
-    rows = [r for res in results for r in res if r is not None]
-    failed = sum(r is None for res in results for r in res)
-    return rows, failed
+    return run_base_jobs(_job, group, seeds, gen, house, workers)
 
 
 def decisive_scan(n: int, *, generator: str | None = None, house: Any = None,

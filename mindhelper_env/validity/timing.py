@@ -235,6 +235,25 @@ def _rows_job(args: tuple[str, list[int], str, Any]) -> list[tuple[int, bool, np
 SCAN_SEED_BASE = 700_000
 
 
+def run_base_jobs(job: Callable[[tuple[str, list[int], str, Any]], list[Any]], group: str,
+                  seeds: Sequence[int], generator: str, house: Any, workers: int
+                  ) -> tuple[list[Any], int]:
+    """Run ``job((group, seeds chunk, generator, house))`` over ``seeds`` split in
+    ``workers`` chunks (a process pool when ``workers > 1``); its rows, and how many were
+    None (bases that failed to build)."""
+    chunks = [list(seeds[i::max(1, workers)]) for i in range(max(1, workers))]
+    jobs = [(group, c, generator, house) for c in chunks if c]
+    if workers > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(job, jobs))
+    else:
+        results = [job(j) for j in jobs]
+    rows = [r for res in results for r in res if r is not None]
+    return rows, sum(r is None for res in results for r in res)
+
+
 def group_sample(group: str, n: int, *, generator: str | None = None, house: Any = None,
                  seed: int = 0, workers: int = 1) -> GroupSample:
     """Gaps of ``n`` bases of ``group`` (``n`` episodes a side) built from fresh seeds
@@ -244,17 +263,7 @@ def group_sample(group: str, n: int, *, generator: str | None = None, house: Any
 
     gen = GENERATOR_VERSION if generator is None else generator
     seeds = [SCAN_SEED_BASE + 100_000 * seed + i for i in range(n)]
-    chunks = [seeds[i::max(1, workers)] for i in range(max(1, workers))]
-    jobs = [(group, c, gen, house) for c in chunks if c]
-    if workers > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(_rows_job, jobs))
-    else:
-        results = [_rows_job(j) for j in jobs]
-    rows = [r for res in results for r in res if r is not None]
-    failed = sum(r is None for res in results for r in res)
+    rows, failed = run_base_jobs(_rows_job, group, seeds, gen, house, workers)
     rows.sort(key=lambda r: (r[0], not r[1]))
     return GroupSample(group, gen, np.array([r[2] for r in rows]).reshape(-1, len(GAPS)),
                        np.array([r[1] for r in rows], dtype=bool),
