@@ -397,6 +397,9 @@ def test_the_bounds_follow_the_generator_and_catch_a_break():
                                                           "other": {"best": 50.0}}
     res["decisive"]["fresh"]["false_belief_emptied"] = {"n": 90, "anyone": {"best": 80.0},
                                                         "other": {"best": 80.0}}
+    # people other than the focus person: bound to the looker, reported, never bounded
+    res["decisive"]["fresh"]["false_belief_relocation"] = {"n": 600, "anyone": {"best": 52.0},
+                                                           "other": {"best": 82.0}}
     broken = check_eventstream(res)
     assert len(broken) == 5, broken
     assert any("event-stream-gru PHA 81.0" in x for x in broken)

@@ -31,8 +31,10 @@ A second, stricter view reads the state of the whole house at the moment's tick 
 episode's timeline (:func:`decisive_state`, :func:`decisive_statistic`): **away** is anyone
 not in the room where it happens (at a tell: out of earshot), and the statistic is given
 over everyone but the actor (``anyone``) and over people other than the focus person
-(``other``). ``benchmarks/bench_validity.py``'s house-wide timing section
-(:mod:`~mindhelper_env.validity.eventstream_bench`) bounds it at 55 % on fresh episodes.
+(``other``: reported, not bounded, since it binds the moment to the person who later
+looks, as a mind does). ``benchmarks/bench_validity.py``'s house-wide timing section
+(:mod:`~mindhelper_env.validity.eventstream_bench`) bounds ``anyone`` at 55 % on fresh
+episodes.
 """
 
 from __future__ import annotations

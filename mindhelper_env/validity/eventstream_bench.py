@@ -212,11 +212,13 @@ def check_eventstream(res: Mapping[str, Any], bounds: Mapping[str, float] = EVEN
     for g, r in res.get("decisive", {}).get("fresh", {}).items():
         if g not in TIMING_BOUNDED_GROUPS or (r.get("n") or 0) < min_group:
             continue
-        for key in ("anyone", "other"):
-            acc = r[key]["best"]
-            if acc > bounds["decisive_max"]:
-                broken.append(f"fresh: decisive moment ({key}) {acc:.1f}% in {g} > "
-                              f"{bounds['decisive_max']}%")
+        # only "anyone" is bounded: "other" (people but the focus person) already binds the
+        # moment to the person who later looks, which is what a mind does (on mh-gen-3.3 it
+        # reads the decoy's state, the focus person's own swapped; reported)
+        acc = r["anyone"]["best"]
+        if acc > bounds["decisive_max"]:
+            broken.append(f"fresh: decisive moment (anyone) {acc:.1f}% in {g} > "
+                          f"{bounds['decisive_max']}%")
     return broken
 
 
