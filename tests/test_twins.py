@@ -25,7 +25,7 @@ _SWAPPABLE = {"idle", "phone", "chore"}
 def _bases(group: str, n: int, generator: str = GENERATOR_V3) -> list[dict[str, Any]]:
     out = []
     seed = 0
-    while len(out) < n and seed < 4 * n:
+    while len(out) < n and seed < max(4 * n, 20):
         try:
             out.append(base_variants(group, seed, generator=generator))
         except Reject:

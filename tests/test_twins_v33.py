@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_twins import _bases as twin_bases
 
-from mindhelper_env.scenarios.draft import Reject
 from mindhelper_env.scenarios.generator import DEADLINE_TICKS, GENERATORS, generate_episode
 from mindhelper_env.scenarios.spec import (
     DECOY_GENERATORS,
@@ -20,7 +20,7 @@ from mindhelper_env.scenarios.spec import (
     GENERATOR_VERSION,
     V3_TWINS,
 )
-from mindhelper_env.scenarios.twins import base_variants, probe
+from mindhelper_env.scenarios.twins import probe
 from mindhelper_env.validity.decisive import Moment, decisive_classifier, decisive_moment
 from mindhelper_env.validity.timing import house_counts, timeline, unequal_base_gaps
 
@@ -31,15 +31,7 @@ _BUSY_VERBS = ("phone", "hangup", "chore", "chore_done")
 
 
 def _bases(group: str, n: int, generator: str = GENERATOR_V33) -> list[dict[str, Any]]:
-    out, seed = [], 0
-    while len(out) < n and seed < max(4 * n, 20):
-        try:
-            out.append(base_variants(group, seed, generator=generator))
-        except Reject:
-            pass
-        seed += 1
-    assert len(out) == n, f"{group}: only {len(out)} of {n} bases could be built"
-    return out
+    return twin_bases(group, n, generator)
 
 
 def _line(d: Any) -> dict[str, Any]:
